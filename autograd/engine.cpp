@@ -1,0 +1,113 @@
+// The backward pass, in three steps:
+//   1. walk the graph from the root and count, for every node, how many edges point at it;
+//   2. starting from the root, run a node once all the gradients flowing into it have
+//      arrived (its count drops to zero), summing gradients that arrive along several edges;
+//   3. hand each result to the nodes of its inputs; leaves end in AccumulateGrad.
+// This is Kahn's topological order. Ready nodes are taken newest first, which follows the
+// forward pass backwards, so that long chains free their buffers early.
+
+#include "autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+
+#include "autograd/autograd_meta.h"
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/tensor_internal.h"
+
+namespace normgrad::autograd {
+
+namespace {
+
+struct NewestFirst {
+  bool operator()(const Node* a, const Node* b) const {
+    return a->sequence_number() < b->sequence_number();
+  }
+};
+
+std::unordered_map<Node*, int> count_dependencies(Node* root) {
+  std::unordered_map<Node*, int> dependencies;
+  std::vector<Node*> stack{root};
+  dependencies[root] = 0;
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const auto& next : node->next) {
+      if (!next) continue;
+      auto [it, first_visit] = dependencies.try_emplace(next.get(), 0);
+      ++it->second;
+      if (first_visit) stack.push_back(next.get());
+    }
+  }
+  return dependencies;
+}
+
+Tensor initial_gradient(const Tensor& root, const Tensor& gradient) {
+  if (!gradient.defined()) {
+    NG_CHECK(root.numel() == 1, "backward", "the root has shape ", root.shape(),
+             "; a gradient argument of that shape is needed unless it has one element");
+    return ones_like(root);
+  }
+  NG_CHECK(gradient.shape() == root.shape(), "backward", "gradient of shape ", gradient.shape(),
+           " does not match the root's shape ", root.shape());
+  NG_CHECK(gradient.dtype() == root.dtype(), "backward", "gradient of dtype ", gradient.dtype(),
+           " does not match the root's dtype ", root.dtype());
+  NG_CHECK(gradient.device() == root.device(), "backward", "gradient on ", gradient.device(),
+           " but the root is on ", root.device());
+  return gradient.detach();
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  std::shared_ptr<Node> root_node = gradient_edge(root);
+  NG_CHECK(root_node != nullptr, "backward",
+           "the tensor does not require grad and has no grad_fn: none of the inputs it was "
+           "computed from had requires_grad set (or it was computed under NoGradGuard)");
+  NoGradGuard no_grad;  // backward passes do not record graphs of their own
+  Tensor root_gradient = initial_gradient(root, gradient);
+
+  std::unordered_map<Node*, int> dependencies = count_dependencies(root_node.get());
+  std::unordered_map<Node*, Tensor> pending;  // gradients summed so far, per node
+  std::priority_queue<Node*, std::vector<Node*>, NewestFirst> ready;
+  pending[root_node.get()] = root_gradient;
+  ready.push(root_node.get());
+
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    Tensor grad_output;
+    if (auto entry = pending.find(node); entry != pending.end()) {
+      grad_output = std::move(entry->second);
+      pending.erase(entry);
+    }
+
+    // A node that no gradient reached (every path to it gave "none") passes "none" on.
+    std::vector<Tensor> grad_inputs(node->next.size());
+    if (grad_output.defined()) {
+      grad_inputs = node->apply(grad_output);
+      grad_output = Tensor();
+      if (!retain_graph) node->release_saved();
+    }
+
+    for (std::size_t i = 0; i < grad_inputs.size(); ++i) {
+      Node* next = node->next[i].get();
+      if (!next) continue;
+      if (grad_inputs[i].defined()) {
+        Tensor& slot = pending[next];
+        if (!slot.defined()) {
+          slot = std::move(grad_inputs[i]);
+        } else {
+          Tensor sum = detail::make_tensor(slot.shape(), slot.dtype(), slot.device());
+          detail::backend_of(sum).binary(backend::BinaryOp::Add, detail::ref(sum),
+                                         detail::ref(slot), detail::ref(grad_inputs[i]), 0);
+          slot = std::move(sum);
+        }
+      }
+      if (--dependencies[next] == 0) ready.push(next);
+    }
+  }
+}
+
+}  // namespace normgrad::autograd

@@ -1,0 +1,112 @@
+// Joining and splitting along a dim. cat copies each input into its window of the result;
+// its backward hands each input the matching window of dy (a view, no copy). split and
+// chunk are windows (narrow views) to begin with.
+
+#include "autograd/ops.h"
+#include "autograd/primitives.h"
+#include "autograd/record.h"
+#include "core/error.h"
+#include "core/tensor_internal.h"
+
+namespace normgrad {
+
+using autograd::Grads;
+using autograd::needs_grad;
+using autograd::record;
+using autograd::SavedTensors;
+
+Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  NG_CHECK(!tensors.empty(), "cat", "needs at least one tensor");
+  for (const Tensor& t : tensors) autograd::primitive::check_defined(t, "cat");
+  const Tensor& first = tensors.front();
+  NG_CHECK(first.dim() > 0, "cat", "cannot concatenate 0-d tensors; use stack()");
+  const int d = wrap_dim(dim, first.dim(), "cat");
+  Shape shape = first.shape();
+  shape[d] = 0;
+  std::vector<std::int64_t> sizes;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    autograd::primitive::check_same_device(first, t, "cat");
+    autograd::primitive::check_same_dtype(first, t, "cat");
+    bool compatible = t.dim() == first.dim();
+    for (std::int64_t k = 0; compatible && k < t.dim(); ++k)
+      compatible = k == d || t.shape()[k] == first.shape()[k];
+    NG_CHECK(compatible, "cat", "tensor ", i, " has shape ", t.shape(),
+             ", which does not match tensor 0's shape ", first.shape(), " outside dim ", d);
+    sizes.push_back(t.shape()[d]);
+    shape[d] += t.shape()[d];
+  }
+  Tensor y = detail::make_tensor(shape, first.dtype(), first.device());
+  {
+    NoGradGuard no_grad;
+    std::int64_t start = 0;
+    for (const Tensor& t : tensors) {
+      detail::copy_values(y.narrow(d, start, t.shape()[d]), t);
+      start += t.shape()[d];
+    }
+  }
+  if (needs_grad(tensors))
+    record("CatBackward", y, tensors, {}, [d, sizes](const Tensor& dy, const SavedTensors&) {
+      return split(dy, sizes, d);
+    });
+  return y;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  NG_CHECK(!tensors.empty(), "stack", "needs at least one tensor");
+  autograd::primitive::check_defined(tensors.front(), "stack");
+  const int d = wrap_dim(dim, tensors.front().dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  expanded.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    autograd::primitive::check_defined(tensors[i], "stack");
+    NG_CHECK(tensors[i].shape() == tensors.front().shape(), "stack", "tensor ", i,
+             " has shape ", tensors[i].shape(), " but tensor 0 has shape ",
+             tensors.front().shape());
+    expanded.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(expanded, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes,
+                          std::int64_t dim) {
+  autograd::primitive::check_defined(x, "split");
+  NG_CHECK(x.dim() > 0, "split", "cannot split a 0-d tensor");
+  const int d = wrap_dim(dim, x.dim(), "split");
+  std::int64_t total = 0;
+  for (std::int64_t size : sizes) {
+    NG_CHECK(size >= 0, "split", "sizes must be non-negative, got ", Shape(sizes));
+    total += size;
+  }
+  NG_CHECK(total == x.shape()[d], "split", "sizes ", Shape(sizes), " add up to ", total,
+           " but dim ", d, " has size ", x.shape()[d]);
+  std::vector<Tensor> pieces;
+  std::int64_t start = 0;
+  for (std::int64_t size : sizes) {
+    pieces.push_back(x.narrow(d, start, size));
+    start += size;
+  }
+  return pieces;
+}
+
+std::vector<Tensor> split(const Tensor& x, std::int64_t size, std::int64_t dim) {
+  autograd::primitive::check_defined(x, "split");
+  NG_CHECK(size > 0, "split", "piece size must be positive, got ", size);
+  NG_CHECK(x.dim() > 0, "split", "cannot split a 0-d tensor");
+  const std::int64_t length = x.shape()[wrap_dim(dim, x.dim(), "split")];
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t start = 0; start < length; start += size)
+    sizes.push_back(std::min(size, length - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(x, sizes, dim);
+}
+
+std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim) {
+  autograd::primitive::check_defined(x, "chunk");
+  NG_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
+  NG_CHECK(x.dim() > 0, "chunk", "cannot chunk a 0-d tensor");
+  const std::int64_t length = x.shape()[wrap_dim(dim, x.dim(), "chunk")];
+  return split(x, std::max<std::int64_t>((length + chunks - 1) / chunks, 1), dim);
+}
+
+}  // namespace normgrad

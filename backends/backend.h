@@ -1,0 +1,149 @@
+#pragma once
+// The backend interface: the small set of primitive kernels that every device implements.
+//
+// Kernels see memory only through TensorRef, a raw strided view. They never see autograd,
+// never allocate tensors, and never check user arguments: the op layer (autograd/) has
+// already checked shapes, dtypes and devices, broadcast the operands and allocated the output.
+// The one dispatch point is backend_for(device) in backends/dispatch.h.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/shape.h"
+
+namespace normgrad::backend {
+
+// A strided view of device memory as a kernel sees it. `data` points at the first element
+// (the storage offset is already applied); strides are in elements and may be 0 (broadcast)
+// or arbitrary (views). Outputs written by kernels never overlap themselves.
+struct TensorRef {
+  void* data = nullptr;
+  DType dtype = DType::Float32;
+  Shape shape;
+  Strides strides;
+
+  std::int64_t numel() const { return normgrad::numel(shape); }
+  std::int64_t rank() const { return static_cast<std::int64_t>(shape.size()); }
+  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+};
+
+// out = f(in). `alpha`/`beta` carry the scalar parameters noted beside each op.
+enum class UnaryOp : std::uint8_t {
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Relu, Gelu,  // Gelu: the exact erf form
+  Sign,        // -1, 0 or 1
+  Square,
+  LeakyRelu,   // x > 0 ? x : alpha * x
+  Clamp,       // min(max(x, alpha), beta)
+  PowScalar,   // x ^ alpha
+  AddScalar,   // x + alpha
+  MulScalar,   // x * alpha
+  RsubScalar,  // alpha - x
+  RdivScalar,  // alpha / x
+};
+
+// out = f(a, b); a and b have out's shape (broadcast dims carry stride 0).
+// The *Grad ops are the fused elementwise halves of backward passes.
+enum class BinaryOp : std::uint8_t {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Eq, Ne, Lt, Le, Gt, Ge,  // 1 where true, 0 where false, in out's dtype
+  TanhGrad,                // a = dy, b = y:  dy * (1 - y^2)
+  SigmoidGrad,             // a = dy, b = y:  dy * y * (1 - y)
+  ReluGrad,                // a = dy, b = x:  x > 0 ? dy : 0
+  GeluGrad,                // a = dy, b = x:  dy * d/dx gelu(x)
+  LeakyReluGrad,           // a = dy, b = x:  x > 0 ? dy : alpha * dy
+};
+
+enum class ReduceOp : std::uint8_t {
+  Sum,     // out = scale * sum
+  Max,
+  Min,
+  ArgMax,  // out is int64: the index along the (single) reduced dim, first on ties
+  ArgMin,
+};
+
+enum class RandomKind : std::uint8_t {
+  Uniform,  // uniform on [alpha, beta)
+  Normal,   // mean alpha, standard deviation beta
+  Integer,  // integers in [alpha, beta)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+
+  // ---- memory -----------------------------------------------------------------------------
+  virtual void* allocate(std::size_t nbytes) = 0;
+  virtual void deallocate(void* data, std::size_t nbytes) = 0;
+  // Plain byte copies between this device and host memory.
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) = 0;
+
+  // ---- filling and copying ----------------------------------------------------------------
+  virtual void fill(const TensorRef& out, double value) = 0;
+  // out[i] = start + i * step, over out's elements in row-major order.
+  virtual void arange(const TensorRef& out, double start, double step) = 0;
+  // Strided copy with dtype conversion; dst and src have the same shape.
+  virtual void copy(const TensorRef& dst, const TensorRef& src) = 0;
+  // Counter-based random numbers: element i (row-major) depends only on (seed, offset + i),
+  // so results are identical for any thread count or device.
+  virtual void random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
+                      std::uint64_t offset, double alpha, double beta) = 0;
+
+  // ---- elementwise ------------------------------------------------------------------------
+  virtual void unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+                     double beta) = 0;
+  virtual void binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                      double alpha) = 0;
+  // out = cond != 0 ? a : b; all three have out's shape (broadcast strides allowed).
+  virtual void where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+                     const TensorRef& b) = 0;
+
+  // ---- reductions -------------------------------------------------------------------------
+  // `out` has the rank of `in`, with size 1 in every reduced dim (keepdim form); the reduced
+  // dims are exactly those where the sizes differ, or those listed in `reduced` (a bit mask),
+  // which also covers dims of size 1. Sums are blocked and pairwise, and their order does not
+  // depend on the thread count.
+  virtual void reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
+                      std::uint64_t reduced, double scale) = 0;
+
+  // ---- linear algebra ---------------------------------------------------------------------
+  // out[..., m, n] = sum_k a[..., m, k] * b[..., k, n] for every batch index. All three have
+  // the same rank >= 2 and the same batch sizes (broadcast batch dims of a and b carry stride
+  // 0). The last two dims of a and b may be row-major or transposed views; anything else is
+  // copied first. `out` is contiguous. With accumulate, out += a @ b instead of out = a @ b.
+  virtual void matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                      bool accumulate) = 0;
+
+  // ---- softmax ----------------------------------------------------------------------------
+  // Along `dim`, numerically stable (the max is subtracted first). log selects log_softmax.
+  virtual void softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) = 0;
+  // dx from dy and the forward output y:
+  //   softmax:     dx = y * (dy - sum(dy * y))
+  //   log_softmax: dx = dy - exp(y) * sum(dy)
+  virtual void softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
+                                int dim, bool log) = 0;
+
+  // ---- indexing ---------------------------------------------------------------------------
+  // out = in.index_select(dim, index): out[.., i, ..] = in[.., index[i], ..]. index is int64
+  // and 1-d; every entry has been checked to lie in [0, in.shape[dim]).
+  virtual void index_select(const TensorRef& out, const TensorRef& in, int dim,
+                            const TensorRef& index) = 0;
+  // out[.., index[i], ..] += src[.., i, ..]. Deterministic: repeated indices add in order.
+  virtual void index_add(const TensorRef& out, int dim, const TensorRef& index,
+                         const TensorRef& src) = 0;
+  // out[i][j][k] = in[i][index[i][j][k]][k] (for dim = 1); index has out's shape.
+  virtual void gather(const TensorRef& out, const TensorRef& in, int dim,
+                      const TensorRef& index) = 0;
+  // out[i][index[i][j][k]][k] += src[i][j][k] (for dim = 1). Deterministic.
+  virtual void scatter_add(const TensorRef& out, int dim, const TensorRef& index,
+                           const TensorRef& src) = 0;
+
+  // ---- threads ----------------------------------------------------------------------------
+  virtual void set_num_threads(int threads) = 0;
+};
+
+}  // namespace normgrad::backend

@@ -1,0 +1,56 @@
+#pragma once
+// CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
+// OpenBLAS for matrix products. Each op family is defined in its own file of this folder
+// (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
+// indexing.cpp); this header only declares the class. Obtain the instance via cpu_backend().
+
+#include "backends/backend.h"
+
+namespace normgrad::backend::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+
+  Device device() const override { return Device::cpu(); }
+
+  void* allocate(std::size_t nbytes) override;
+  void deallocate(void* data, std::size_t nbytes) override;
+  void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) override;
+  void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) override;
+
+  void fill(const TensorRef& out, double value) override;
+  void arange(const TensorRef& out, double start, double step) override;
+  void copy(const TensorRef& dst, const TensorRef& src) override;
+  void random(const TensorRef& out, RandomKind kind, std::uint64_t seed, std::uint64_t offset,
+              double alpha, double beta) override;
+
+  void unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+             double beta) override;
+  void binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+              double alpha) override;
+  void where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+             const TensorRef& b) override;
+
+  void reduce(ReduceOp op, const TensorRef& out, const TensorRef& in, std::uint64_t reduced,
+              double scale) override;
+
+  void matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+              bool accumulate) override;
+
+  void softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) override;
+  void softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
+                        bool log) override;
+
+  void index_select(const TensorRef& out, const TensorRef& in, int dim,
+                    const TensorRef& index) override;
+  void index_add(const TensorRef& out, int dim, const TensorRef& index,
+                 const TensorRef& src) override;
+  void gather(const TensorRef& out, const TensorRef& in, int dim, const TensorRef& index) override;
+  void scatter_add(const TensorRef& out, int dim, const TensorRef& index,
+                   const TensorRef& src) override;
+
+  void set_num_threads(int threads) override;
+};
+
+}  // namespace normgrad::backend::cpu

@@ -1,0 +1,65 @@
+#pragma once
+// Scalar helpers shared by the elementwise kernels: wrapping int64 arithmetic (signed overflow
+// is undefined behaviour in C++, two's-complement wrap-around is what users of int64 tensors
+// expect), NaN-propagating maximum/minimum, and the GELU derivative.
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace normgrad::backend::cpu {
+
+template <typename T> inline T add_values(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+  else
+    return a + b;
+}
+
+template <typename T> inline T subtract_values(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+  else
+    return a - b;
+}
+
+template <typename T> inline T multiply_values(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+  else
+    return a * b;
+}
+
+template <typename T> inline T negate_value(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(std::uint64_t{0} - static_cast<std::uint64_t>(x));
+  else
+    return -x;  // -(+0) = -0, unlike 0 - x
+}
+
+template <typename T> inline T absolute_value(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return x < 0 ? negate_value(x) : x;
+  else
+    return std::abs(x);  // |-0| = +0
+}
+
+// max(a, b), NaN when either is NaN (x != x only for NaN).
+template <typename T> inline T maximum_value(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> inline T minimum_value(T a, T b) { return (a < b || a != a) ? a : b; }
+
+// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+template <typename T> inline T gelu_value(T x) {
+  constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
+  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::erf(x * inverse_sqrt2));
+}
+
+// gelu'(x) = Phi(x) + x phi(x), with phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+template <typename T> inline T gelu_derivative(T x) {
+  constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
+  constexpr T inverse_sqrt_2pi = static_cast<T>(0.39894228040143267794);
+  const T cdf = static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(x * inverse_sqrt2));
+  return cdf + x * inverse_sqrt_2pi * std::exp(static_cast<T>(-0.5) * x * x);
+}
+
+}  // namespace normgrad::backend::cpu

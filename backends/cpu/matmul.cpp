@@ -1,0 +1,134 @@
+// Matrix products through OpenBLAS: out[..., m, n] (+)= sum_k a[..., m, k] b[..., k, n].
+//
+// BLAS reads a matrix either row-major (element (i, j) at i*ld + j, ld >= cols: NoTrans) or
+// as the transpose of a row-major matrix (element (i, j) at i + j*ld, ld >= rows: Trans).
+// Each operand's last two strides pick one of the two; any other layout (broadcast rows,
+// strides that are both > 1, negative strides) is first copied into a row-major scratch
+// matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each.
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/strided_loop.h"
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+struct BlasMatrix {
+  CBLAS_TRANSPOSE transpose = CblasNoTrans;
+  std::int64_t leading_dim = 1;
+  bool needs_copy = false;
+};
+
+// How BLAS can read a rows x cols matrix with the given strides. The stride of a dim of size 1
+// never matters, so it is replaced by whatever value suits.
+BlasMatrix blas_matrix(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                       std::int64_t col_stride) {
+  const std::int64_t min_row_major_ld = std::max<std::int64_t>(cols, 1);
+  const std::int64_t min_transposed_ld = std::max<std::int64_t>(rows, 1);
+  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= min_row_major_ld))
+    return {CblasNoTrans, rows == 1 ? min_row_major_ld : row_stride, false};
+  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= min_transposed_ld))
+    return {CblasTrans, cols == 1 ? min_transposed_ld : col_stride, false};
+  return {CblasNoTrans, min_row_major_ld, true};
+}
+
+// Copies a strided rows x cols matrix into row-major `dst`, or back with `to_strided`.
+template <typename T>
+void copy_matrix(T* dense, T* strided, std::int64_t rows, std::int64_t cols,
+                 std::int64_t row_stride, std::int64_t col_stride, bool to_strided) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      T& element = strided[i * row_stride + j * col_stride];
+      if (to_strided)
+        element = dense[i * cols + j];
+      else
+        dense[i * cols + j] = element;
+    }
+}
+
+void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
+          std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+          float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+              beta, c, static_cast<blasint>(ldc));
+}
+
+void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
+          std::int64_t k, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
+          double beta, double* c, std::int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+              beta, c, static_cast<blasint>(ldc));
+}
+
+template <typename T>
+void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, bool accumulate) {
+  const int rank = static_cast<int>(out.rank());
+  const std::int64_t m = out.shape[rank - 2], n = out.shape[rank - 1], k = a.shape[rank - 1];
+  const auto stride = [rank](const TensorRef& t, int from_end) { return t.strides[rank - from_end]; };
+  const BlasMatrix layout_a = blas_matrix(m, k, stride(a, 2), stride(a, 1));
+  const BlasMatrix layout_b = blas_matrix(k, n, stride(b, 2), stride(b, 1));
+  BlasMatrix layout_c = blas_matrix(m, n, stride(out, 2), stride(out, 1));
+  if (layout_c.transpose != CblasNoTrans) layout_c = {CblasNoTrans, std::max<std::int64_t>(n, 1), true};
+  for (const std::int64_t extent : {m, n, k, layout_a.leading_dim, layout_b.leading_dim, layout_c.leading_dim})
+    NG_CHECK(extent <= INT_MAX, "cpu matmul", "matrix extent ", extent, " exceeds the BLAS index range");
+
+  std::vector<T> scratch_a(layout_a.needs_copy ? m * k : 0);
+  std::vector<T> scratch_b(layout_b.needs_copy ? k * n : 0);
+  std::vector<T> scratch_c(layout_c.needs_copy ? m * n : 0);
+  // One gemm per batch index; the batch dims are every dim but the last two.
+  const std::uint64_t batch_dims = rank > 2 ? (1ull << (rank - 2)) - 1 : 0;
+  const auto batches = make_layout<3>(out.shape.data(), rank, {operand(out), operand(a), operand(b)},
+                                      "cpu matmul", true, batch_dims);
+  for (std::int64_t batch = 0; batch < batches.numel; ++batch) {
+    const auto offsets = offsets_of(batches, batch);
+    T* c = reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]);
+    T* a_matrix = reinterpret_cast<T*>(static_cast<char*>(a.data) + offsets[1]);
+    T* b_matrix = reinterpret_cast<T*>(static_cast<char*>(b.data) + offsets[2]);
+    if (layout_a.needs_copy) {
+      copy_matrix(scratch_a.data(), a_matrix, m, k, stride(a, 2), stride(a, 1), false);
+      a_matrix = scratch_a.data();
+    }
+    if (layout_b.needs_copy) {
+      copy_matrix(scratch_b.data(), b_matrix, k, n, stride(b, 2), stride(b, 1), false);
+      b_matrix = scratch_b.data();
+    }
+    T* c_matrix = c;
+    if (layout_c.needs_copy) {
+      if (accumulate) copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), false);
+      c_matrix = scratch_c.data();
+    }
+    gemm(layout_a.transpose, layout_b.transpose, m, n, k, a_matrix, layout_a.leading_dim, b_matrix,
+         layout_b.leading_dim, accumulate ? T{1} : T{0}, c_matrix, layout_c.leading_dim);
+    if (layout_c.needs_copy) copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), true);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                        bool accumulate) {
+  NG_CHECK(out.rank() >= 2, "cpu matmul", "needs rank >= 2, got out of shape ", out.shape);
+  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu matmul", "dtypes differ: out ", out.dtype,
+           ", a ", a.dtype, ", b ", b.dtype);
+  NG_CHECK(out.dtype != DType::Int64, "cpu matmul",
+           "int64 matrix products are not supported; convert to a float dtype");
+  if (out.numel() == 0) return;  // m = 0, n = 0 or an empty batch
+  if (a.shape[a.rank() - 1] == 0) {  // k = 0: the empty sum is 0
+    if (!accumulate) fill(out, 0.0);
+    return;
+  }
+  if (out.dtype == DType::Float32)
+    matmul_typed<float>(out, a, b, accumulate);
+  else
+    matmul_typed<double>(out, a, b, accumulate);
+}
+
+}  // namespace normgrad::backend::cpu

@@ -1,0 +1,131 @@
+// Elementwise unary ops, out = f(in), for every UnaryOp.
+//
+// The switch over the op runs once per call; each case instantiates the row kernel with its
+// own lambda, so the inner loop is a plain (vectorisable where the math allows) loop over
+// one function. int64 supports the ops that stay in the integers; the others throw.
+
+#include <cmath>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/elementwise_math.h"
+#include "backends/cpu/strided_loop.h"
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Rsqrt: return "rsqrt";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Gelu: return "gelu";
+    case UnaryOp::Sign: return "sign";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::LeakyRelu: return "leaky_relu";
+    case UnaryOp::Clamp: return "clamp";
+    case UnaryOp::PowScalar: return "pow_scalar";
+    case UnaryOp::AddScalar: return "add_scalar";
+    case UnaryOp::MulScalar: return "mul_scalar";
+    case UnaryOp::RsubScalar: return "rsub_scalar";
+    case UnaryOp::RdivScalar: return "rdiv_scalar";
+  }
+  return "?";
+}
+
+template <typename T, typename Function>
+void run_unary(const TensorRef& out, const TensorRef& in, Function function) {
+  for_each_element<2>({&out, &in}, "cpu unary",
+                      [&](const std::array<char*, 2>& pointers, const std::int64_t* strides,
+                          std::int64_t count, std::int64_t) {
+                        unary_row<T, T>(pointers[0], pointers[1], strides[0], strides[1], count,
+                                        function);
+                      });
+}
+
+// Ops defined for every dtype.
+template <typename T>
+bool unary_any_dtype(UnaryOp op, const TensorRef& out, const TensorRef& in, T alpha, T beta) {
+  switch (op) {
+    case UnaryOp::Neg:
+      run_unary<T>(out, in, [](T x) { return negate_value(x); });
+      return true;
+    case UnaryOp::Abs:
+      run_unary<T>(out, in, [](T x) { return absolute_value(x); });
+      return true;
+    case UnaryOp::Sign:
+      run_unary<T>(out, in, [](T x) {
+        return x != x ? x : static_cast<T>((T{0} < x) - (x < T{0}));  // NaN stays NaN
+      });
+      return true;
+    case UnaryOp::Square:
+      run_unary<T>(out, in, [](T x) { return multiply_values(x, x); });
+      return true;
+    case UnaryOp::Relu:
+      run_unary<T>(out, in, [](T x) { return x < T{0} ? T{0} : x; });
+      return true;
+    case UnaryOp::Clamp:
+      run_unary<T>(out, in, [alpha, beta](T x) { return x < alpha ? alpha : (x > beta ? beta : x); });
+      return true;
+    case UnaryOp::AddScalar:
+      run_unary<T>(out, in, [alpha](T x) { return add_values(x, alpha); });
+      return true;
+    case UnaryOp::MulScalar:
+      run_unary<T>(out, in, [alpha](T x) { return multiply_values(x, alpha); });
+      return true;
+    case UnaryOp::RsubScalar:
+      run_unary<T>(out, in, [alpha](T x) { return subtract_values(alpha, x); });
+      return true;
+    default: return false;
+  }
+}
+
+// Ops that need a floating-point type.
+template <typename T>
+void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alpha) {
+  switch (op) {
+    case UnaryOp::Exp: return run_unary<T>(out, in, [](T x) { return std::exp(x); });
+    case UnaryOp::Log: return run_unary<T>(out, in, [](T x) { return std::log(x); });
+    case UnaryOp::Sqrt: return run_unary<T>(out, in, [](T x) { return std::sqrt(x); });
+    case UnaryOp::Rsqrt: return run_unary<T>(out, in, [](T x) { return T{1} / std::sqrt(x); });
+    case UnaryOp::Tanh: return run_unary<T>(out, in, [](T x) { return std::tanh(x); });
+    case UnaryOp::Sigmoid:
+      return run_unary<T>(out, in, [](T x) { return T{1} / (T{1} + std::exp(-x)); });
+    case UnaryOp::Gelu: return run_unary<T>(out, in, [](T x) { return gelu_value(x); });
+    case UnaryOp::LeakyRelu:
+      return run_unary<T>(out, in, [alpha](T x) { return x > T{0} ? x : alpha * x; });
+    case UnaryOp::PowScalar:
+      if (alpha == T{2}) return run_unary<T>(out, in, [](T x) { return x * x; });
+      return run_unary<T>(out, in, [alpha](T x) { return std::pow(x, alpha); });
+    case UnaryOp::RdivScalar: return run_unary<T>(out, in, [alpha](T x) { return alpha / x; });
+    default: break;
+  }
+  throw Error(detail::concat("cpu unary: unknown op ", static_cast<int>(op)));
+}
+
+}  // namespace
+
+void CpuBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+                       double beta) {
+  NG_CHECK(out.dtype == in.dtype, "cpu unary", unary_name(op), ": out is ", out.dtype,
+           " but in is ", in.dtype);
+  dispatch_any(out.dtype, "cpu unary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (unary_any_dtype<T>(op, out, in, static_cast<T>(alpha), static_cast<T>(beta))) return;
+    if constexpr (std::is_floating_point_v<T>) {
+      unary_floating<T>(op, out, in, static_cast<T>(alpha));
+    } else {
+      throw Error(detail::concat("cpu unary: ", unary_name(op), " is not supported for ",
+                                 out.dtype, "; convert to a float dtype"));
+    }
+  });
+}
+
+}  // namespace normgrad::backend::cpu

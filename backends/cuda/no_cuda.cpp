@@ -1,0 +1,19 @@
+// The CPU-only stand-in for the CUDA backend, compiled when normgrad is configured without
+// CUDA. Every request for a CUDA device fails with an error that says how to get one.
+
+#include "backends/dispatch.h"
+#include "core/error.h"
+
+namespace normgrad::backend {
+
+bool cuda_is_available() { return false; }
+
+int cuda_device_count() { return 0; }
+
+Backend& cuda_backend(int index) {
+  throw Error(detail::concat(
+      "cuda:", index, ": this build of normgrad has no CUDA backend (configure with "
+      "-DNORMGRAD_CUDA=ON on a machine with the CUDA toolkit); use Device::cpu()"));
+}
+
+}  // namespace normgrad::backend

@@ -1,0 +1,19 @@
+#pragma once
+// The one dispatch point: the backend that owns a device's memory and kernels.
+
+#include "backends/backend.h"
+
+namespace normgrad::backend {
+
+// The CPU backend always exists. Asking for a CUDA device in a build without the CUDA
+// backend, or on a machine without a GPU, throws normgrad::Error.
+Backend& backend_for(Device device);
+
+Backend& cpu_backend();
+
+// Implemented by backends/cuda (or by its CPU-only stub, which always says no).
+bool cuda_is_available();
+int cuda_device_count();
+Backend& cuda_backend(int index);
+
+}  // namespace normgrad::backend

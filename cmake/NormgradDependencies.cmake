@@ -1,0 +1,17 @@
+# Dependencies, all from Debian packages (scripts/setup installs them):
+#   OpenMP (g++), OpenBLAS (libopenblas-dev), doctest (doctest-dev), CLI11 (libcli11-dev),
+#   Google Benchmark (libbenchmark-dev), nlohmann-json (nlohmann-json3-dev).
+
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+include(NormgradBLAS)  # defines normgrad::blas
+
+if(NORMGRAD_BUILD_TESTS)
+  find_package(doctest REQUIRED)
+  find_package(nlohmann_json 3 REQUIRED)
+endif()
+if(NORMGRAD_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+if(NORMGRAD_BUILD_EXAMPLES OR NORMGRAD_BUILD_BENCH)
+  find_package(CLI11 REQUIRED)
+endif()

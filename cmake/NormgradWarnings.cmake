@@ -1,0 +1,18 @@
+# Warnings on everywhere; -Werror on request (CI turns it on). Sanitizers for `scripts/test
+# --sanitize`.
+
+function(normgrad_set_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>)
+  if(NORMGRAD_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
+function(normgrad_set_sanitizers target)
+  if(NORMGRAD_SANITIZE)
+    target_compile_options(${target} PUBLIC -fsanitize=address,undefined -fno-omit-frame-pointer
+                                            -fno-sanitize-recover=undefined)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()

@@ -1,0 +1,25 @@
+#pragma once
+// Building blocks on tensors for the library's own code (not part of the user API): making
+// fresh tensors and views, and handing tensors to the backend as TensorRef.
+
+#include "backends/backend.h"
+#include "core/tensor.h"
+
+namespace normgrad::detail {
+
+// A new contiguous tensor, uninitialised.
+Tensor make_tensor(const Shape& shape, DType dtype, Device device);
+
+// A view of base's storage with its own geometry and no autograd history.
+Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
+
+backend::Backend& backend_of(const Tensor& tensor);
+backend::TensorRef ref(const Tensor& tensor);
+
+// The same view, broadcast to `shape` (stride 0 in broadcast dims); shapes were checked.
+backend::TensorRef broadcast_ref(const Tensor& tensor, const Shape& shape);
+
+// Copies src into dst (same shape, any dtypes, same device), without autograd.
+void copy_values(const Tensor& dst, const Tensor& src);
+
+}  // namespace normgrad::detail

@@ -1,0 +1,29 @@
+#include "nn/functional.h"
+
+#include "autograd/ops.h"
+#include "core/error.h"
+
+namespace normgrad::nn::functional {
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  NG_CHECK(input.defined() && weight.defined(), "linear", "input and weight must be defined");
+  NG_CHECK(weight.dim() == 2, "linear", "weight must be 2-d [out_features, in_features], got ",
+           weight.shape());
+  NG_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), "linear", "input of shape ",
+           input.shape(), " does not end in in_features = ", weight.size(1), " (weight ",
+           weight.shape(), ")");
+  Tensor output = matmul(input, weight.t());
+  if (!bias.defined()) return output;
+  NG_CHECK(bias.shape() == Shape{weight.size(0)}, "linear", "bias must have shape [",
+           weight.size(0), "], got ", bias.shape());
+  return output + bias;
+}
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  NG_CHECK(prediction.defined() && target.defined(), "mse_loss", "inputs must be defined");
+  NG_CHECK(prediction.shape() == target.shape(), "mse_loss", "prediction of shape ",
+           prediction.shape(), " and target of shape ", target.shape(), " differ");
+  return square(prediction - target).mean();
+}
+
+}  // namespace normgrad::nn::functional

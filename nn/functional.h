@@ -1,0 +1,15 @@
+#pragma once
+// Stateless building blocks of models, composed from the differentiable ops (so their
+// gradients come for free and are checked by the same gradcheck).
+
+#include "core/tensor.h"
+
+namespace normgrad::nn::functional {
+
+// y = x W^T + b, with W of shape [out, in] (as in PyTorch) and b of shape [out] or undefined.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
+
+// mean((prediction - target)^2); the shapes must match.
+Tensor mse_loss(const Tensor& prediction, const Tensor& target);
+
+}  // namespace normgrad::nn::functional

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds and runs tests/consumer, a project outside normgrad, against normgrad in one of the two
+# ways users get it, and checks what it prints.
+#   run_consumer_test.sh package      <source dir> <build dir> <scratch dir>
+#       installs <build dir> into <scratch>/prefix, then uses find_package(normgrad)
+#   run_consumer_test.sh subdirectory <source dir> <build dir> <scratch dir>
+#       builds normgrad again inside the consumer with add_subdirectory (library only)
+# CXX/CC in the environment pick the compiler, as for any CMake project.
+set -euo pipefail
+
+if [[ $# -ne 4 ]]; then
+  echo "usage: $0 package|subdirectory <normgrad source dir> <normgrad build dir> <scratch dir>" >&2
+  exit 2
+fi
+mode=$1 source_dir=$(realpath "$2") build_dir=$(realpath "$3") scratch=$4
+mkdir -p "$scratch"
+scratch=$(realpath "$scratch")
+consumer_build=$scratch/build
+
+case "$mode" in
+  package)
+    # A fresh prefix and consumer build each time: this checks the install, not a leftover.
+    rm -rf "$scratch/prefix" "$consumer_build"
+    cmake --install "$build_dir" --prefix "$scratch/prefix"
+    if [[ -z $(find "$scratch/prefix" -name normgradConfigVersion.cmake) ]]; then
+      echo "FAIL: no normgradConfigVersion.cmake was installed" >&2
+      exit 1
+    fi
+    # Installed headers and CMake files must not point back into the source or build tree.
+    if grep -rlF -e "$source_dir" -e "$build_dir" "$scratch/prefix" --include='*.h' --include='*.cmake'; then
+      echo "FAIL: the installed files above refer to the source or build tree" >&2
+      exit 1
+    fi
+    configure_args=(-DNORMGRAD_CONSUMER_MODE=package -DCMAKE_PREFIX_PATH="$scratch/prefix")
+    ;;
+  subdirectory)
+    # The build directory is kept between runs, so a rerun only recompiles what changed.
+    configure_args=(-DNORMGRAD_CONSUMER_MODE=subdirectory -DNORMGRAD_SOURCE_DIR="$source_dir")
+    ;;
+  *)
+    echo "unknown mode '$mode': use package or subdirectory" >&2
+    exit 2
+    ;;
+esac
+
+cmake -S "$source_dir/tests/consumer" -B "$consumer_build" -DCMAKE_BUILD_TYPE=Release \
+  "${configure_args[@]}"
+cmake --build "$consumer_build" -j2
+
+output=$("$consumer_build/consumer")
+echo "$output"
+if ! grep -qx 'sum = 6' <<<"$output"; then
+  echo "FAIL: expected the line 'sum = 6' in the consumer's output" >&2
+  exit 1
+fi
+echo "PASS: consumer ($mode)"

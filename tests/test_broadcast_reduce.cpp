@@ -1,0 +1,76 @@
+// Broadcasting and reductions against golden values computed independently with NumPy
+// (fixtures/generate_broadcast_reduce.py writes fixtures/broadcast_reduce.json).
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+
+namespace {
+
+nlohmann::json load_fixture() {
+  std::ifstream file(std::string(NORMGRAD_FIXTURES_DIR) + "/broadcast_reduce.json");
+  REQUIRE(file.good());
+  return nlohmann::json::parse(file);
+}
+
+Tensor from_json(const nlohmann::json& values, const nlohmann::json& shape, DType dtype) {
+  return from_vector(values.get<std::vector<double>>(), shape.get<Shape>()).to(dtype);
+}
+
+}  // namespace
+
+TEST_CASE("binary ops broadcast like NumPy") {
+  const nlohmann::json fixture = load_fixture();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const auto& c : fixture["broadcast"]) {
+      CAPTURE(c["a_shape"].dump());
+      CAPTURE(c["b_shape"].dump());
+      const Tensor a = from_json(c["a"], c["a_shape"], dtype);
+      const Tensor b = from_json(c["b"], c["b_shape"], dtype);
+      const Shape out_shape = c["out_shape"].get<Shape>();
+      CHECK((a + b).shape() == out_shape);
+      CHECK(all_close(a + b, c["add"].get<std::vector<double>>()));
+      CHECK(all_close(a - b, c["sub"].get<std::vector<double>>()));
+      CHECK(all_close(a * b, c["mul"].get<std::vector<double>>()));
+      CHECK(all_close(a / b, c["div"].get<std::vector<double>>()));
+      CHECK(all_close(maximum(a, b), c["maximum"].get<std::vector<double>>()));
+      CHECK(all_close(lt(a, b), c["lt"].get<std::vector<double>>()));
+      // The same through transposed (non-contiguous) operands.
+      if (a.dim() >= 2) {
+        const Tensor a_t = a.transpose(0, 1).contiguous().transpose(0, 1);
+        CHECK(all_close(a_t * b, c["mul"].get<std::vector<double>>()));
+      }
+    }
+  }
+}
+
+TEST_CASE("reductions over any dims match NumPy") {
+  const nlohmann::json fixture = load_fixture();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+    for (const auto& c : fixture["reduce"]) {
+      CAPTURE(c["shape"].dump());
+      CAPTURE(c["dims"].dump());
+      const Tensor x = from_json(c["x"], c["shape"], dtype);
+      const auto dims = c["dims"].get<std::vector<std::int64_t>>();
+      CHECK(x.sum(dims).shape() == c["out_shape"].get<Shape>());
+      CHECK(x.sum(dims, true).shape() == c["sum_keepdim_shape"].get<Shape>());
+      CHECK(all_close(x.sum(dims), c["sum"].get<std::vector<double>>(), rtol, 1e-6));
+      CHECK(all_close(x.mean(dims), c["mean"].get<std::vector<double>>(), rtol, 1e-6));
+      CHECK(all_close(x.var(dims), c["var"].get<std::vector<double>>(), rtol, 1e-6));
+      CHECK(all_close(x.var(dims, false, true), c["var_unbiased"].get<std::vector<double>>(),
+                      rtol, 1e-6));
+      if (c.contains("max")) {
+        const std::int64_t dim = dims.empty() ? 0 : dims[0];
+        CHECK(all_close(x.max(dim), c["max"].get<std::vector<double>>()));
+        CHECK(x.argmax(dim).to_vector<std::int64_t>() ==
+              c["argmax"].get<std::vector<std::int64_t>>());
+      }
+    }
+  }
+}

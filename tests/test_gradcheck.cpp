@@ -1,0 +1,145 @@
+// Every differentiable op against central finite differences in float64.
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::leaf;
+using testing::positive_leaf;
+using Inputs = std::vector<Tensor>;
+
+TEST_CASE("gradcheck: binary ops, including broadcast operands") {
+  const Tensor a = leaf({2, 3}, 1), b = leaf({3}, 2), c = leaf({2, 1}, 3);
+  const Tensor pa = positive_leaf({2, 3}, 4), pb = positive_leaf({3}, 5);
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] + x[1]; }, {a, b});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] - x[1]; }, {a, c});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] * x[1]; }, {a, b});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] / x[1]; }, {a, pb});
+  CHECK_GRADIENTS([](const Inputs& x) { return pow(x[0], x[1]); }, {pa, b});
+  CHECK_GRADIENTS([](const Inputs& x) { return maximum(x[0], x[1]); }, {a, b});
+  CHECK_GRADIENTS([](const Inputs& x) { return minimum(x[0], x[1]); }, {a, c});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] * x[0]; }, {a});  // one input used twice
+}
+
+TEST_CASE("gradcheck: scalar ops") {
+  const Tensor a = leaf({3, 2}), p = positive_leaf({3, 2});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] + 2.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] - 2.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return 3.0 - x[0]; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] * -1.5; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0] / 4.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return 2.0 / x[0]; }, {p});
+  CHECK_GRADIENTS([](const Inputs& x) { return pow(x[0], 2.5); }, {p});
+  CHECK_GRADIENTS([](const Inputs& x) { return pow(x[0], 3.0); }, {a});
+}
+
+TEST_CASE("gradcheck: unary ops") {
+  const Tensor a = leaf({4, 3}), p = positive_leaf({4, 3});
+  CHECK_GRADIENTS([](const Inputs& x) { return -x[0]; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return exp(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return log(x[0]); }, {p});
+  CHECK_GRADIENTS([](const Inputs& x) { return sqrt(x[0]); }, {p});
+  CHECK_GRADIENTS([](const Inputs& x) { return rsqrt(x[0]); }, {p});
+  CHECK_GRADIENTS([](const Inputs& x) { return abs(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return square(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return tanh(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return sigmoid(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return relu(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return leaky_relu(x[0], 0.2); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return gelu(x[0]); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return clamp(x[0], -0.5, 0.7); }, {a});
+}
+
+TEST_CASE("gradcheck: reductions") {
+  const Tensor a = leaf({3, 4, 2});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].sum(); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].sum({1}); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].sum({0, 2}, true); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].mean({-1}); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].mean(); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].var({1}); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].var({0, 2}, true, true); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].max(1); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return min(x[0], 0, true); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].max(); }, {a});
+}
+
+TEST_CASE("gradcheck: matmul in every shape combination") {
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({3, 4}, 1), leaf({4, 2}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 3, 4}, 1), leaf({2, 4, 5}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 1, 3, 4}, 1), leaf({3, 4, 2}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({4}, 1), leaf({4, 3}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 4}, 1), leaf({4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({4}, 1), leaf({4}, 2)});
+  // Transposed operands go to the GEMM with its transpose flags.
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].t(), x[1].t()); }, {leaf({4, 3}, 1), leaf({2, 4}, 2)});
+}
+
+TEST_CASE("gradcheck: softmax and log_softmax along any dim") {
+  const Tensor a = leaf({3, 5}, 7, 2.0);
+  CHECK_GRADIENTS([](const Inputs& x) { return softmax(x[0], 1); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return softmax(x[0], 0); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return log_softmax(x[0], -1); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return log_softmax(x[0].t(), 1); }, {a});
+}
+
+TEST_CASE("gradcheck: views") {
+  const Tensor a = leaf({2, 3, 4});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].reshape({6, 4}) * 1.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].permute({2, 0, 1}) * 1.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].transpose(0, 2).reshape({-1}); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].narrow(2, 1, 2); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].slice(1, 0, 3, 2); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].select(1, -1); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].unsqueeze(1).squeeze(1).flatten(); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].unsqueeze(0).expand({3, 2, 3, 4}); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].sum({2}, true).expand({2, 3, 4}) * x[0]; }, {a});
+}
+
+TEST_CASE("gradcheck: joining, splitting and conversions") {
+  const Tensor a = leaf({2, 3}, 1), b = leaf({2, 2}, 2), c = leaf({2, 3}, 3);
+  CHECK_GRADIENTS([](const Inputs& x) { return cat({x[0], x[1]}, 1); }, {a, b});
+  CHECK_GRADIENTS([](const Inputs& x) { return stack({x[0], x[1]}, 1); }, {a, c});
+  CHECK_GRADIENTS([](const Inputs& x) {
+    auto pieces = split(x[0], 2, 1);
+    return pieces[0].sum({1}) * pieces[1].sum({1});
+  }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return chunk(x[0], 2, 0)[1] * 3.0; }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].t().contiguous(); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].clone(); }, {a});
+  CHECK_GRADIENTS([](const Inputs& x) {
+    return x[0].to(DType::Float32).to(DType::Float64);
+  }, {a}, GradcheckOptions{.eps = 1e-3, .atol = 1e-4, .rtol = 1e-3});
+}
+
+TEST_CASE("gradcheck: indexing") {
+  const Tensor a = leaf({4, 3});
+  const Tensor index = from_vector<std::int64_t>({2, 0, 2}, {3});  // a repeated index
+  const Tensor positions = from_vector<std::int64_t>({0, 2, 1, 1, 0, 0}, {2, 3});
+  CHECK_GRADIENTS([index](const Inputs& x) { return index_select(x[0], 0, index); }, {a});
+  CHECK_GRADIENTS([index](const Inputs& x) { return index_select(x[0], 1, index); }, {a});
+  CHECK_GRADIENTS([positions](const Inputs& x) { return gather(x[0], 0, positions); }, {a});
+  CHECK_GRADIENTS([positions](const Inputs& x) { return gather(x[0], 1, positions); }, {a});
+  CHECK_GRADIENTS([positions](const Inputs& x) { return scatter_add(x[0], 0, positions, x[1]); },
+                  {a, leaf({2, 3}, 9)});
+  CHECK_GRADIENTS([positions](const Inputs& x) { return scatter_add(x[0], 1, positions, x[1]); },
+                  {a, leaf({2, 4}, 9)});  // src larger than the index: the rest gets no gradient
+  const Tensor tokens = from_vector<std::int64_t>({1, 3, 1, 0}, {2, 2});
+  CHECK_GRADIENTS([tokens](const Inputs& x) { return embedding(x[0], tokens); }, {a});
+}
+
+TEST_CASE("gradcheck: where and masked_fill send gradients to the chosen side") {
+  const Tensor a = leaf({2, 3}, 1), b = leaf({3}, 2);
+  const Tensor condition = tensor({{1, 0, 1}, {0, 0, 1}}, {.dtype = DType::Float64});
+  CHECK_GRADIENTS([condition](const Inputs& x) { return where(condition, x[0], x[1]); }, {a, b});
+  CHECK_GRADIENTS([condition](const Inputs& x) { return masked_fill(x[0], condition, -5.0); }, {a});
+}
+
+TEST_CASE("gradcheck itself catches a wrong gradient") {
+  // y = 2x, but the 2x term is cut from the graph, so backward reports 0 instead of 2.
+  const Tensor a = leaf({3});
+  const auto result = gradcheck([](const Inputs& x) { return x[0].detach() * 2.0 + x[0] * 0.0; }, {a});
+  CHECK_FALSE(result.ok);
+  CHECK(result.message.find("input 0") != std::string::npos);
+  CHECK_ERROR(gradcheck([](const Inputs& x) { return x[0] * 2.0; }, {testing::leaf({2}).to(DType::Float32).detach().requires_grad_()}),
+              "gradcheck", "float64");
+}

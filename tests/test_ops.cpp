@@ -1,0 +1,96 @@
+// Values and errors of matmul, softmax, joining/splitting and indexing.
+
+#include <cmath>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+
+TEST_CASE("matmul: 2-d, batched, broadcast and vector forms") {
+  const Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});
+  const Tensor b = tensor({{1, 0}, {0, 1}, {1, 1}});
+  CHECK(matmul(a, b).to_vector<float>() == std::vector<float>{4, 5, 10, 11});
+  CHECK(matmul(b.t(), a.t()).to_vector<float>() == std::vector<float>{4, 10, 5, 11});
+  const Tensor batch = stack({a, a * 2.0});  // [2, 2, 3]
+  const Tensor product = matmul(batch, b);    // b broadcasts over the batch
+  CHECK(product.shape() == Shape{2, 2, 2});
+  CHECK(product.to_vector<float>() == std::vector<float>{4, 5, 10, 11, 8, 10, 20, 22});
+  CHECK(matmul(tensor({1, 1, 1}), b).to_vector<float>() == std::vector<float>{2, 2});
+  CHECK(matmul(a, tensor({1, 0, -1})).to_vector<float>() == std::vector<float>{-2, -2});
+  CHECK(matmul(tensor({1, 2}), tensor({3, 4})).item() == 11);
+  CHECK(matmul(zeros({2, 0}), zeros({0, 3})).to_vector<float>() == std::vector<float>(6, 0));
+  CHECK(matmul(zeros({4, 1, 2, 3}), zeros({5, 3, 7})).shape() == Shape{4, 5, 2, 7});
+}
+
+TEST_CASE("matmul errors name the shapes") {
+  CHECK_ERROR(matmul(zeros({2, 3}), zeros({4, 2})), "matmul", "[2, 3]", "[4, 2]");
+  CHECK_ERROR(matmul(zeros({2, 2, 3}), zeros({3, 3, 2})), "matmul", "cannot be broadcast");
+  CHECK_ERROR(matmul(scalar_tensor(1), zeros({2})), "matmul", "at least one dim");
+  CHECK_ERROR(matmul(zeros({2, 2}, {.dtype = DType::Int64}), zeros({2, 2}, {.dtype = DType::Int64})),
+              "matmul", "int64");
+}
+
+TEST_CASE("softmax is stable for large inputs and sums to one") {
+  const Tensor x = tensor({{1000, 1001, 1002}, {-1000, 0, 1000}});
+  const Tensor y = softmax(x, 1);
+  const double e1 = std::exp(-1.0), e2 = std::exp(-2.0);
+  CHECK(all_close(y.select(0, 0), {e2 / (1 + e1 + e2), e1 / (1 + e1 + e2), 1 / (1 + e1 + e2)}, 1e-6));
+  CHECK(all_close(y.sum({1}), {1, 1}, 1e-6));
+  const Tensor ly = log_softmax(x, 1);
+  CHECK(std::isfinite(ly.select(0, 1).select(0, 0).item()));
+  CHECK(all_close(ly.select(0, 0), {-2 - std::log(1 + e1 + e2), -1 - std::log(1 + e1 + e2), -std::log(1 + e1 + e2)}, 1e-6));
+  CHECK(all_close(softmax(x, 0).sum({0}), {1, 1, 1}, 1e-6));
+  CHECK_ERROR(softmax(zeros({2}, {.dtype = DType::Int64}), 0), "softmax", "int64");
+  CHECK_ERROR(softmax(zeros({2, 3}), 2), "softmax", "dim 2");
+}
+
+TEST_CASE("cat, stack, split and chunk") {
+  const Tensor a = tensor({{1, 2}, {3, 4}});
+  const Tensor b = tensor({{5, 6}});
+  CHECK(cat({a, b}).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(cat({a, a.t()}, 1).to_vector<float>() == std::vector<float>{1, 2, 1, 3, 3, 4, 2, 4});
+  CHECK(stack({a, a}, 2).shape() == Shape{2, 2, 2});
+  const auto pieces = split(arange(5), 2);
+  REQUIRE(pieces.size() == 3);
+  CHECK(pieces[2].to_vector<float>() == std::vector<float>{4});
+  CHECK(split(arange(5), std::vector<std::int64_t>{1, 4})[1].numel() == 4);
+  CHECK(chunk(arange(6), 3).size() == 3);
+  CHECK(pieces[0].storage() == pieces[1].storage());  // views, not copies
+  CHECK_ERROR(cat({a, tensor({1, 2, 3}).unsqueeze(0)}), "cat", "tensor 1", "[1, 3]");
+  CHECK_ERROR(cat({}), "cat", "at least one");
+  CHECK_ERROR(stack({a, b}), "stack", "tensor 1", "[1, 2]");
+  CHECK_ERROR(split(arange(5), std::vector<std::int64_t>{1, 1}), "split", "add up to 2", "size 5");
+  CHECK_ERROR(chunk(arange(5), 0), "chunk", "positive");
+}
+
+TEST_CASE("index_select, gather, scatter_add and embedding") {
+  const Tensor x = tensor({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}});
+  const Tensor rows = from_vector<std::int64_t>({2, 0, 2}, {3});
+  CHECK(index_select(x, 0, rows).to_vector<float>() ==
+        std::vector<float>{7, 8, 9, 1, 2, 3, 7, 8, 9});
+  CHECK(index_select(x, 1, rows).to_vector<float>() ==
+        std::vector<float>{3, 1, 3, 6, 4, 6, 9, 7, 9});
+  const Tensor picks = from_vector<std::int64_t>({2, 0, 1}, {3, 1});
+  CHECK(gather(x, 1, picks).to_vector<float>() == std::vector<float>{3, 4, 8});
+  const Tensor added = scatter_add(zeros({2, 3}), 1, from_vector<std::int64_t>({0, 0, 2, 1}, {2, 2}),
+                                   tensor({{1, 2}, {3, 4}}));
+  CHECK(added.to_vector<float>() == std::vector<float>{3, 0, 0, 0, 4, 3});
+  const Tensor table = tensor({{0, 0}, {1, 1}, {2, 2}});
+  const Tensor looked_up = embedding(table, from_vector<std::int64_t>({2, 1, 1, 0}, {2, 2}));
+  CHECK(looked_up.shape() == Shape{2, 2, 2});
+  CHECK(looked_up.to_vector<float>() == std::vector<float>{2, 2, 1, 1, 1, 1, 0, 0});
+
+  CHECK_ERROR(index_select(x, 0, from_vector<std::int64_t>({3}, {1})), "index_select", "index 3", "size 3");
+  CHECK_ERROR(index_select(x, 0, from_vector<std::int64_t>({-1}, {1})), "index_select", "index -1");
+  CHECK_ERROR(index_select(x, 0, tensor({0})), "index_select", "int64", "float32");
+  CHECK_ERROR(gather(x, 1, from_vector<std::int64_t>({0}, {1})), "gather", "rank");
+  CHECK_ERROR(embedding(table, from_vector<std::int64_t>({5}, {1})), "index_select", "index 5");
+  CHECK_ERROR(embedding(zeros({3}), rows), "embedding", "2-d");
+}
+
+TEST_CASE("embedding's backward adds into repeated rows") {
+  Tensor table = zeros({3, 2}).requires_grad_();
+  embedding(table, from_vector<std::int64_t>({1, 1, 2}, {3})).sum().backward();
+  CHECK(table.grad().to_vector<float>() == std::vector<float>{0, 0, 2, 2, 1, 1});
+}
