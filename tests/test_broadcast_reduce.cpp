@@ -2,6 +2,7 @@
 // (fixtures/generate_broadcast_reduce.py writes fixtures/broadcast_reduce.json).
 
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -73,4 +74,36 @@ TEST_CASE("reductions over any dims match NumPy") {
       }
     }
   }
+}
+
+TEST_CASE("reductions give the same bits on one thread and on two") {
+  Generator generator(3);
+  const Tensor x = randn({300, 5000}, generator);
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  const auto one = std::make_tuple(x.sum().item(), x.sum({0}).to_vector<float>(),
+                                   x.sum({1}).to_vector<float>(), x.var({1}).to_vector<float>());
+  set_num_threads(2);
+  const auto two = std::make_tuple(x.sum().item(), x.sum({0}).to_vector<float>(),
+                                   x.sum({1}).to_vector<float>(), x.var({1}).to_vector<float>());
+  set_num_threads(threads);
+  CHECK(one == two);
+}
+
+TEST_CASE("a float32 sum of ten million values keeps its precision") {
+  const Tensor x = full({10'000'000}, 0.1);
+  CHECK(x.sum().item() == doctest::Approx(1e6).epsilon(1e-6));
+  CHECK(x.mean().item() == doctest::Approx(0.1).epsilon(1e-6));
+}
+
+TEST_CASE("reductions refuse bad dims with clear errors") {
+  const Tensor x = zeros({2, 3});
+  CHECK_ERROR(x.sum({2}), "sum", "dim 2", "rank 2");
+  CHECK_ERROR(x.sum({1, -1}), "sum", "more than once");
+  CHECK_ERROR(x.mean({-3}), "mean", "dim -3");
+  CHECK_ERROR(zeros({1, 3}).var({0}, false, true), "var", "at least 2");
+  CHECK_ERROR(zeros({0, 3}).max(0), "max", "size 0");
+  CHECK_ERROR(x.argmax(5), "argmax", "dim 5");
+  CHECK_ERROR(zeros({2}, {.dtype = DType::Int64}).mean(), "mean", "int64");
+  CHECK(zeros({0, 3}).sum({0}).to_vector<float>() == std::vector<float>{0, 0, 0});
 }
