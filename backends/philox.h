@@ -30,7 +30,8 @@ inline constexpr std::uint32_t key_increment_0 = 0x9E3779B9u;
 inline constexpr std::uint32_t key_increment_1 = 0xBB67AE85u;
 
 // One round: two 32x32 -> 64-bit products, whose halves are mixed with the other two words
-// and the key:  (c0, c1, c2, c3) -> (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0)).
+// and the key:  (c0, c1, c2, c3) -> (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0
+// c0)).
 NORMGRAD_HOST_DEVICE constexpr Words philox_round(Words c, std::uint32_t key0, std::uint32_t key1) {
   const std::uint64_t product0 = std::uint64_t{round_multiplier_0} * c.w[0];
   const std::uint64_t product1 = std::uint64_t{round_multiplier_1} * c.w[2];
@@ -58,8 +59,8 @@ NORMGRAD_HOST_DEVICE constexpr Words philox4x32_10(Words counter, std::uint32_t 
 // The four words for element `index` of a stream: key = the seed's two 32-bit halves,
 // counter = (low, high) halves of the 64-bit element counter, then two zero words.
 NORMGRAD_HOST_DEVICE constexpr Words random_words(std::uint64_t seed, std::uint64_t index) {
-  const Words counter{{static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32),
-                       0u, 0u}};
+  const Words counter{
+      {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32), 0u, 0u}};
   return philox4x32_10(counter, static_cast<std::uint32_t>(seed),
                        static_cast<std::uint32_t>(seed >> 32));
 }

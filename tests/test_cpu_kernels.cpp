@@ -3,10 +3,10 @@
 // broadcast (stride 0), sliced, rank-0 and empty layouts; determinism across thread counts;
 // summation accuracy; Philox known answers and moments; gemm in every transpose combination.
 
-#include <algorithm>
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -44,7 +44,9 @@ template <typename T> std::vector<T> sample_values(std::size_t n, std::uint64_t 
   std::vector<T> values(n);
   for (std::size_t i = 0; i < n; ++i)
     values[i] = static_cast<T>(philox::uniform_double(philox::random_words(seed, i).w[0],
-                                                      philox::random_words(seed, i).w[1]) * 2 - 1);
+                                                      philox::random_words(seed, i).w[1]) *
+                                   2 -
+                               1);
   return values;
 }
 
@@ -135,11 +137,13 @@ TEST_CASE("cpu unary ops match the standard library on strided views") {
       {UnaryOp::Tanh, 0, 0, [](double x, double, double) { return std::tanh(x); }},
       {UnaryOp::Sigmoid, 0, 0, [](double x, double, double) { return 1 / (1 + std::exp(-x)); }},
       {UnaryOp::Relu, 0, 0, [](double x, double, double) { return x > 0 ? x : 0.0; }},
-      {UnaryOp::Gelu, 0, 0, [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+      {UnaryOp::Gelu, 0, 0,
+       [](double x, double, double) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
       {UnaryOp::Sign, 0, 0, [](double x, double, double) { return double((x > 0) - (x < 0)); }},
       {UnaryOp::Square, 0, 0, [](double x, double, double) { return x * x; }},
       {UnaryOp::LeakyRelu, 0.1, 0, [](double x, double a, double) { return x > 0 ? x : a * x; }},
-      {UnaryOp::Clamp, -1, 0.5, [](double x, double a, double b) { return std::min(std::max(x, a), b); }},
+      {UnaryOp::Clamp, -1, 0.5,
+       [](double x, double a, double b) { return std::min(std::max(x, a), b); }},
       {UnaryOp::AddScalar, 2, 0, [](double x, double a, double) { return x + a; }},
       {UnaryOp::MulScalar, -3, 0, [](double x, double a, double) { return x * a; }},
       {UnaryOp::RsubScalar, 1, 0, [](double x, double a, double) { return a - x; }},
@@ -172,7 +176,8 @@ TEST_CASE("cpu unary ops match the standard library on strided views") {
   std::vector<float> x32{-3, -0.5f, 0, 0.7f, 2}, y32(5);
   cpu().unary(UnaryOp::Gelu, view(y32, {5}), view(x32, {5}), 0, 0);
   for (int i = 0; i < 5; ++i)
-    CHECK(y32[i] == doctest::Approx(0.5 * x32[i] * (1 + std::erf(x32[i] / std::sqrt(2.0)))).epsilon(1e-6));
+    CHECK(y32[i] ==
+          doctest::Approx(0.5 * x32[i] * (1 + std::erf(x32[i] / std::sqrt(2.0)))).epsilon(1e-6));
   std::vector<float> broadcast_out(6);
   cpu().unary(UnaryOp::Exp, view(broadcast_out, {2, 3}), view(x32, {2, 3}, {0, 0}, 3), 0, 0);
   CHECK(broadcast_out == std::vector<float>(6, std::exp(0.7f)));
@@ -212,7 +217,8 @@ TEST_CASE("cpu binary ops with broadcast, transposed and rank-0 operands") {
   CHECK(out == std::vector<double>{99, 98, 97, 196, 195, 194});
   // a read transposed: out (3x2) = a^T * 2
   std::vector<double> two{2};
-  cpu().binary(BinaryOp::Mul, view(out, {3, 2}), view(a, {3, 2}, {1, 3}), view(two, {3, 2}, {0, 0}), 0);
+  cpu().binary(BinaryOp::Mul, view(out, {3, 2}), view(a, {3, 2}, {1, 3}), view(two, {3, 2}, {0, 0}),
+               0);
   CHECK(out == std::vector<double>{2, 8, 4, 10, 6, 12});
   cpu().binary(BinaryOp::Div, view(out, {2, 3}), view(a, {2, 3}), view(row, {2, 3}, {0, 1}), 0);
   CHECK(out[5] == doctest::Approx(0.2));
@@ -264,7 +270,8 @@ TEST_CASE("cpu binary gradient ops and int64 arithmetic") {
   for (int i = 0; i < 4; ++i) {  // against a central difference of gelu
     const auto gelu = [](double t) { return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0))); };
     const double h = 1e-6;
-    CHECK(out[i] == doctest::Approx(dy[i] * (gelu(x[i] + h) - gelu(x[i] - h)) / (2 * h)).epsilon(1e-7));
+    CHECK(out[i] ==
+          doctest::Approx(dy[i] * (gelu(x[i] + h) - gelu(x[i] - h)) / (2 * h)).epsilon(1e-7));
   }
 
   std::vector<std::int64_t> a{5, -3, 7}, b{2, 2, -1}, c(3);
@@ -290,27 +297,33 @@ TEST_CASE("cpu elementwise ops on large tensors match a naive loop") {
   const std::int64_t rows = 300, cols = 517;
   std::vector<float> a = sample_values<float>(rows * cols, 1), row = sample_values<float>(cols, 2),
                      column = sample_values<float>(rows, 3), out(rows * cols);
-  cpu().binary(BinaryOp::Add, view(out, {rows, cols}), view(a, {rows, cols}), view(row, {rows, cols}, {0, 1}), 0);
+  cpu().binary(BinaryOp::Add, view(out, {rows, cols}), view(a, {rows, cols}),
+               view(row, {rows, cols}, {0, 1}), 0);
   bool all_equal = true;
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) all_equal = all_equal && out[i * cols + j] == a[i * cols + j] + row[j];
+    for (std::int64_t j = 0; j < cols; ++j)
+      all_equal = all_equal && out[i * cols + j] == a[i * cols + j] + row[j];
   CHECK(all_equal);
-  cpu().binary(BinaryOp::Mul, view(out, {rows, cols}), view(column, {rows, cols}, {1, 0}), view(a, {rows, cols}), 0);
+  cpu().binary(BinaryOp::Mul, view(out, {rows, cols}), view(column, {rows, cols}, {1, 0}),
+               view(a, {rows, cols}), 0);
   all_equal = true;
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) all_equal = all_equal && out[i * cols + j] == column[i] * a[i * cols + j];
+    for (std::int64_t j = 0; j < cols; ++j)
+      all_equal = all_equal && out[i * cols + j] == column[i] * a[i * cols + j];
   CHECK(all_equal);
   cpu().unary(UnaryOp::Tanh, view(out, {cols, rows}), view(a, {cols, rows}, {1, cols}), 0, 0);
   all_equal = true;
   for (std::int64_t i = 0; i < cols; ++i)
-    for (std::int64_t j = 0; j < rows; ++j) all_equal = all_equal && out[i * rows + j] == std::tanh(a[j * cols + i]);
+    for (std::int64_t j = 0; j < rows; ++j)
+      all_equal = all_equal && out[i * rows + j] == std::tanh(a[j * cols + i]);
   CHECK(all_equal);
 }
 
 TEST_CASE("cpu where selects with a condition of any dtype, broadcast") {
   std::vector<std::int64_t> cond{1, 0, 1};
   std::vector<float> a{1, 2, 3, 4, 5, 6}, b{-1}, out(6);
-  cpu().where(view(out, {2, 3}), view(cond, {2, 3}, {0, 1}), view(a, {2, 3}), view(b, {2, 3}, {0, 0}));
+  cpu().where(view(out, {2, 3}), view(cond, {2, 3}, {0, 1}), view(a, {2, 3}),
+              view(b, {2, 3}, {0, 0}));
   CHECK(out == std::vector<float>{1, -1, 3, 4, -1, 6});
   std::vector<double> float_cond{0, 0.5}, x{1, 2}, y{3, 4}, z(2);
   cpu().where(view(z, {2}), view(float_cond, {2}), view(x, {2}), view(y, {2}));
@@ -323,11 +336,14 @@ TEST_CASE("cpu reduce sums over any dims and layouts") {
   std::iota(x.begin(), x.end(), 0.0);
   std::vector<double> out(12);
   cpu().reduce(ReduceOp::Sum, view(out, {2, 3, 1}), view(x, {2, 3, 4}), 0, 1.0);  // innermost
-  CHECK(std::vector<double>(out.begin(), out.begin() + 6) == std::vector<double>{6, 22, 38, 54, 70, 86});
-  cpu().reduce(ReduceOp::Sum, view(out, {1, 3, 4}), view(x, {2, 3, 4}), 0, 0.5);  // outermost, a mean
+  CHECK(std::vector<double>(out.begin(), out.begin() + 6) ==
+        std::vector<double>{6, 22, 38, 54, 70, 86});
+  cpu().reduce(ReduceOp::Sum, view(out, {1, 3, 4}), view(x, {2, 3, 4}), 0,
+               0.5);  // outermost, a mean
   CHECK(out == std::vector<double>{6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17});
   cpu().reduce(ReduceOp::Sum, view(out, {2, 1, 4}), view(x, {2, 3, 4}), 0, 1.0);  // middle
-  CHECK(std::vector<double>(out.begin(), out.begin() + 8) == std::vector<double>{12, 15, 18, 21, 48, 51, 54, 57});
+  CHECK(std::vector<double>(out.begin(), out.begin() + 8) ==
+        std::vector<double>{12, 15, 18, 21, 48, 51, 54, 57});
   cpu().reduce(ReduceOp::Sum, view(out, {1, 3, 1}), view(x, {2, 3, 4}), 0, 1.0);  // two dims
   CHECK(std::vector<double>(out.begin(), out.begin() + 3) == std::vector<double>{60, 92, 124});
   cpu().reduce(ReduceOp::Sum, view(out, {1, 1, 1}), view(x, {2, 3, 4}), 0, 1.0);  // all
@@ -367,9 +383,11 @@ TEST_CASE("cpu reduce max, min and arg-reductions") {
   CHECK(out[3] == -2);
   // First index on ties; a NaN counts as the extreme.
   cpu().reduce(ReduceOp::ArgMax, view(index, {3, 1}), view(x, {3, 4}), 0, 1);
-  CHECK(std::vector<std::int64_t>(index.begin(), index.begin() + 3) == std::vector<std::int64_t>{0, 0, 1});
+  CHECK(std::vector<std::int64_t>(index.begin(), index.begin() + 3) ==
+        std::vector<std::int64_t>{0, 0, 1});
   cpu().reduce(ReduceOp::ArgMin, view(index, {3, 1}), view(x, {3, 4}), 0, 1);
-  CHECK(std::vector<std::int64_t>(index.begin(), index.begin() + 3) == std::vector<std::int64_t>{3, 2, 1});
+  CHECK(std::vector<std::int64_t>(index.begin(), index.begin() + 3) ==
+        std::vector<std::int64_t>{3, 2, 1});
   cpu().reduce(ReduceOp::ArgMax, view(index, {1, 4}), view(x, {3, 4}), 0, 1);
   CHECK(index == std::vector<std::int64_t>{1, 2, 0, 2});
   std::vector<std::int64_t> integers{4, 9, 9, 1}, best{0};
@@ -377,11 +395,12 @@ TEST_CASE("cpu reduce max, min and arg-reductions") {
   CHECK(best[0] == 1);
   cpu().reduce(ReduceOp::Max, view(best, {1}), view(integers, {4}), 0, 1);
   CHECK(best[0] == 9);
-  CHECK_THROWS_AS(cpu().reduce(ReduceOp::Max, view(out, {2, 1}), view(x, {2, 0}), 0, 1), normgrad::Error);
+  CHECK_THROWS_AS(cpu().reduce(ReduceOp::Max, view(out, {2, 1}), view(x, {2, 0}), 0, 1),
+                  normgrad::Error);
 }
 
 TEST_CASE("cpu reductions are accurate and do not depend on the thread count") {
-  // 10^7 copies of 0.1f: a left-to-right float32 sum would drift by about 10%.
+  // 10^7 copies of 0.1f: a left-to-right float32 sum gives 1087937, 8.8% too high.
   std::vector<float> tenths(10'000'000, 0.1f), total{0};
   cpu().reduce(ReduceOp::Sum, view(total, {1}), view(tenths, {10'000'000}), 0, 1.0);
   const double exact = 1e7 * static_cast<double>(0.1f);
@@ -406,8 +425,14 @@ TEST_CASE("cpu reductions are accurate and do not depend on the thread count") {
   for (const Case& c : cases) {
     const std::int64_t outputs = numel(c.out_shape);
     std::vector<float> one(outputs), two(outputs);
-    with_threads(1, [&] { cpu().reduce(ReduceOp::Sum, view(one, c.out_shape), view(x, c.in_shape, c.in_strides), 0, 1.0); });
-    with_threads(2, [&] { cpu().reduce(ReduceOp::Sum, view(two, c.out_shape), view(x, c.in_shape, c.in_strides), 0, 1.0); });
+    with_threads(1, [&] {
+      cpu().reduce(ReduceOp::Sum, view(one, c.out_shape), view(x, c.in_shape, c.in_strides), 0,
+                   1.0);
+    });
+    with_threads(2, [&] {
+      cpu().reduce(ReduceOp::Sum, view(two, c.out_shape), view(x, c.in_shape, c.in_strides), 0,
+                   1.0);
+    });
     CHECK(one == two);
     // The naive sum in double, over the same elements.
     std::vector<double> naive(outputs, 0.0);
@@ -422,10 +447,12 @@ TEST_CASE("cpu reductions are accurate and do not depend on the thread count") {
       naive[out_index] += x[offset];
       for (std::int64_t d = rank - 1; d >= 0 && ++index[d] == c.in_shape[d]; --d) index[d] = 0;
     }
-    for (std::int64_t i = 0; i < outputs; ++i) CHECK(one[i] == doctest::Approx(naive[i]).epsilon(1e-4));
+    for (std::int64_t i = 0; i < outputs; ++i)
+      CHECK(one[i] == doctest::Approx(naive[i]).epsilon(1e-4));
   }
 
-  std::vector<float> long_row = sample_values<float>(5'000'001, 3), sum_one{0}, sum_two{0}, max_one{0}, max_two{0};
+  std::vector<float> long_row = sample_values<float>(5'000'001, 3), sum_one{0}, sum_two{0},
+                     max_one{0}, max_two{0};
   with_threads(1, [&] {
     cpu().reduce(ReduceOp::Sum, view(sum_one, {1}), view(long_row, {5'000'001}), 0, 1.0);
     cpu().reduce(ReduceOp::Max, view(max_one, {1}), view(long_row, {5'000'001}), 0, 1.0);
@@ -447,12 +474,12 @@ TEST_CASE("philox 4x32-10 reproduces the published known answers") {
   CHECK(zeros.w[1] == 0xe169c58du);
   CHECK(zeros.w[2] == 0xbc57ac4cu);
   CHECK(zeros.w[3] == 0x9b00dbd8u);
-  const philox::Words ones =
-      philox::philox4x32_10({{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu);
+  const philox::Words ones = philox::philox4x32_10(
+      {{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu);
   CHECK(ones.w[0] == 0x408f276du);
   CHECK(ones.w[3] == 0x6d5451fdu);
-  const philox::Words pi =
-      philox::philox4x32_10({{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
+  const philox::Words pi = philox::philox4x32_10(
+      {{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u);
   CHECK(pi.w[0] == 0xd16cfe09u);
   CHECK(pi.w[1] == 0x94fdccebu);
   CHECK(pi.w[2] == 0x5001e420u);
@@ -522,19 +549,22 @@ TEST_CASE("cpu random: moments and ranges of uniform, normal and integer draws")
   std::vector<float> float_integers(1000);
   cpu().random(view(float_integers, {1000}), RandomKind::Integer, 4, 0, 0, 10);
   for (float v : float_integers) CHECK((v >= 0 && v <= 9 && v == std::floor(v)));
-  CHECK_THROWS_AS(cpu().random(view(integers, {n}), RandomKind::Normal, 4, 0, 0, 1), normgrad::Error);
+  CHECK_THROWS_AS(cpu().random(view(integers, {n}), RandomKind::Normal, 4, 0, 0, 1),
+                  normgrad::Error);
 }
 
 namespace {
 
 // out[b][i][j] = sum_k a(b, i, k) b(b, k, j), reading a and b through arbitrary element maps.
 template <typename A, typename B>
-std::vector<double> naive_matmul(std::int64_t batches, std::int64_t m, std::int64_t n, std::int64_t k, A a, B b) {
+std::vector<double> naive_matmul(std::int64_t batches, std::int64_t m, std::int64_t n,
+                                 std::int64_t k, A a, B b) {
   std::vector<double> out(batches * m * n, 0.0);
   for (std::int64_t batch = 0; batch < batches; ++batch)
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j)
-        for (std::int64_t p = 0; p < k; ++p) out[(batch * m + i) * n + j] += a(batch, i, p) * b(batch, p, j);
+        for (std::int64_t p = 0; p < k; ++p)
+          out[(batch * m + i) * n + j] += a(batch, i, p) * b(batch, p, j);
   return out;
 }
 
@@ -542,31 +572,46 @@ std::vector<double> naive_matmul(std::int64_t batches, std::int64_t m, std::int6
 
 TEST_CASE("cpu matmul: all transpose combinations, copies, batch broadcast, accumulate") {
   const std::int64_t m = 5, n = 7, k = 6;
-  std::vector<float> a_data = sample_values<float>(m * k, 1), b_data = sample_values<float>(k * n, 2);
+  std::vector<float> a_data = sample_values<float>(m * k, 1),
+                     b_data = sample_values<float>(k * n, 2);
   // a(i, p) and b(p, j), stored row-major; their transposes stored row-major as well.
   std::vector<float> a_transposed(m * k), b_transposed(k * n);
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t p = 0; p < k; ++p) a_transposed[p * m + i] = a_data[i * k + p];
   for (std::int64_t p = 0; p < k; ++p)
     for (std::int64_t j = 0; j < n; ++j) b_transposed[j * k + p] = b_data[p * n + j];
-  const auto expected = naive_matmul(1, m, n, k, [&](auto, auto i, auto p) { return double(a_data[i * k + p]); },
-                                     [&](auto, auto p, auto j) { return double(b_data[p * n + j]); });
+  const auto expected = naive_matmul(
+      1, m, n, k, [&](auto, auto i, auto p) { return double(a_data[i * k + p]); },
+      [&](auto, auto p, auto j) { return double(b_data[p * n + j]); });
   for (bool transpose_a : {false, true})
     for (bool transpose_b : {false, true}) {
       const TensorRef a = transpose_a ? view(a_transposed, {m, k}, {1, m}) : view(a_data, {m, k});
       const TensorRef b = transpose_b ? view(b_transposed, {k, n}, {1, k}) : view(b_data, {k, n});
       std::vector<float> out(m * n);
       cpu().matmul(view(out, {m, n}), a, b, false);
-      for (std::int64_t i = 0; i < m * n; ++i) CHECK(out[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+      for (std::int64_t i = 0; i < m * n; ++i)
+        CHECK(out[i] == doctest::Approx(expected[i]).epsilon(1e-5));
     }
 
   // a sliced with a column stride of 2 (BLAS cannot read it: copied first), accumulating into ones.
-  std::vector<double> wide = sample_values<double>(m * 2 * k, 3), b64 = sample_values<double>(k * n, 4);
+  std::vector<double> wide = sample_values<double>(m * 2 * k, 3),
+                      b64 = sample_values<double>(k * n, 4);
   std::vector<double> out64(m * n, 1.0);
   cpu().matmul(view(out64, {m, n}), view(wide, {m, k}, {2 * k, 2}), view(b64, {k, n}), true);
-  const auto expected64 = naive_matmul(1, m, n, k, [&](auto, auto i, auto p) { return wide[i * 2 * k + p * 2]; },
-                                       [&](auto, auto p, auto j) { return b64[p * n + j]; });
-  for (std::int64_t i = 0; i < m * n; ++i) CHECK(out64[i] == doctest::Approx(1.0 + expected64[i]).epsilon(1e-12));
+  const auto expected64 = naive_matmul(
+      1, m, n, k, [&](auto, auto i, auto p) { return wide[i * 2 * k + p * 2]; },
+      [&](auto, auto p, auto j) { return b64[p * n + j]; });
+  for (std::int64_t i = 0; i < m * n; ++i)
+    CHECK(out64[i] == doctest::Approx(1.0 + expected64[i]).epsilon(1e-12));
+
+  // A transposed output (BLAS writes row-major only: computed in scratch, copied back).
+  std::vector<double> out_transposed(m * n, 2.0);
+  cpu().matmul(view(out_transposed, {m, n}, {1, m}), view(wide, {m, k}, {2 * k, 2}),
+               view(b64, {k, n}), true);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      CHECK(out_transposed[j * m + i] ==
+            doctest::Approx(2.0 + expected64[i * n + j]).epsilon(1e-12));
 
   // Batches: a is 3 x m x k, b one k x n matrix broadcast over the batch (stride 0), and a
   // 2 x 3 batch grid where a broadcasts over the first batch dim.
@@ -574,7 +619,8 @@ TEST_CASE("cpu matmul: all transpose combinations, copies, batch broadcast, accu
   cpu().matmul(view(out_batch, {2, 3, m, n}), view(a_batch, {2, 3, m, k}, {0, m * k, k, 1}),
                view(b64, {2, 3, k, n}, {0, 0, n, 1}), false);
   const auto expected_batch = naive_matmul(
-      6, m, n, k, [&](auto batch, auto i, auto p) { return a_batch[(batch % 3) * m * k + i * k + p]; },
+      6, m, n, k,
+      [&](auto batch, auto i, auto p) { return a_batch[(batch % 3) * m * k + i * k + p]; },
       [&](auto, auto p, auto j) { return b64[p * n + j]; });
   for (std::size_t i = 0; i < out_batch.size(); ++i)
     CHECK(out_batch[i] == doctest::Approx(expected_batch[i]).epsilon(1e-12));
@@ -587,8 +633,9 @@ TEST_CASE("cpu matmul: all transpose combinations, copies, batch broadcast, accu
   CHECK(zeros_out == std::vector<float>(m * n, 0.0f));
   cpu().matmul(view(empty, {0, n}), view(empty, {0, k}), view(b_data, {k, n}), false);
   std::vector<std::int64_t> integers(4);
-  CHECK_THROWS_AS(cpu().matmul(view(integers, {2, 2}), view(integers, {2, 2}), view(integers, {2, 2}), false),
-                  normgrad::Error);
+  CHECK_THROWS_AS(
+      cpu().matmul(view(integers, {2, 2}), view(integers, {2, 2}), view(integers, {2, 2}), false),
+      normgrad::Error);
 }
 
 TEST_CASE("cpu softmax and log_softmax along every dim, forward and backward") {
@@ -614,8 +661,10 @@ TEST_CASE("cpu softmax and log_softmax along every dim, forward and backward") {
         }
         if (!is_line_start) continue;
         double max_value = -1e300, sum = 0, dot = 0, dy_sum = 0;
-        for (std::int64_t i = 0; i < shape[dim]; ++i) max_value = std::max(max_value, x[start + i * strides[dim]]);
-        for (std::int64_t i = 0; i < shape[dim]; ++i) sum += std::exp(x[start + i * strides[dim]] - max_value);
+        for (std::int64_t i = 0; i < shape[dim]; ++i)
+          max_value = std::max(max_value, x[start + i * strides[dim]]);
+        for (std::int64_t i = 0; i < shape[dim]; ++i)
+          sum += std::exp(x[start + i * strides[dim]] - max_value);
         for (std::int64_t i = 0; i < shape[dim]; ++i) {
           const std::int64_t at = start + i * strides[dim];
           const double p = std::exp(x[at] - max_value) / sum;
@@ -626,7 +675,8 @@ TEST_CASE("cpu softmax and log_softmax along every dim, forward and backward") {
         for (std::int64_t i = 0; i < shape[dim]; ++i) {
           const std::int64_t at = start + i * strides[dim];
           const double p = std::exp(x[at] - max_value) / sum;
-          CHECK(dx[at] == doctest::Approx(log ? dy[at] - p * dy_sum : p * (dy[at] - dot)).epsilon(1e-10));
+          CHECK(dx[at] ==
+                doctest::Approx(log ? dy[at] - p * dy_sum : p * (dy[at] - dot)).epsilon(1e-10));
         }
       }
     }
@@ -639,12 +689,13 @@ TEST_CASE("cpu softmax and log_softmax along every dim, forward and backward") {
   cpu().softmax(view(scalar_out, {}), view(scalar, {}), 0, true);
   CHECK(scalar_out[0] == 0.0f);
   std::vector<std::int64_t> integers(3);
-  CHECK_THROWS_AS(cpu().softmax(view(integers, {3}), view(integers, {3}), 0, false), normgrad::Error);
+  CHECK_THROWS_AS(cpu().softmax(view(integers, {3}), view(integers, {3}), 0, false),
+                  normgrad::Error);
 }
 
 TEST_CASE("cpu index_select and gather") {
   std::vector<float> in{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};  // 3x4
-  std::vector<std::int64_t> index_storage{2, -1, 0, -1, 2};        // a strided index: {2, 0, 2}
+  std::vector<std::int64_t> index_storage{2, -1, 0, -1, 2};     // a strided index: {2, 0, 2}
   const TensorRef index = view(index_storage, {3}, {2});
   std::vector<float> rows(12);
   cpu().index_select(view(rows, {3, 4}), view(in, {3, 4}), 0, index);
@@ -669,7 +720,7 @@ TEST_CASE("cpu index_add and scatter_add add repeated indices in order, for any 
   cpu().index_add(view(out, {4, 2}), 0, view(index, {4}), view(src, {4, 2}));
   CHECK(out == std::vector<double>{0, 0, 13, 16, 0, 0, 3, 4});
 
-  std::vector<double> scattered(6, 0.0);  // 2x3, along dim 1
+  std::vector<double> scattered(6, 0.0);                      // 2x3, along dim 1
   std::vector<std::int64_t> targets{2, 0, 2, 2, 1, 1, 1, 1};  // 2x4
   cpu().scatter_add(view(scattered, {2, 3}), 1, view(targets, {2, 4}), view(src, {2, 4}));
   CHECK(scattered == std::vector<double>{2, 0, 1 + 3 + 4, 0, 5 + 6 + 7 + 8, 0});
@@ -682,7 +733,8 @@ TEST_CASE("cpu index_add and scatter_add add repeated indices in order, for any 
   for (std::int64_t i = 0; i < entries; ++i) positions[i] = (i * 7919) % targets_count;
   std::vector<float> naive(targets_count * width, 0.0f);
   for (std::int64_t i = 0; i < entries; ++i)
-    for (std::int64_t j = 0; j < width; ++j) naive[positions[i] * width + j] += values[i * width + j];
+    for (std::int64_t j = 0; j < width; ++j)
+      naive[positions[i] * width + j] += values[i * width + j];
   for (int threads : {1, 2}) {
     std::vector<float> result(targets_count * width, 0.0f);
     with_threads(threads, [&] {
@@ -698,8 +750,8 @@ TEST_CASE("cpu index_add and scatter_add add repeated indices in order, for any 
   for (int threads : {1, 2}) {
     std::vector<float> result(targets_count * width, 0.0f);
     with_threads(threads, [&] {
-      cpu().scatter_add(view(result, {targets_count, width}), 0, view(scatter_index, {entries, width}),
-                        view(values, {entries, width}));
+      cpu().scatter_add(view(result, {targets_count, width}), 0,
+                        view(scatter_index, {entries, width}), view(values, {entries, width}));
     });
     CHECK(result == naive);
   }
@@ -711,7 +763,9 @@ TEST_CASE("cpu kernels refuse what they cannot do with normgrad::Error") {
   std::vector<float> big(1 << 17);
   CHECK_THROWS_WITH(cpu().fill(view(big, too_many_dims), 0.0), doctest::Contains("dims"));
   std::vector<std::int64_t> integers(1);
-  CHECK_THROWS_WITH(cpu().softmax_backward(view(integers, {1}), view(integers, {1}), view(integers, {1}), 0, true),
+  CHECK_THROWS_WITH(cpu().softmax_backward(view(integers, {1}), view(integers, {1}),
+                                           view(integers, {1}), 0, true),
                     doctest::Contains("cpu softmax_backward"));
-  CHECK_THROWS_AS(cpu().unary(UnaryOp::Neg, view(data, {1}), view(integers, {1}), 0, 0), normgrad::Error);
+  CHECK_THROWS_AS(cpu().unary(UnaryOp::Neg, view(data, {1}), view(integers, {1}), 0, 0),
+                  normgrad::Error);
 }

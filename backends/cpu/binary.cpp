@@ -18,24 +18,42 @@ namespace {
 
 const char* binary_name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Eq: return "eq";
-    case BinaryOp::Ne: return "ne";
-    case BinaryOp::Lt: return "lt";
-    case BinaryOp::Le: return "le";
-    case BinaryOp::Gt: return "gt";
-    case BinaryOp::Ge: return "ge";
-    case BinaryOp::TanhGrad: return "tanh_grad";
-    case BinaryOp::SigmoidGrad: return "sigmoid_grad";
-    case BinaryOp::ReluGrad: return "relu_grad";
-    case BinaryOp::GeluGrad: return "gelu_grad";
-    case BinaryOp::LeakyReluGrad: return "leaky_relu_grad";
+    case BinaryOp::Add:
+      return "add";
+    case BinaryOp::Sub:
+      return "sub";
+    case BinaryOp::Mul:
+      return "mul";
+    case BinaryOp::Div:
+      return "div";
+    case BinaryOp::Pow:
+      return "pow";
+    case BinaryOp::Maximum:
+      return "maximum";
+    case BinaryOp::Minimum:
+      return "minimum";
+    case BinaryOp::Eq:
+      return "eq";
+    case BinaryOp::Ne:
+      return "ne";
+    case BinaryOp::Lt:
+      return "lt";
+    case BinaryOp::Le:
+      return "le";
+    case BinaryOp::Gt:
+      return "gt";
+    case BinaryOp::Ge:
+      return "ge";
+    case BinaryOp::TanhGrad:
+      return "tanh_grad";
+    case BinaryOp::SigmoidGrad:
+      return "sigmoid_grad";
+    case BinaryOp::ReluGrad:
+      return "relu_grad";
+    case BinaryOp::GeluGrad:
+      return "gelu_grad";
+    case BinaryOp::LeakyReluGrad:
+      return "leaky_relu_grad";
   }
   return "?";
 }
@@ -59,13 +77,20 @@ template <typename Out, typename In>
 void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   const auto as_out = [](bool value) { return static_cast<Out>(value ? 1 : 0); };
   switch (op) {
-    case BinaryOp::Eq: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x == y); });
-    case BinaryOp::Ne: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x != y); });
-    case BinaryOp::Lt: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x < y); });
-    case BinaryOp::Le: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x <= y); });
-    case BinaryOp::Gt: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x > y); });
-    case BinaryOp::Ge: return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x >= y); });
-    default: break;
+    case BinaryOp::Eq:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x == y); });
+    case BinaryOp::Ne:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x != y); });
+    case BinaryOp::Lt:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x < y); });
+    case BinaryOp::Le:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x <= y); });
+    case BinaryOp::Gt:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x > y); });
+    case BinaryOp::Ge:
+      return run_binary<Out, In>(out, a, b, [=](In x, In y) { return as_out(x >= y); });
+    default:
+      break;
   }
 }
 
@@ -73,12 +98,23 @@ void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const Ten
 template <typename T>
 bool binary_any_dtype(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   switch (op) {
-    case BinaryOp::Add: run_binary<T, T>(out, a, b, [](T x, T y) { return add_values(x, y); }); return true;
-    case BinaryOp::Sub: run_binary<T, T>(out, a, b, [](T x, T y) { return subtract_values(x, y); }); return true;
-    case BinaryOp::Mul: run_binary<T, T>(out, a, b, [](T x, T y) { return multiply_values(x, y); }); return true;
-    case BinaryOp::Maximum: run_binary<T, T>(out, a, b, [](T x, T y) { return maximum_value(x, y); }); return true;
-    case BinaryOp::Minimum: run_binary<T, T>(out, a, b, [](T x, T y) { return minimum_value(x, y); }); return true;
-    default: return false;
+    case BinaryOp::Add:
+      run_binary<T, T>(out, a, b, [](T x, T y) { return add_values(x, y); });
+      return true;
+    case BinaryOp::Sub:
+      run_binary<T, T>(out, a, b, [](T x, T y) { return subtract_values(x, y); });
+      return true;
+    case BinaryOp::Mul:
+      run_binary<T, T>(out, a, b, [](T x, T y) { return multiply_values(x, y); });
+      return true;
+    case BinaryOp::Maximum:
+      run_binary<T, T>(out, a, b, [](T x, T y) { return maximum_value(x, y); });
+      return true;
+    case BinaryOp::Minimum:
+      run_binary<T, T>(out, a, b, [](T x, T y) { return minimum_value(x, y); });
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -87,8 +123,10 @@ template <typename T>
 void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                      T alpha) {
   switch (op) {
-    case BinaryOp::Div: return run_binary<T, T>(out, a, b, [](T x, T y) { return x / y; });
-    case BinaryOp::Pow: return run_binary<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+    case BinaryOp::Div:
+      return run_binary<T, T>(out, a, b, [](T x, T y) { return x / y; });
+    case BinaryOp::Pow:
+      return run_binary<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
     // dy * (1 - y^2)
     case BinaryOp::TanhGrad:
       return run_binary<T, T>(out, a, b, [](T dy, T y) { return dy * (T{1} - y * y); });
@@ -101,7 +139,8 @@ void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, cons
       return run_binary<T, T>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
     case BinaryOp::LeakyReluGrad:
       return run_binary<T, T>(out, a, b, [alpha](T dy, T x) { return x > T{0} ? dy : alpha * dy; });
-    default: break;
+    default:
+      break;
   }
   throw Error(detail::concat("cpu binary: unknown op ", static_cast<int>(op)));
 }
@@ -115,7 +154,8 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
   if (is_comparison(op)) {
     dispatch_any(out.dtype, "cpu binary", [&](auto out_tag) {
       dispatch_any(a.dtype, "cpu binary", [&](auto in_tag) {
-        comparison<typename decltype(out_tag)::type, typename decltype(in_tag)::type>(op, out, a, b);
+        comparison<typename decltype(out_tag)::type, typename decltype(in_tag)::type>(op, out, a,
+                                                                                      b);
       });
     });
     return;
@@ -139,27 +179,29 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
 // out = cond != 0 ? a : b. cond may have any dtype; a, b and out share one.
 void CpuBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
                        const TensorRef& b) {
-  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu where", "out, a and b must share a dtype, got ",
-           out.dtype, ", ", a.dtype, " and ", b.dtype);
+  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu where",
+           "out, a and b must share a dtype, got ", out.dtype, ", ", a.dtype, " and ", b.dtype);
   dispatch_any(out.dtype, "cpu where", [&](auto value_tag) {
     dispatch_any(cond.dtype, "cpu where", [&](auto cond_tag) {
       using T = typename decltype(value_tag)::type;
       using C = typename decltype(cond_tag)::type;
-      for_each_element<4>({&out, &cond, &a, &b}, "cpu where",
-                          [](const std::array<char*, 4>& pointers, const std::int64_t* strides,
-                             std::int64_t count, std::int64_t) {
-                            T* o = reinterpret_cast<T*>(pointers[0]);
-                            const C* c = reinterpret_cast<const C*>(pointers[1]);
-                            const T* x = reinterpret_cast<const T*>(pointers[2]);
-                            const T* y = reinterpret_cast<const T*>(pointers[3]);
-                            if (strides[0] == 1 && strides[1] == 1 && strides[2] == 1 && strides[3] == 1) {
+      for_each_element<4>(
+          {&out, &cond, &a, &b}, "cpu where",
+          [](const std::array<char*, 4>& pointers, const std::int64_t* strides, std::int64_t count,
+             std::int64_t) {
+            T* o = reinterpret_cast<T*>(pointers[0]);
+            const C* c = reinterpret_cast<const C*>(pointers[1]);
+            const T* x = reinterpret_cast<const T*>(pointers[2]);
+            const T* y = reinterpret_cast<const T*>(pointers[3]);
+            if (strides[0] == 1 && strides[1] == 1 && strides[2] == 1 && strides[3] == 1) {
 #pragma omp simd
-                              for (std::int64_t i = 0; i < count; ++i) o[i] = c[i] != C{0} ? x[i] : y[i];
-                            } else {
-                              for (std::int64_t i = 0; i < count; ++i)
-                                o[i * strides[0]] = c[i * strides[1]] != C{0} ? x[i * strides[2]] : y[i * strides[3]];
-                            }
-                          });
+              for (std::int64_t i = 0; i < count; ++i) o[i] = c[i] != C{0} ? x[i] : y[i];
+            } else {
+              for (std::int64_t i = 0; i < count; ++i)
+                o[i * strides[0]] =
+                    c[i * strides[1]] != C{0} ? x[i * strides[2]] : y[i * strides[3]];
+            }
+          });
     });
   });
 }

@@ -24,7 +24,8 @@ void CpuBackend::fill(const TensorRef& out, double value) {
                           if (strides[0] == 1) {
                             std::fill(row, row + count, typed_value);
                           } else {
-                            for (std::int64_t i = 0; i < count; ++i) row[i * strides[0]] = typed_value;
+                            for (std::int64_t i = 0; i < count; ++i)
+                              row[i * strides[0]] = typed_value;
                           }
                         });
   });
@@ -49,20 +50,72 @@ void CpuBackend::arange(const TensorRef& out, double start, double step) {
 
 namespace {
 
+constexpr std::int64_t transpose_tile = 32;
+
+// A copy where dst is contiguous along its innermost dim but src along another dim (the
+// `contiguous()` of a transposed view): walking dst in order would read src one cache line
+// per element. Instead the plane of those two dims is copied in 32 x 32 tiles, whose source
+// lines stay in L1 while the tile is written. Returns false when the layout is not of this kind.
 template <typename Dst, typename Src>
-void copy_typed(const TensorRef& dst, const TensorRef& src) {
-  for_each_element<2>({&dst, &src}, "cpu copy",
-                      [](const std::array<char*, 2>& pointers, const std::int64_t* strides,
-                         std::int64_t count, std::int64_t) {
-                        if constexpr (std::is_same_v<Dst, Src>) {
-                          if (strides[0] == 1 && strides[1] == 1) {
-                            std::memcpy(pointers[0], pointers[1], count * sizeof(Dst));
-                            return;
-                          }
-                        }
-                        unary_row<Dst, Src>(pointers[0], pointers[1], strides[0], strides[1],
-                                            count, [](Src x) { return static_cast<Dst>(x); });
-                      });
+bool copy_in_tiles(const StridedLayout<2>& layout, char* dst, char* src) {
+  if (layout.rank < 2 || layout.inner_strides[0] != 1 || layout.inner_strides[1] == 1) return false;
+  const int inner = layout.rank - 1;
+  int across = -1;  // the dim along which src is contiguous
+  for (int d = 0; d < inner; ++d)
+    if (layout.byte_strides[d][1] == static_cast<std::int64_t>(sizeof(Src))) across = d;
+  if (across < 0 || layout.sizes[inner] < transpose_tile || layout.sizes[across] < transpose_tile)
+    return false;
+  StridedLayout<2> batch;  // every other dim
+  for (int d = 0; d < inner; ++d) {
+    if (d == across) continue;
+    batch.sizes[batch.rank] = layout.sizes[d];
+    batch.byte_strides[batch.rank][0] = layout.byte_strides[d][0];
+    batch.byte_strides[batch.rank][1] = layout.byte_strides[d][1];
+    batch.numel *= layout.sizes[d];
+    ++batch.rank;
+  }
+  const std::int64_t rows = layout.sizes[across], cols = layout.sizes[inner];
+  const std::int64_t dst_row_stride = layout.byte_strides[across][0] / std::int64_t{sizeof(Dst)};
+  const std::int64_t src_col_stride = layout.inner_strides[1];
+  const std::int64_t row_tiles = (rows + transpose_tile - 1) / transpose_tile;
+  const std::int64_t col_tiles = (cols + transpose_tile - 1) / transpose_tile;
+  const std::int64_t tiles = row_tiles * col_tiles;
+  parallel_for(batch.numel * tiles, transpose_tile * transpose_tile,
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t task = begin; task < end; ++task) {
+                   const auto offsets = offsets_of(batch, task / tiles);
+                   const std::int64_t row0 = task % tiles / col_tiles * transpose_tile;
+                   const std::int64_t col0 = task % col_tiles * transpose_tile;
+                   Dst* out = reinterpret_cast<Dst*>(dst + offsets[0]);
+                   const Src* in = reinterpret_cast<const Src*>(src + offsets[1]);
+                   const std::int64_t row_end = std::min(row0 + transpose_tile, rows);
+                   const std::int64_t col_end = std::min(col0 + transpose_tile, cols);
+                   for (std::int64_t r = row0; r < row_end; ++r)
+                     for (std::int64_t c = col0; c < col_end; ++c)
+                       out[r * dst_row_stride + c] = static_cast<Dst>(in[r + c * src_col_stride]);
+                 }
+               });
+  return true;
+}
+
+template <typename Dst, typename Src> void copy_typed(const TensorRef& dst, const TensorRef& src) {
+  const auto layout = make_layout<2>(dst.shape.data(), static_cast<int>(dst.rank()),
+                                     {operand(dst), operand(src)}, "cpu copy");
+  char* dst_data = static_cast<char*>(dst.data);
+  char* src_data = static_cast<char*>(src.data);
+  if (layout.numel == 0 || copy_in_tiles<Dst, Src>(layout, dst_data, src_data)) return;
+  run_layout(layout, {dst_data, src_data},
+             [](const std::array<char*, 2>& pointers, const std::int64_t* strides,
+                std::int64_t count, std::int64_t) {
+               if constexpr (std::is_same_v<Dst, Src>) {
+                 if (strides[0] == 1 && strides[1] == 1) {
+                   std::memcpy(pointers[0], pointers[1], count * sizeof(Dst));
+                   return;
+                 }
+               }
+               unary_row<Dst, Src>(pointers[0], pointers[1], strides[0], strides[1], count,
+                                   [](Src x) { return static_cast<Dst>(x); });
+             });
 }
 
 }  // namespace

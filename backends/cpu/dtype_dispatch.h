@@ -13,16 +13,17 @@
 
 namespace normgrad::backend::cpu {
 
-template <typename T> struct TypeTag {
-  using type = T;
-};
+template <typename T> struct TypeTag { using type = T; };
 
 template <typename Function>
 decltype(auto) dispatch_any(DType dtype, const char* op, Function&& function) {
   switch (dtype) {
-    case DType::Float32: return function(TypeTag<float>{});
-    case DType::Float64: return function(TypeTag<double>{});
-    case DType::Int64: return function(TypeTag<std::int64_t>{});
+    case DType::Float32:
+      return function(TypeTag<float>{});
+    case DType::Float64:
+      return function(TypeTag<double>{});
+    case DType::Int64:
+      return function(TypeTag<std::int64_t>{});
   }
   throw Error(detail::concat(op, ": unknown dtype ", static_cast<int>(dtype)));
 }
@@ -30,15 +31,15 @@ decltype(auto) dispatch_any(DType dtype, const char* op, Function&& function) {
 template <typename Function>
 decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& function) {
   switch (dtype) {
-    case DType::Float32: return function(TypeTag<float>{});
-    case DType::Float64: return function(TypeTag<double>{});
-    case DType::Int64: break;
+    case DType::Float32:
+      return function(TypeTag<float>{});
+    case DType::Float64:
+      return function(TypeTag<double>{});
+    case DType::Int64:
+      break;
   }
-  throw Error(detail::concat(op, ": dtype ", dtype, " is not supported (expects float32 or float64)"));
+  throw Error(
+      detail::concat(op, ": dtype ", dtype, " is not supported (expects float32 or float64)"));
 }
-
-// The type sums accumulate in: float32 sums stay in float32 (pairwise summation keeps them
-// accurate), float64 in float64, int64 in int64.
-template <typename T> using Accumulator = T;
 
 }  // namespace normgrad::backend::cpu

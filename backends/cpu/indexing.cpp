@@ -46,8 +46,8 @@ void add_rows(const StridedLayout<2>& layout, const std::array<char*, 2>& base, 
   const auto kernel = [](const std::array<char*, 2>& pointers, const std::int64_t* strides,
                          std::int64_t count, std::int64_t) {
     binary_row<T, T, T>(pointers[0], pointers[0], pointers[1],
-                        std::array<std::int64_t, 3>{strides[0], strides[0], strides[1]}.data(), count,
-                        [](T a, T b) { return add_values(a, b); });
+                        std::array<std::int64_t, 3>{strides[0], strides[0], strides[1]}.data(),
+                        count, [](T a, T b) { return add_values(a, b); });
   };
   walk_range(layout, base, begin, end, kernel);
 }
@@ -58,8 +58,7 @@ inline std::int64_t index_at(const TensorRef& index, std::int64_t i) {
 }
 
 // Bit-copies by element size: selection and gathering never look at the values.
-template <typename Function>
-void dispatch_by_size(DType dtype, Function function) {
+template <typename Function> void dispatch_by_size(DType dtype, Function function) {
   if (element_size(dtype) == 4)
     function(TypeTag<std::uint32_t>{});
   else
@@ -68,12 +67,16 @@ void dispatch_by_size(DType dtype, Function function) {
 
 }  // namespace
 
-void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim, const TensorRef& index) {
-  NG_CHECK(out.dtype == in.dtype, "cpu index_select", "out is ", out.dtype, " but in is ", in.dtype);
+void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim,
+                              const TensorRef& index) {
+  NG_CHECK(out.dtype == in.dtype, "cpu index_select", "out is ", out.dtype, " but in is ",
+           in.dtype);
   const int rank = static_cast<int>(out.rank());
   const std::array<Operand, 2> operands{operand(out), operand(in)};
-  const auto outer = make_layout<2>(out.shape.data(), rank, operands, "cpu index_select", true, dims_before(dim));
-  const auto inner = make_layout<2>(out.shape.data(), rank, operands, "cpu index_select", true, dims_after(dim));
+  const auto outer =
+      make_layout<2>(out.shape.data(), rank, operands, "cpu index_select", true, dims_before(dim));
+  const auto inner =
+      make_layout<2>(out.shape.data(), rank, operands, "cpu index_select", true, dims_after(dim));
   const std::int64_t count = rank == 0 ? 1 : out.shape[dim];
   const std::int64_t out_step = rank == 0 ? 0 : out.strides[dim] * operands[0].element_size;
   const std::int64_t in_step = rank == 0 ? 0 : in.strides[dim] * operands[1].element_size;
@@ -89,7 +92,8 @@ void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim
     };
     if (tasks >= omp_get_max_threads()) {
       parallel_for(tasks, inner.numel, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t task = begin; task < end; ++task) copy_rows<T>(inner, slice(task), 0, inner.numel);
+        for (std::int64_t task = begin; task < end; ++task)
+          copy_rows<T>(inner, slice(task), 0, inner.numel);
       });
     } else {
       for (std::int64_t task = 0; task < tasks; ++task) {
@@ -102,12 +106,16 @@ void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim
   });
 }
 
-void CpuBackend::index_add(const TensorRef& out, int dim, const TensorRef& index, const TensorRef& src) {
-  NG_CHECK(out.dtype == src.dtype, "cpu index_add", "out is ", out.dtype, " but src is ", src.dtype);
+void CpuBackend::index_add(const TensorRef& out, int dim, const TensorRef& index,
+                           const TensorRef& src) {
+  NG_CHECK(out.dtype == src.dtype, "cpu index_add", "out is ", out.dtype, " but src is ",
+           src.dtype);
   const int rank = static_cast<int>(src.rank());
   const std::array<Operand, 2> operands{operand(out), operand(src)};
-  const auto outer = make_layout<2>(src.shape.data(), rank, operands, "cpu index_add", true, dims_before(dim));
-  const auto inner = make_layout<2>(src.shape.data(), rank, operands, "cpu index_add", true, dims_after(dim));
+  const auto outer =
+      make_layout<2>(src.shape.data(), rank, operands, "cpu index_add", true, dims_before(dim));
+  const auto inner =
+      make_layout<2>(src.shape.data(), rank, operands, "cpu index_add", true, dims_after(dim));
   const std::int64_t count = rank == 0 ? 1 : src.shape[dim];
   const std::int64_t out_step = rank == 0 ? 0 : out.strides[dim] * operands[0].element_size;
   const std::int64_t src_step = rank == 0 ? 0 : src.strides[dim] * operands[1].element_size;
@@ -117,36 +125,40 @@ void CpuBackend::index_add(const TensorRef& out, int dim, const TensorRef& index
   dispatch_any(out.dtype, "cpu index_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // A task owns one outer position and one chunk of the inner dims, for every index entry.
-    parallel_for(tasks, count * std::min(inner.numel, accumulate_chunk), [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t task = begin; task < end; ++task) {
-        const auto offsets = offsets_of(outer, task / chunks);
-        const std::int64_t first = task % chunks * accumulate_chunk;
-        const std::int64_t last = std::min(first + accumulate_chunk, inner.numel);
-        for (std::int64_t i = 0; i < count; ++i) {
-          const std::array<char*, 2> base{operands[0].data + offsets[0] + index_at(index, i) * out_step,
-                                          operands[1].data + offsets[1] + i * src_step};
-          add_rows<T>(inner, base, first, last);
-        }
-      }
-    });
+    parallel_for(tasks, count * std::min(inner.numel, accumulate_chunk),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t task = begin; task < end; ++task) {
+                     const auto offsets = offsets_of(outer, task / chunks);
+                     const std::int64_t first = task % chunks * accumulate_chunk;
+                     const std::int64_t last = std::min(first + accumulate_chunk, inner.numel);
+                     for (std::int64_t i = 0; i < count; ++i) {
+                       const std::array<char*, 2> base{
+                           operands[0].data + offsets[0] + index_at(index, i) * out_step,
+                           operands[1].data + offsets[1] + i * src_step};
+                       add_rows<T>(inner, base, first, last);
+                     }
+                   }
+                 });
   });
 }
 
-void CpuBackend::gather(const TensorRef& out, const TensorRef& in, int dim, const TensorRef& index) {
+void CpuBackend::gather(const TensorRef& out, const TensorRef& in, int dim,
+                        const TensorRef& index) {
   NG_CHECK(out.dtype == in.dtype, "cpu gather", "out is ", out.dtype, " but in is ", in.dtype);
   const int rank = static_cast<int>(out.rank());
   // in is read at its own strides, except along dim, where the index supplies the position.
   Strides in_strides = in.strides;
   const std::int64_t in_dim_stride = rank == 0 ? 0 : in.strides[dim];
   if (rank > 0) in_strides[dim] = 0;
-  const std::array<Operand, 3> operands{operand(out), operand(index),
-                                        Operand{operand(in).data, operand(in).element_size, in_strides.data()}};
+  const std::array<Operand, 3> operands{
+      operand(out), operand(index),
+      Operand{operand(in).data, operand(in).element_size, in_strides.data()}};
   const auto layout = make_layout<3>(out.shape.data(), rank, operands, "cpu gather");
   dispatch_by_size(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_layout(layout, {operands[0].data, operands[1].data, operands[2].data},
-               [&](const std::array<char*, 3>& pointers, const std::int64_t* strides, std::int64_t n,
-                   std::int64_t) {
+               [&](const std::array<char*, 3>& pointers, const std::int64_t* strides,
+                   std::int64_t n, std::int64_t) {
                  T* o = reinterpret_cast<T*>(pointers[0]);
                  const auto* idx = reinterpret_cast<const std::int64_t*>(pointers[1]);
                  const T* x = reinterpret_cast<const T*>(pointers[2]);
@@ -156,13 +168,15 @@ void CpuBackend::gather(const TensorRef& out, const TensorRef& in, int dim, cons
   });
 }
 
-void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& index, const TensorRef& src) {
-  NG_CHECK(out.dtype == src.dtype, "cpu scatter_add", "out is ", out.dtype, " but src is ", src.dtype);
+void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& index,
+                             const TensorRef& src) {
+  NG_CHECK(out.dtype == src.dtype, "cpu scatter_add", "out is ", out.dtype, " but src is ",
+           src.dtype);
   const int rank = static_cast<int>(index.rank());
   const std::array<Operand, 3> operands{operand(out), operand(index), operand(src)};
   // Positions over every dim but `dim`; along `dim`, j runs in order inside each position.
-  const auto positions = make_layout<3>(index.shape.data(), rank, operands, "cpu scatter_add", false,
-                                        ~(1ull << dim));
+  const auto positions =
+      make_layout<3>(index.shape.data(), rank, operands, "cpu scatter_add", false, ~(1ull << dim));
   const std::int64_t count = rank == 0 ? 1 : index.shape[dim];
   const std::int64_t out_dim_stride = rank == 0 ? 0 : out.strides[dim];
   const std::int64_t index_step = rank == 0 ? 0 : index.strides[dim] * operands[1].element_size;
@@ -170,8 +184,8 @@ void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& ind
   if (positions.numel == 0 || count == 0) return;
   dispatch_any(out.dtype, "cpu scatter_add", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const auto kernel = [&](const std::array<char*, 3>& pointers, const std::int64_t* strides, std::int64_t n,
-                            std::int64_t) {
+    const auto kernel = [&](const std::array<char*, 3>& pointers, const std::int64_t* strides,
+                            std::int64_t n, std::int64_t) {
       T* o = reinterpret_cast<T*>(pointers[0]);
       const auto* idx = reinterpret_cast<const std::int64_t*>(pointers[1]);
       const T* x = reinterpret_cast<const T*>(pointers[2]);
@@ -184,7 +198,9 @@ void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& ind
       for (std::int64_t first = begin; first < end; first += accumulate_chunk) {
         const std::int64_t last = std::min(first + accumulate_chunk, end);
         for (std::int64_t j = 0; j < count; ++j)
-          walk_range(positions, {operands[0].data, operands[1].data + j * index_step, operands[2].data + j * src_step},
+          walk_range(positions,
+                     {operands[0].data, operands[1].data + j * index_step,
+                      operands[2].data + j * src_step},
                      first, last, kernel);
       }
     });

@@ -55,38 +55,44 @@ void copy_matrix(T* dense, T* strided, std::int64_t rows, std::int64_t cols,
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
           float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
-              beta, c, static_cast<blasint>(ldc));
+  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
           double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
-              beta, c, static_cast<blasint>(ldc));
+  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 template <typename T>
 void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, bool accumulate) {
   const int rank = static_cast<int>(out.rank());
   const std::int64_t m = out.shape[rank - 2], n = out.shape[rank - 1], k = a.shape[rank - 1];
-  const auto stride = [rank](const TensorRef& t, int from_end) { return t.strides[rank - from_end]; };
+  const auto stride = [rank](const TensorRef& t, int from_end) {
+    return t.strides[rank - from_end];
+  };
   const BlasMatrix layout_a = blas_matrix(m, k, stride(a, 2), stride(a, 1));
   const BlasMatrix layout_b = blas_matrix(k, n, stride(b, 2), stride(b, 1));
   BlasMatrix layout_c = blas_matrix(m, n, stride(out, 2), stride(out, 1));
-  if (layout_c.transpose != CblasNoTrans) layout_c = {CblasNoTrans, std::max<std::int64_t>(n, 1), true};
-  for (const std::int64_t extent : {m, n, k, layout_a.leading_dim, layout_b.leading_dim, layout_c.leading_dim})
-    NG_CHECK(extent <= INT_MAX, "cpu matmul", "matrix extent ", extent, " exceeds the BLAS index range");
+  if (layout_c.transpose != CblasNoTrans)
+    layout_c = {CblasNoTrans, std::max<std::int64_t>(n, 1), true};
+  for (const std::int64_t extent :
+       {m, n, k, layout_a.leading_dim, layout_b.leading_dim, layout_c.leading_dim})
+    NG_CHECK(extent <= INT_MAX, "cpu matmul", "matrix extent ", extent,
+             " exceeds the BLAS index range");
 
   std::vector<T> scratch_a(layout_a.needs_copy ? m * k : 0);
   std::vector<T> scratch_b(layout_b.needs_copy ? k * n : 0);
   std::vector<T> scratch_c(layout_c.needs_copy ? m * n : 0);
   // One gemm per batch index; the batch dims are every dim but the last two.
   const std::uint64_t batch_dims = rank > 2 ? (1ull << (rank - 2)) - 1 : 0;
-  const auto batches = make_layout<3>(out.shape.data(), rank, {operand(out), operand(a), operand(b)},
-                                      "cpu matmul", true, batch_dims);
+  const auto batches =
+      make_layout<3>(out.shape.data(), rank, {operand(out), operand(a), operand(b)}, "cpu matmul",
+                     true, batch_dims);
   for (std::int64_t batch = 0; batch < batches.numel; ++batch) {
     const auto offsets = offsets_of(batches, batch);
     T* c = reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]);
@@ -107,7 +113,8 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     }
     gemm(layout_a.transpose, layout_b.transpose, m, n, k, a_matrix, layout_a.leading_dim, b_matrix,
          layout_b.leading_dim, accumulate ? T{1} : T{0}, c_matrix, layout_c.leading_dim);
-    if (layout_c.needs_copy) copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), true);
+    if (layout_c.needs_copy)
+      copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), true);
   }
 }
 
@@ -116,11 +123,11 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 void CpuBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
                         bool accumulate) {
   NG_CHECK(out.rank() >= 2, "cpu matmul", "needs rank >= 2, got out of shape ", out.shape);
-  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu matmul", "dtypes differ: out ", out.dtype,
-           ", a ", a.dtype, ", b ", b.dtype);
+  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu matmul", "dtypes differ: out ",
+           out.dtype, ", a ", a.dtype, ", b ", b.dtype);
   NG_CHECK(out.dtype != DType::Int64, "cpu matmul",
            "int64 matrix products are not supported; convert to a float dtype");
-  if (out.numel() == 0) return;  // m = 0, n = 0 or an empty batch
+  if (out.numel() == 0) return;      // m = 0, n = 0 or an empty batch
   if (a.shape[a.rank() - 1] == 0) {  // k = 0: the empty sum is 0
     if (!accumulate) fill(out, 0.0);
     return;

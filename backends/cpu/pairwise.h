@@ -37,36 +37,50 @@ inline std::int64_t pairwise_split(std::int64_t n) {
   return half - half % 8;
 }
 
+namespace pairwise_detail {
+
+// The base case: eight interleaved accumulators, kept in registers as named locals (an array
+// would live in memory), combined as ((a0 a1)(a2 a3))((a4 a5)(a6 a7)). 8 <= n <= 128.
+template <typename Combine, bool unit_stride, typename T>
+T reduce_block(const T* x, std::int64_t n, std::int64_t stride) {
+  const auto at = [x, stride](std::int64_t i) { return unit_stride ? x[i] : x[i * stride]; };
+  T a0 = at(0), a1 = at(1), a2 = at(2), a3 = at(3), a4 = at(4), a5 = at(5), a6 = at(6), a7 = at(7);
+  std::int64_t i = 8;
+  for (; i + 8 <= n; i += 8) {
+    a0 = Combine::combine(a0, at(i));
+    a1 = Combine::combine(a1, at(i + 1));
+    a2 = Combine::combine(a2, at(i + 2));
+    a3 = Combine::combine(a3, at(i + 3));
+    a4 = Combine::combine(a4, at(i + 4));
+    a5 = Combine::combine(a5, at(i + 5));
+    a6 = Combine::combine(a6, at(i + 6));
+    a7 = Combine::combine(a7, at(i + 7));
+  }
+  T result = Combine::combine(Combine::combine(Combine::combine(a0, a1), Combine::combine(a2, a3)),
+                              Combine::combine(Combine::combine(a4, a5), Combine::combine(a6, a7)));
+  for (; i < n; ++i) result = Combine::combine(result, at(i));
+  return result;
+}
+
+}  // namespace pairwise_detail
+
 // Reduces x[0], x[stride], ..., x[(n - 1) stride] for n >= 1.
 template <typename Combine, typename T>
 T reduce_row(const T* x, std::int64_t n, std::int64_t stride) {
   if (n > pairwise_block) {
+    // The left half first: memory is then read in ascending order, as prefetchers expect
+    // (the order of evaluation of function arguments is unspecified).
     const std::int64_t left = pairwise_split(n);
-    return Combine::combine(reduce_row<Combine>(x, left, stride),
-                            reduce_row<Combine>(x + left * stride, n - left, stride));
+    const T left_result = reduce_row<Combine>(x, left, stride);
+    return Combine::combine(left_result, reduce_row<Combine>(x + left * stride, n - left, stride));
   }
   if (n < 8) {
     T result = x[0];
     for (std::int64_t i = 1; i < n; ++i) result = Combine::combine(result, x[i * stride]);
     return result;
   }
-  T acc[8];
-  std::int64_t i = 8;
-  if (stride == 1) {
-    for (int j = 0; j < 8; ++j) acc[j] = x[j];
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) acc[j] = Combine::combine(acc[j], x[i + j]);
-  } else {
-    for (int j = 0; j < 8; ++j) acc[j] = x[j * stride];
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) acc[j] = Combine::combine(acc[j], x[(i + j) * stride]);
-  }
-  T result = Combine::combine(Combine::combine(Combine::combine(acc[0], acc[1]),
-                                               Combine::combine(acc[2], acc[3])),
-                              Combine::combine(Combine::combine(acc[4], acc[5]),
-                                               Combine::combine(acc[6], acc[7])));
-  for (; i < n; ++i) result = Combine::combine(result, x[i * stride]);
-  return result;
+  return stride == 1 ? pairwise_detail::reduce_block<Combine, true>(x, n, stride)
+                     : pairwise_detail::reduce_block<Combine, false>(x, n, stride);
 }
 
 namespace pairwise_detail {

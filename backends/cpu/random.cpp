@@ -75,10 +75,12 @@ void random_integer(const TensorRef& out, std::uint64_t seed, std::uint64_t offs
                     double beta) {
   const auto low = static_cast<std::int64_t>(alpha);
   const auto high = static_cast<std::int64_t>(beta);
-  const std::uint64_t range = high > low ? static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) : 1;
+  const std::uint64_t range =
+      high > low ? static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) : 1;
   generate<T>(out, offset, [=](std::uint64_t counter) {
     const std::uint64_t bits = philox::random_bits64(philox::random_words(seed, counter));
-    return static_cast<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + bits % range));
+    return static_cast<T>(
+        static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + bits % range));
   });
 }
 

@@ -9,8 +9,10 @@
 //                blocks of up to 512 adjacent outputs are reduced together: whole rows of the
 //                region are combined into a vector of partial results, pairwise over the rows,
 //                so the inner loop runs over unit-stride columns and vectorises.
-// Work is divided over outputs (or, for a single long row, over fixed pairwise subtrees), never
-// over the order of operations inside one output, so results do not depend on the thread count.
+// Sums accumulate in the input's own type (float32 stays float32: pairwise, its error grows like
+// log2(n) eps rather than n eps). Work is divided over outputs (or, for a single long row, over
+// fixed pairwise subtrees), never over the order of operations inside one output, so results
+// do not depend on the thread count.
 
 #include <algorithm>
 #include <vector>
@@ -53,11 +55,13 @@ T reduce_region(const char* first, const StridedLayout<1>& region, bool may_fork
   const auto reduce_rows = [&](auto& self, std::int64_t begin, std::int64_t end) -> T {
     if (end - begin <= 8) {
       T result = reduce_row<Combine>(
-          reinterpret_cast<const T*>(first + offsets_of(region, begin * row_size)[0]), row_size, stride);
+          reinterpret_cast<const T*>(first + offsets_of(region, begin * row_size)[0]), row_size,
+          stride);
       for (std::int64_t r = begin + 1; r < end; ++r)
         result = Combine::combine(
-            result, reduce_row<Combine>(reinterpret_cast<const T*>(first + offsets_of(region, r * row_size)[0]),
-                                        row_size, stride));
+            result, reduce_row<Combine>(
+                        reinterpret_cast<const T*>(first + offsets_of(region, r * row_size)[0]),
+                        row_size, stride));
       return result;
     }
     const std::int64_t middle = begin + (end - begin) / 2;
@@ -96,12 +100,26 @@ template <typename Combine, typename T>
 void combine_rows(const char* first, const StridedLayout<1>& region, std::int64_t begin,
                   std::int64_t end, std::int64_t width, T* result, T* scratch) {
   if (end - begin <= 8) {
-    const T* row = reinterpret_cast<const T*>(first + region_offset(region, begin));
-    std::copy(row, row + width, result);
-    for (std::int64_t r = begin + 1; r < end; ++r) {
-      row = reinterpret_cast<const T*>(first + region_offset(region, r));
+    const T* rows[8];
+    for (std::int64_t r = begin; r < end; ++r)
+      rows[r - begin] = reinterpret_cast<const T*>(first + region_offset(region, r));
+    if (end - begin == 8) {  // one pass over eight rows: eight streams in flight at once
 #pragma omp simd
-      for (std::int64_t j = 0; j < width; ++j) result[j] = Combine::combine(result[j], row[j]);
+      for (std::int64_t j = 0; j < width; ++j) {
+        T value = Combine::combine(rows[0][j], rows[1][j]);
+        value = Combine::combine(value, rows[2][j]);
+        value = Combine::combine(value, rows[3][j]);
+        value = Combine::combine(value, rows[4][j]);
+        value = Combine::combine(value, rows[5][j]);
+        value = Combine::combine(value, rows[6][j]);
+        result[j] = Combine::combine(value, rows[7][j]);
+      }
+      return;
+    }
+    std::copy(rows[0], rows[0] + width, result);
+    for (std::int64_t r = 1; r < end - begin; ++r) {
+#pragma omp simd
+      for (std::int64_t j = 0; j < width; ++j) result[j] = Combine::combine(result[j], rows[r][j]);
     }
     return;
   }
@@ -121,23 +139,28 @@ void column_plan(const ReducePlan& plan, const TensorRef& out, const TensorRef& 
   const std::int64_t rows = plan.region.numel;
   int levels = 1;  // recursion depth of combine_rows over `rows` rows, plus the result
   for (std::int64_t n = rows; n > 8; n = (n + 1) / 2) ++levels;
-  parallel_for(tasks, rows * std::min(columns, column_block), [&](std::int64_t begin, std::int64_t end) {
-    std::vector<T> buffers(static_cast<std::size_t>(levels + 1) * column_block);
-    for (std::int64_t task = begin; task < end; ++task) {
-      const std::int64_t line = task / blocks_per_row;
-      const std::int64_t column = task % blocks_per_row * column_block;
-      const std::int64_t width = std::min(column_block, columns - column);
-      const auto offsets = offsets_of(plan.kept, line * columns);
-      const char* first = static_cast<const char*>(in.data) + offsets[1] + column * std::int64_t{sizeof(T)};
-      combine_rows<Combine>(first, plan.region, 0, rows, width, buffers.data(), buffers.data() + width);
-      T* o = reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]) + column * out_stride;
-      for (std::int64_t j = 0; j < width; ++j) o[j * out_stride] = finish(buffers[j]);
-    }
-  });
+  parallel_for(
+      tasks, rows * std::min(columns, column_block), [&](std::int64_t begin, std::int64_t end) {
+        std::vector<T> buffers(static_cast<std::size_t>(levels + 1) * column_block);
+        for (std::int64_t task = begin; task < end; ++task) {
+          const std::int64_t line = task / blocks_per_row;
+          const std::int64_t column = task % blocks_per_row * column_block;
+          const std::int64_t width = std::min(column_block, columns - column);
+          const auto offsets = offsets_of(plan.kept, line * columns);
+          const char* first =
+              static_cast<const char*>(in.data) + offsets[1] + column * std::int64_t{sizeof(T)};
+          combine_rows<Combine>(first, plan.region, 0, rows, width, buffers.data(),
+                                buffers.data() + width);
+          T* o =
+              reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]) + column * out_stride;
+          for (std::int64_t j = 0; j < width; ++j) o[j * out_stride] = finish(buffers[j]);
+        }
+      });
 }
 
 template <typename Combine, typename T, typename Finish>
-void reduce_values(const ReducePlan& plan, const TensorRef& out, const TensorRef& in, Finish finish) {
+void reduce_values(const ReducePlan& plan, const TensorRef& out, const TensorRef& in,
+                   Finish finish) {
   const bool column_fits = plan.kept.rank > 0 && plan.kept.inner_strides[1] == 1 &&
                            plan.kept.sizes[plan.kept.rank - 1] >= min_column_width &&
                            plan.region.rank > 0 && plan.region.inner_strides[0] != 1;
@@ -187,16 +210,19 @@ void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
   ReducePlan plan;
   plan.kept = make_layout<2>(in.shape.data(), rank, {operand(out), operand(in)}, "cpu reduce",
                              false, ~reduced_mask);
-  plan.region = make_layout<1>(in.shape.data(), rank, {operand(in)}, "cpu reduce", false, reduced_mask);
+  plan.region =
+      make_layout<1>(in.shape.data(), rank, {operand(in)}, "cpu reduce", false, reduced_mask);
   if (plan.kept.numel == 0) return;
 
   if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
     NG_CHECK(out.dtype == DType::Int64, "cpu reduce", "argmax/argmin write int64, got ", out.dtype);
-    NG_CHECK(plan.region.numel > 0, "cpu reduce", "argmax/argmin over an empty dim of shape ", in.shape);
+    NG_CHECK(plan.region.numel > 0, "cpu reduce", "argmax/argmin over an empty dim of shape ",
+             in.shape);
     int dim = -1;  // the one reduced dim of size > 1; none means every index is 0
     for (int d = 0; d < rank; ++d) {
       if (!((reduced_mask >> d) & 1) || in.shape[d] == 1) continue;
-      NG_CHECK(dim < 0, "cpu reduce", "argmax/argmin reduce a single dim, got several of shape ", in.shape);
+      NG_CHECK(dim < 0, "cpu reduce", "argmax/argmin reduce a single dim, got several of shape ",
+               in.shape);
       dim = d;
     }
     const std::int64_t n = dim < 0 ? 1 : in.shape[dim];
@@ -225,14 +251,19 @@ void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
         if (scale == 1.0) return reduce_values<SumCombine<T>, T>(plan, out, in, identity);
         if constexpr (std::is_floating_point_v<T>) {
           const T typed_scale = static_cast<T>(scale);
-          return reduce_values<SumCombine<T>, T>(plan, out, in, [=](T sum) { return sum * typed_scale; });
+          return reduce_values<SumCombine<T>, T>(plan, out, in,
+                                                 [=](T sum) { return sum * typed_scale; });
         } else {
-          return reduce_values<SumCombine<T>, T>(
-              plan, out, in, [=](T sum) { return static_cast<T>(static_cast<double>(sum) * scale); });
+          return reduce_values<SumCombine<T>, T>(plan, out, in, [=](T sum) {
+            return static_cast<T>(static_cast<double>(sum) * scale);
+          });
         }
-      case ReduceOp::Max: return reduce_values<MaxCombine<T>, T>(plan, out, in, identity);
-      case ReduceOp::Min: return reduce_values<MinCombine<T>, T>(plan, out, in, identity);
-      default: break;
+      case ReduceOp::Max:
+        return reduce_values<MaxCombine<T>, T>(plan, out, in, identity);
+      case ReduceOp::Min:
+        return reduce_values<MinCombine<T>, T>(plan, out, in, identity);
+      default:
+        break;
     }
   });
 }

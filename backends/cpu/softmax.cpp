@@ -6,17 +6,18 @@
 // Backward, from dy and the forward output y:
 //   softmax:     dx = y * (dy - sum(dy * y))
 //   log_softmax: dx = dy - exp(y) * sum(dy)
-// Sums accumulate in double. The other dims are iterated like any strided layout; when they
-// include a unit-stride dim and the softmax dim does not (softmax over dim 0 of a row-major
-// matrix), up to 256 adjacent lines are processed together, with the inner loop over the
-// unit-stride columns.
+// The other dims are iterated like any strided layout. When they include a unit-stride dim
+// and the softmax dim does not (softmax over dim 0 of a row-major matrix), up to 256 adjacent
+// lines are processed together, with the inner loops over the unit-stride columns. Sums are
+// kept in double (across chunks of pairwise float sums in the one-line form).
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
+#include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
 
 namespace normgrad::backend::cpu {
@@ -33,7 +34,8 @@ template <int N> struct LinePlan {
 };
 
 template <int N>
-LinePlan<N> make_line_plan(const std::array<const TensorRef*, N>& tensors, int dim, const char* op) {
+LinePlan<N> make_line_plan(const std::array<const TensorRef*, N>& tensors, int dim,
+                           const char* op) {
   LinePlan<N> plan;
   std::array<Operand, N> operands;
   for (int k = 0; k < N; ++k) {
@@ -47,10 +49,11 @@ LinePlan<N> make_line_plan(const std::array<const TensorRef*, N>& tensors, int d
   return plan;
 }
 
-// Calls line(pointers, width, column_stride) for blocks of `width` lines: width = 1 in the
-// row form; in the column form, `width` adjacent lines whose elements sit at unit stride.
+// Calls line(pointers, width) for blocks of `width` lines: width = 1 in the row form; in the
+// column form, `width` adjacent lines whose elements sit at unit stride from `pointers`.
 template <int N, typename Line>
-void for_each_line(const LinePlan<N>& plan, const std::array<const TensorRef*, N>& tensors, Line line) {
+void for_each_line(const LinePlan<N>& plan, const std::array<const TensorRef*, N>& tensors,
+                   Line line) {
   if (plan.rest.numel == 0 || plan.length == 0) return;
   std::array<char*, N> base;
   std::array<std::int64_t, N> element_sizes;
@@ -59,7 +62,8 @@ void for_each_line(const LinePlan<N>& plan, const std::array<const TensorRef*, N
     element_sizes[k] = static_cast<std::int64_t>(element_size(tensors[k]->dtype));
   }
   bool columns = plan.rest.rank > 0;
-  for (int k = 0; k < N; ++k) columns = columns && plan.rest.inner_strides[k] == 1 && plan.strides[k] != 1;
+  for (int k = 0; k < N; ++k)
+    columns = columns && plan.rest.inner_strides[k] == 1 && plan.strides[k] != 1;
   if (!columns) {
     const auto kernel = [&](const std::array<char*, N>& pointers, const std::int64_t* strides,
                             std::int64_t count, std::int64_t) {
@@ -90,61 +94,168 @@ void for_each_line(const LinePlan<N>& plan, const std::array<const TensorRef*, N
                });
 }
 
+constexpr std::int64_t line_chunk = 256;
+
+// values[i] = exp(values[i]) over a unit-stride buffer.
+template <typename T> void exp_in_place(T* values, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) values[i] = std::exp(values[i]);
+}
+
+// One line at a time: x[k * sx] -> y[k * so] for k < n. The exponentials are taken a chunk at
+// a time into a small buffer, then summed pairwise, the chunk sums in double: a running sum
+// carried across the calls to exp would be spilled around every call and make the loop one
+// long dependency chain.
+template <typename T>
+void softmax_line(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_t sx, bool log) {
+  const T max_value = reduce_row<MaxCombine<T>>(x, n, sx);
+  T exps[line_chunk];
+  double sum = 0.0;
+  for (std::int64_t first = 0; first < n; first += line_chunk) {
+    const std::int64_t count = std::min(line_chunk, n - first);
+    for (std::int64_t k = 0; k < count; ++k) exps[k] = x[(first + k) * sx] - max_value;
+    exp_in_place(exps, count);
+    sum += reduce_row<SumCombine<T>>(exps, count, 1);
+    if (!log)
+      for (std::int64_t k = 0; k < count; ++k) y[(first + k) * so] = exps[k];
+  }
+  if (!log) {
+    const T inverse = static_cast<T>(1.0 / sum);
+    for (std::int64_t k = 0; k < n; ++k) y[k * so] *= inverse;
+  } else {
+    const T log_sum = static_cast<T>(std::log(sum));
+    for (std::int64_t k = 0; k < n; ++k) y[k * so] = (x[k * sx] - max_value) - log_sum;
+  }
+}
+
+// `width` adjacent lines at once, their elements at unit stride: the same three passes with
+// one accumulator per line, the inner loops running over the lines.
+template <typename T>
+void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_t sx,
+                     std::int64_t width, bool log) {
+  T max_value[column_block];
+  double sum[column_block];
+  for (std::int64_t j = 0; j < width; ++j) {
+    max_value[j] = x[j];
+    sum[j] = 0.0;
+  }
+  for (std::int64_t k = 1; k < n; ++k) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < width; ++j)
+      max_value[j] = maximum_value(max_value[j], x[k * sx + j]);
+  }
+  T exps[column_block];
+  for (std::int64_t k = 0; k < n; ++k) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < width; ++j) exps[j] = x[k * sx + j] - max_value[j];
+    exp_in_place(exps, width);
+#pragma omp simd
+    for (std::int64_t j = 0; j < width; ++j) sum[j] += exps[j];
+    if (!log) std::copy(exps, exps + width, y + k * so);
+  }
+  T factor[column_block];  // 1 / sum, or log(sum)
+  for (std::int64_t j = 0; j < width; ++j)
+    factor[j] = static_cast<T>(log ? std::log(sum[j]) : 1.0 / sum[j]);
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (log) {
+#pragma omp simd
+      for (std::int64_t j = 0; j < width; ++j)
+        y[k * so + j] = (x[k * sx + j] - max_value[j]) - factor[j];
+    } else {
+#pragma omp simd
+      for (std::int64_t j = 0; j < width; ++j) y[k * so + j] *= factor[j];
+    }
+  }
+}
+
 template <typename T>
 void softmax_forward(const TensorRef& out, const TensorRef& in, int dim, bool log) {
   const auto plan = make_line_plan<2>({&out, &in}, dim, "cpu softmax");
   const std::int64_t n = plan.length, so = plan.strides[0], sx = plan.strides[1];
-  for_each_line<2>(plan, {&out, &in}, [&](const std::array<char*, 2>& pointers, std::int64_t width) {
-    T* y = reinterpret_cast<T*>(pointers[0]);
-    const T* x = reinterpret_cast<const T*>(pointers[1]);
-    T max_value[column_block];
-    double sum[column_block];
-    for (std::int64_t j = 0; j < width; ++j) {
-      max_value[j] = x[j];
-      sum[j] = 0.0;
+  for_each_line<2>(plan, {&out, &in},
+                   [&](const std::array<char*, 2>& pointers, std::int64_t width) {
+                     T* y = reinterpret_cast<T*>(pointers[0]);
+                     const T* x = reinterpret_cast<const T*>(pointers[1]);
+                     if (width == 1) {
+                       if (so == 1 && sx == 1)
+                         softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
+                       else
+                         softmax_line(y, x, n, so, sx, log);
+                     } else {
+                       softmax_columns(y, x, n, so, sx, width, log);
+                     }
+                   });
+}
+
+// Backward, one line: s = sum(dy * y) (softmax) or sum(dy) (log_softmax), pairwise, then dx.
+template <typename T>
+void softmax_backward_line(T* dx, const T* dy, const T* y, std::int64_t n, std::int64_t sdx,
+                           std::int64_t sdy, std::int64_t sy, bool log) {
+  T buffer[line_chunk];
+  if (log) {
+    const T s = reduce_row<SumCombine<T>>(dy, n, sdy);
+    for (std::int64_t first = 0; first < n; first += line_chunk) {
+      const std::int64_t count = std::min(line_chunk, n - first);
+      for (std::int64_t k = 0; k < count; ++k) buffer[k] = y[(first + k) * sy];
+      exp_in_place(buffer, count);
+      for (std::int64_t k = 0; k < count; ++k)
+        dx[(first + k) * sdx] = dy[(first + k) * sdy] - buffer[k] * s;
     }
-    for (std::int64_t k = 1; k < n; ++k)
-      for (std::int64_t j = 0; j < width; ++j) max_value[j] = maximum_value(max_value[j], x[k * sx + j]);
-    for (std::int64_t k = 0; k < n; ++k)
-      for (std::int64_t j = 0; j < width; ++j) {
-        const T e = std::exp(x[k * sx + j] - max_value[j]);
-        sum[j] += e;
-        if (!log) y[k * so + j] = e;
-      }
-    if (!log) {
-      for (std::int64_t j = 0; j < width; ++j) sum[j] = 1.0 / sum[j];
-      for (std::int64_t k = 0; k < n; ++k)
-        for (std::int64_t j = 0; j < width; ++j) y[k * so + j] = static_cast<T>(y[k * so + j] * sum[j]);
-    } else {
-      T log_sum[column_block];
-      for (std::int64_t j = 0; j < width; ++j) log_sum[j] = static_cast<T>(std::log(sum[j]));
-      for (std::int64_t k = 0; k < n; ++k)
-        for (std::int64_t j = 0; j < width; ++j) y[k * so + j] = (x[k * sx + j] - max_value[j]) - log_sum[j];
-    }
-  });
+    return;
+  }
+  double sum = 0.0;
+  for (std::int64_t first = 0; first < n; first += line_chunk) {
+    const std::int64_t count = std::min(line_chunk, n - first);
+    for (std::int64_t k = 0; k < count; ++k)
+      buffer[k] = dy[(first + k) * sdy] * y[(first + k) * sy];
+    sum += reduce_row<SumCombine<T>>(buffer, count, 1);
+  }
+  const T s = static_cast<T>(sum);
+  for (std::int64_t k = 0; k < n; ++k) dx[k * sdx] = y[k * sy] * (dy[k * sdy] - s);
 }
 
 template <typename T>
-void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim, bool log) {
-  const auto plan = make_line_plan<3>({&dx, &dy, &y}, dim, "cpu softmax_backward");
-  const std::int64_t n = plan.length, sdx = plan.strides[0], sdy = plan.strides[1], sy = plan.strides[2];
-  for_each_line<3>(plan, {&dx, &dy, &y}, [&](const std::array<char*, 3>& pointers, std::int64_t width) {
-    T* grad_in = reinterpret_cast<T*>(pointers[0]);
-    const T* grad_out = reinterpret_cast<const T*>(pointers[1]);
-    const T* out = reinterpret_cast<const T*>(pointers[2]);
-    double sum[column_block];
-    for (std::int64_t j = 0; j < width; ++j) sum[j] = 0.0;
-    for (std::int64_t k = 0; k < n; ++k)
+void softmax_backward_columns(T* dx, const T* dy, const T* y, std::int64_t n, std::int64_t sdx,
+                              std::int64_t sdy, std::int64_t sy, std::int64_t width, bool log) {
+  double sum[column_block];
+  for (std::int64_t j = 0; j < width; ++j) sum[j] = 0.0;
+  for (std::int64_t k = 0; k < n; ++k) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < width; ++j)
+      sum[j] += log ? dy[k * sdy + j] : dy[k * sdy + j] * y[k * sy + j];
+  }
+  T s[column_block];
+  for (std::int64_t j = 0; j < width; ++j) s[j] = static_cast<T>(sum[j]);
+  T exps[column_block];
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (log) {
+      std::copy(y + k * sy, y + k * sy + width, exps);
+      exp_in_place(exps, width);
+#pragma omp simd
+      for (std::int64_t j = 0; j < width; ++j) dx[k * sdx + j] = dy[k * sdy + j] - exps[j] * s[j];
+    } else {
+#pragma omp simd
       for (std::int64_t j = 0; j < width; ++j)
-        sum[j] += log ? grad_out[k * sdy + j] : grad_out[k * sdy + j] * out[k * sy + j];
-    T typed_sum[column_block];
-    for (std::int64_t j = 0; j < width; ++j) typed_sum[j] = static_cast<T>(sum[j]);
-    for (std::int64_t k = 0; k < n; ++k)
-      for (std::int64_t j = 0; j < width; ++j) {
-        const T g = grad_out[k * sdy + j], value = out[k * sy + j];
-        grad_in[k * sdx + j] = log ? g - std::exp(value) * typed_sum[j] : value * (g - typed_sum[j]);
-      }
-  });
+        dx[k * sdx + j] = y[k * sy + j] * (dy[k * sdy + j] - s[j]);
+    }
+  }
+}
+
+template <typename T>
+void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
+                            bool log) {
+  const auto plan = make_line_plan<3>({&dx, &dy, &y}, dim, "cpu softmax_backward");
+  const std::int64_t n = plan.length, sdx = plan.strides[0], sdy = plan.strides[1],
+                     sy = plan.strides[2];
+  for_each_line<3>(
+      plan, {&dx, &dy, &y}, [&](const std::array<char*, 3>& pointers, std::int64_t width) {
+        T* grad_in = reinterpret_cast<T*>(pointers[0]);
+        const T* grad_out = reinterpret_cast<const T*>(pointers[1]);
+        const T* out = reinterpret_cast<const T*>(pointers[2]);
+        if (width == 1)
+          softmax_backward_line(grad_in, grad_out, out, n, sdx, sdy, sy, log);
+        else
+          softmax_backward_columns(grad_in, grad_out, out, n, sdx, sdy, sy, width, log);
+      });
 }
 
 }  // namespace
@@ -156,10 +267,10 @@ void CpuBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, boo
   });
 }
 
-void CpuBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
-                                  bool log) {
-  NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cpu softmax_backward", "dtypes differ: dx ",
-           dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
+void CpuBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
+                                  int dim, bool log) {
+  NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cpu softmax_backward",
+           "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
   dispatch_floating(dx.dtype, "cpu softmax_backward", [&](auto tag) {
     softmax_backward_typed<typename decltype(tag)::type>(dx, dy, y, dim, log);
   });

@@ -94,8 +94,8 @@ StridedLayout<N> make_layout(const std::int64_t* shape, int rank,
       bool contiguous = true;
       const int last = merged - 1;
       for (int k = 0; k < N; ++k)
-        contiguous = contiguous && layout.byte_strides[last][k] ==
-                                       layout.byte_strides[d][k] * layout.sizes[d];
+        contiguous = contiguous &&
+                     layout.byte_strides[last][k] == layout.byte_strides[d][k] * layout.sizes[d];
       if (contiguous) {
         layout.sizes[last] *= layout.sizes[d];
         for (int k = 0; k < N; ++k) layout.byte_strides[last][k] = layout.byte_strides[d][k];
@@ -128,8 +128,9 @@ std::array<std::int64_t, N> offsets_of(const StridedLayout<N>& layout, std::int6
 
 // Runs the kernel over the elements [begin, end) of the layout, one row piece at a time.
 template <int N, typename Kernel>
-void walk_range(const StridedLayout<N>& layout, const std::type_identity_t<std::array<char*, N>>& base,
-                std::int64_t begin, std::int64_t end, Kernel& kernel) {
+void walk_range(const StridedLayout<N>& layout,
+                const std::type_identity_t<std::array<char*, N>>& base, std::int64_t begin,
+                std::int64_t end, Kernel& kernel) {
   if (begin >= end) return;
   std::array<char*, N> pointers = base;
   if (layout.rank == 0) {
@@ -199,8 +200,8 @@ void parallel_for(std::int64_t count, std::int64_t cost_per_item, Body&& body) {
 
 // Runs the kernel over a whole layout, in parallel when it is large.
 template <int N, typename Kernel>
-void run_layout(const StridedLayout<N>& layout, const std::type_identity_t<std::array<char*, N>>& base,
-                Kernel&& kernel) {
+void run_layout(const StridedLayout<N>& layout,
+                const std::type_identity_t<std::array<char*, N>>& base, Kernel&& kernel) {
   if (layout.numel == 0) return;
   parallel_for(layout.numel, 1, [&](std::int64_t begin, std::int64_t end) {
     walk_range(layout, base, begin, end, kernel);
@@ -218,8 +219,8 @@ void for_each_element(const std::array<const TensorRef*, N>& tensors, const char
     base[k] = operands[k].data;
   }
   const TensorRef& out = *tensors[0];
-  const auto layout = make_layout<N>(out.shape.data(), static_cast<int>(out.rank()), operands, op,
-                                     keep_order);
+  const auto layout =
+      make_layout<N>(out.shape.data(), static_cast<int>(out.rank()), operands, op, keep_order);
   run_layout(layout, base, kernel);
 }
 

@@ -17,25 +17,44 @@ namespace {
 
 const char* unary_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Gelu: return "gelu";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Square: return "square";
-    case UnaryOp::LeakyRelu: return "leaky_relu";
-    case UnaryOp::Clamp: return "clamp";
-    case UnaryOp::PowScalar: return "pow_scalar";
-    case UnaryOp::AddScalar: return "add_scalar";
-    case UnaryOp::MulScalar: return "mul_scalar";
-    case UnaryOp::RsubScalar: return "rsub_scalar";
-    case UnaryOp::RdivScalar: return "rdiv_scalar";
+    case UnaryOp::Neg:
+      return "neg";
+    case UnaryOp::Abs:
+      return "abs";
+    case UnaryOp::Exp:
+      return "exp";
+    case UnaryOp::Log:
+      return "log";
+    case UnaryOp::Sqrt:
+      return "sqrt";
+    case UnaryOp::Rsqrt:
+      return "rsqrt";
+    case UnaryOp::Tanh:
+      return "tanh";
+    case UnaryOp::Sigmoid:
+      return "sigmoid";
+    case UnaryOp::Relu:
+      return "relu";
+    case UnaryOp::Gelu:
+      return "gelu";
+    case UnaryOp::Sign:
+      return "sign";
+    case UnaryOp::Square:
+      return "square";
+    case UnaryOp::LeakyRelu:
+      return "leaky_relu";
+    case UnaryOp::Clamp:
+      return "clamp";
+    case UnaryOp::PowScalar:
+      return "pow_scalar";
+    case UnaryOp::AddScalar:
+      return "add_scalar";
+    case UnaryOp::MulScalar:
+      return "mul_scalar";
+    case UnaryOp::RsubScalar:
+      return "rsub_scalar";
+    case UnaryOp::RdivScalar:
+      return "rdiv_scalar";
   }
   return "?";
 }
@@ -72,7 +91,8 @@ bool unary_any_dtype(UnaryOp op, const TensorRef& out, const TensorRef& in, T al
       run_unary<T>(out, in, [](T x) { return x < T{0} ? T{0} : x; });
       return true;
     case UnaryOp::Clamp:
-      run_unary<T>(out, in, [alpha, beta](T x) { return x < alpha ? alpha : (x > beta ? beta : x); });
+      run_unary<T>(out, in,
+                   [alpha, beta](T x) { return x < alpha ? alpha : (x > beta ? beta : x); });
       return true;
     case UnaryOp::AddScalar:
       run_unary<T>(out, in, [alpha](T x) { return add_values(x, alpha); });
@@ -83,7 +103,8 @@ bool unary_any_dtype(UnaryOp op, const TensorRef& out, const TensorRef& in, T al
     case UnaryOp::RsubScalar:
       run_unary<T>(out, in, [alpha](T x) { return subtract_values(alpha, x); });
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -91,21 +112,29 @@ bool unary_any_dtype(UnaryOp op, const TensorRef& out, const TensorRef& in, T al
 template <typename T>
 void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alpha) {
   switch (op) {
-    case UnaryOp::Exp: return run_unary<T>(out, in, [](T x) { return std::exp(x); });
-    case UnaryOp::Log: return run_unary<T>(out, in, [](T x) { return std::log(x); });
-    case UnaryOp::Sqrt: return run_unary<T>(out, in, [](T x) { return std::sqrt(x); });
-    case UnaryOp::Rsqrt: return run_unary<T>(out, in, [](T x) { return T{1} / std::sqrt(x); });
-    case UnaryOp::Tanh: return run_unary<T>(out, in, [](T x) { return std::tanh(x); });
+    case UnaryOp::Exp:
+      return run_unary<T>(out, in, [](T x) { return std::exp(x); });
+    case UnaryOp::Log:
+      return run_unary<T>(out, in, [](T x) { return std::log(x); });
+    case UnaryOp::Sqrt:
+      return run_unary<T>(out, in, [](T x) { return std::sqrt(x); });
+    case UnaryOp::Rsqrt:
+      return run_unary<T>(out, in, [](T x) { return T{1} / std::sqrt(x); });
+    case UnaryOp::Tanh:
+      return run_unary<T>(out, in, [](T x) { return std::tanh(x); });
     case UnaryOp::Sigmoid:
       return run_unary<T>(out, in, [](T x) { return T{1} / (T{1} + std::exp(-x)); });
-    case UnaryOp::Gelu: return run_unary<T>(out, in, [](T x) { return gelu_value(x); });
+    case UnaryOp::Gelu:
+      return run_unary<T>(out, in, [](T x) { return gelu_value(x); });
     case UnaryOp::LeakyRelu:
       return run_unary<T>(out, in, [alpha](T x) { return x > T{0} ? x : alpha * x; });
     case UnaryOp::PowScalar:
       if (alpha == T{2}) return run_unary<T>(out, in, [](T x) { return x * x; });
       return run_unary<T>(out, in, [alpha](T x) { return std::pow(x, alpha); });
-    case UnaryOp::RdivScalar: return run_unary<T>(out, in, [alpha](T x) { return alpha / x; });
-    default: break;
+    case UnaryOp::RdivScalar:
+      return run_unary<T>(out, in, [alpha](T x) { return alpha / x; });
+    default:
+      break;
   }
   throw Error(detail::concat("cpu unary: unknown op ", static_cast<int>(op)));
 }
@@ -122,8 +151,8 @@ void CpuBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, do
     if constexpr (std::is_floating_point_v<T>) {
       unary_floating<T>(op, out, in, static_cast<T>(alpha));
     } else {
-      throw Error(detail::concat("cpu unary: ", unary_name(op), " is not supported for ",
-                                 out.dtype, "; convert to a float dtype"));
+      throw Error(detail::concat("cpu unary: ", unary_name(op), " is not supported for ", out.dtype,
+                                 "; convert to a float dtype"));
     }
   });
 }
