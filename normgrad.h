@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/generator.h"
+#include "core/memory.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "core/threads.h"

@@ -69,6 +69,13 @@ enum class RandomKind : std::uint8_t {
   Integer,  // integers in [alpha, beta)
 };
 
+// Bytes held by a device's allocator. Sizes are those of the blocks handed out (rounded up).
+struct MemoryStats {
+  std::size_t allocated_bytes = 0;       // in live tensors
+  std::size_t peak_allocated_bytes = 0;  // the most allocated at once so far
+  std::size_t cached_bytes = 0;          // freed, kept for reuse
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +88,10 @@ class Backend {
   // Plain byte copies between this device and host memory.
   virtual void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) = 0;
   virtual void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) = 0;
+  virtual MemoryStats memory_stats() const = 0;
+  // Gives cached blocks back to the system; with enabled = false, stops caching (debugging).
+  virtual void empty_cache() = 0;
+  virtual void set_caching(bool enabled) = 0;
 
   // ---- filling and copying ----------------------------------------------------------------
   virtual void fill(const TensorRef& out, double value) = 0;

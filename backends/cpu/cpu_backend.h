@@ -5,6 +5,7 @@
 // indexing.cpp); this header only declares the class. Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
+#include "backends/cpu/caching_allocator.h"
 
 namespace normgrad::backend::cpu {
 
@@ -18,6 +19,9 @@ class CpuBackend final : public Backend {
   void deallocate(void* data, std::size_t nbytes) override;
   void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) override;
   void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) override;
+  MemoryStats memory_stats() const override { return allocator_.stats(); }
+  void empty_cache() override { allocator_.empty_cache(); }
+  void set_caching(bool enabled) override { allocator_.set_enabled(enabled); }
 
   void fill(const TensorRef& out, double value) override;
   void arange(const TensorRef& out, double start, double step) override;
@@ -51,6 +55,9 @@ class CpuBackend final : public Backend {
                    const TensorRef& src) override;
 
   void set_num_threads(int threads) override;
+
+ private:
+  CachingAllocator allocator_;
 };
 
 }  // namespace normgrad::backend::cpu

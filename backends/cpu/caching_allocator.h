@@ -1,0 +1,49 @@
+#pragma once
+// A cache of large host blocks. Training runs allocate the same tensor sizes step after step;
+// handing a freed block back to the next request of its size skips both the allocator and the
+// page faults of fresh memory (a first write to a freshly mapped 64 MiB block costs several
+// times the write itself). Blocks below `min_cached_bytes` go straight to the C library,
+// whose own free lists already serve small sizes well.
+//
+// Cached blocks are kept by exact (rounded) size and are freed when the cache would exceed
+// its limit, on empty_cache(), or at exit. NORMGRAD_CPU_CACHING=0 in the environment turns
+// caching off for debugging (then every block is freed at once, as with plain malloc).
+
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace normgrad::backend::cpu {
+
+class CachingAllocator {
+ public:
+  static constexpr std::size_t min_cached_bytes = std::size_t{2} << 20;
+
+  CachingAllocator();
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  void* allocate(std::size_t nbytes);
+  void deallocate(void* data, std::size_t nbytes);
+
+  MemoryStats stats() const;
+  void empty_cache();
+  void set_enabled(bool enabled);
+
+ private:
+  void release_cached_locked();
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;  // by rounded size
+  bool enabled_ = true;
+  std::size_t limit_bytes_ = 0;
+  std::size_t allocated_bytes_ = 0;  // in live tensors
+  std::size_t peak_allocated_bytes_ = 0;
+  std::size_t cached_bytes_ = 0;     // in free blocks kept for reuse
+};
+
+}  // namespace normgrad::backend::cpu

@@ -1,0 +1,38 @@
+// The CPU allocator: statistics, reuse of cached blocks, and giving them back.
+
+#include "helpers.h"
+
+using namespace normgrad;
+
+TEST_CASE("memory statistics follow allocations, and large blocks are reused") {
+  set_memory_caching(Device::cpu(), true);
+  empty_cache();
+  const MemoryStats before = memory_stats();
+  const void* first_address = nullptr;
+  {
+    Tensor big = zeros({1 << 20});  // 4 MiB: cached when freed
+    first_address = big.storage()->data();
+    const MemoryStats during = memory_stats();
+    CHECK(during.allocated_bytes >= before.allocated_bytes + (4u << 20));
+    CHECK(during.peak_allocated_bytes >= during.allocated_bytes);
+  }
+  const MemoryStats after = memory_stats();
+  CHECK(after.allocated_bytes == before.allocated_bytes);
+  CHECK(after.cached_bytes >= before.cached_bytes + (4u << 20));
+  {
+    Tensor again = ones({1 << 20});  // the same size comes back from the cache
+    CHECK(again.storage()->data() == first_address);
+    CHECK(memory_stats().cached_bytes == before.cached_bytes);
+    CHECK(again.sum().item() == doctest::Approx(1 << 20));  // and is written afresh
+  }
+  empty_cache();
+  CHECK(memory_stats().cached_bytes == 0);
+}
+
+TEST_CASE("with caching off, freed blocks go straight back") {
+  set_memory_caching(Device::cpu(), false);
+  { Tensor big = zeros({1 << 20}); }
+  CHECK(memory_stats().cached_bytes == 0);
+  set_memory_caching(Device::cpu(), true);
+  CHECK_ERROR(memory_stats(Device::cuda()), "cuda:0");
+}
