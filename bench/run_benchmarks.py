@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Runs normgrad's benchmark programs and writes the results table into bench/RESULTS.md.
+
+Usage: python3 bench/run_benchmarks.py BUILD_DIR   (a Release build, e.g. build/bench-rel)
+
+Each program runs with 5 repetitions in random interleaved order, and only the medians are
+kept. Every normgrad result is compared with a ceiling measured in the same run: raw
+cblas_sgemm for matmul, memcpy (and the STREAM triad) for the memory-bound ops. The goals are
+checked against those ratios and shown as pass/fail columns. Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+PROGRAMS = ("bench_matmul", "bench_elementwise", "bench_overhead")
+BENCHMARK_FLAGS = (
+    "--benchmark_format=json",
+    "--benchmark_repetitions=5",
+    "--benchmark_report_aggregates_only=true",
+    # Repetitions of all benchmarks in a program run in random order, so that a slow spell on
+    # a shared machine hits a baseline and the ops it is compared with alike.
+    "--benchmark_enable_random_interleaving=true",
+)
+THREADS = "2"
+# On a shared machine, each program waits for the CPU to be idle, and is run again (at most
+# MAX_ATTEMPTS times in all) when other processes took more than this share of the CPU time
+# while it ran.
+MAX_FOREIGN_SHARE = 0.03
+MAX_ATTEMPTS = 5
+IDLE_WAIT_SECONDS = 600
+
+BEGIN_MARKER = "<!-- results:begin -->"
+END_MARKER = "<!-- results:end -->"
+
+# Goals. Matmul: time over raw sgemm at most 5% above it for n >= 512. Memory-bound ops:
+# bytes per second (read + write) as a fraction of memcpy's.
+MATMUL_MAX_OVERHEAD = 0.05
+MATMUL_GOAL_FROM = 512
+CONTIGUOUS_MIN_FRACTION = 0.70
+BROADCAST_MIN_FRACTION = 0.50
+TINY_OP_MAX_SECONDS = 2e-6
+
+# The elementwise program's benchmarks: name -> (what it is, goal kind).
+# Goal kinds: "baseline" (a reference measured in the same run), "contiguous", "broadcast",
+# or None (shown, no goal).
+ELEMENTWISE_ROWS = {
+    "memcpy": ("memcpy, 1 thread (ceiling)", "baseline"),
+    "memcpy_2_threads": ("memcpy split over 2 threads", "baseline"),
+    "triad": ("STREAM triad a = b + s*c, 2 threads (ceiling)", "baseline"),
+    "memcpy_fresh_destination": ("memcpy into a fresh plain malloc (page-fault cost)", "baseline"),
+    "add": ("add a + b", "contiguous"),
+    "add_inplace": ("a.add_(b), in place: add without the allocation", None),
+    "mul_broadcast_row": ("mul [4096, 4096] * [4096] (broadcast row)", "broadcast"),
+    "exp": ("exp", "contiguous"),
+    "relu": ("relu", "contiguous"),
+    "sum_all": ("sum over all elements", "contiguous"),
+    "sum_last_dim": ("sum over dim -1 (rows)", "contiguous"),
+    "sum_dim0": ("sum over dim 0 (columns)", "contiguous"),
+    "softmax_last_dim": ("softmax over dim -1", "contiguous"),
+}
+
+OVERHEAD_ROWS = {
+    "add": ("a + b, no autograd", True),
+    "add_grad": ("a + b, requires_grad (graph recorded)", True),
+    "add_sum_backward": ("(a + b).sum().backward(), whole step", False),
+    "exp": ("exp(a), no autograd", True),
+}
+
+
+def busy_seconds():
+    """CPU seconds the whole machine has spent busy since boot (steal time included)."""
+    fields = pathlib.Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_until_idle():
+    """Waits (at most IDLE_WAIT_SECONDS) until other processes use under MAX_FOREIGN_SHARE of
+    the CPU over a two-second sample, so that a run does not start in the middle of a build."""
+    deadline = time.monotonic() + IDLE_WAIT_SECONDS
+    while True:
+        before = busy_seconds()
+        time.sleep(2.0)
+        share = (busy_seconds() - before) / (2.0 * (os.cpu_count() or 1))
+        if share <= MAX_FOREIGN_SHARE or time.monotonic() > deadline:
+            return
+        print(f"  waiting: other processes are using {share:.0%} of the CPU", file=sys.stderr, flush=True)
+        time.sleep(8.0)
+
+
+def run_once(executable, environment):
+    """Runs a program; returns its JSON output and the share of the machine's CPU time that
+    went to other processes meanwhile (0 on an otherwise idle machine)."""
+    busy_before, own_before, start = busy_seconds(), children_seconds(), time.monotonic()
+    completed = subprocess.run([str(executable), *BENCHMARK_FLAGS], env=environment,
+                               stdout=subprocess.PIPE, check=True)
+    wall = time.monotonic() - start
+    foreign = (busy_seconds() - busy_before) - (children_seconds() - own_before)
+    return completed.stdout, max(foreign, 0.0) / (wall * (os.cpu_count() or 1))
+
+
+def run_program(build_dir, program):
+    """Runs one benchmark program; returns its JSON report (also saved beside the binary).
+    A run during which other processes took a noticeable share of the CPU is repeated, up to
+    MAX_ATTEMPTS times, and the quietest attempt is kept; its share is recorded in the report."""
+    executable = build_dir / "bench" / program
+    if not executable.exists():
+        sys.exit(f"{executable} not found: build with "
+                 f"cmake --build {build_dir} (NORMGRAD_BUILD_BENCH=ON, a Release build)")
+    environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
+    best = None
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        wait_until_idle()
+        print(f"running {program} (attempt {attempt}) ...", file=sys.stderr, flush=True)
+        output, foreign_share = run_once(executable, environment)
+        if best is None or foreign_share < best[1]:
+            best = (output, foreign_share)
+        if foreign_share <= MAX_FOREIGN_SHARE:
+            break
+        print(f"  other processes used {foreign_share:.0%} of the CPU meanwhile; repeating",
+              file=sys.stderr, flush=True)
+    output, foreign_share = best
+    report = json.loads(output)
+    report["foreign_cpu_share"] = foreign_share
+    report_path(build_dir, program).write_text(json.dumps(report, indent=1))
+    return report
+
+
+def report_path(build_dir, program):
+    return build_dir / "bench" / f"{program}.json"
+
+
+def medians(report):
+    """Maps "name/size" to the median aggregate of that benchmark, in registration order
+    (random interleaving shuffles the order of the report). Each entry gains "spread": the
+    coefficient of variation of the repetitions' times."""
+    spreads = {entry["run_name"]: entry["real_time"] for entry in report["benchmarks"]
+               if entry.get("aggregate_name") == "cv"}
+    entries = sorted((entry for entry in report["benchmarks"] if entry.get("aggregate_name") == "median"),
+                     key=lambda entry: entry["family_index"])
+    return {entry["run_name"].removesuffix("/real_time"): dict(entry, spread=spreads.get(entry["run_name"]))
+            for entry in entries}
+
+
+UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(entry):
+    return entry["real_time"] * UNIT_SECONDS[entry["time_unit"]]
+
+
+def format_median(entry):
+    """The median time, with the repetitions' coefficient of variation beside it."""
+    text = format_time(seconds(entry))
+    return text if entry.get("spread") is None else f"{text} ±{entry['spread']:.0%}"
+
+
+def format_time(value):
+    if value < 1e-6:
+        return f"{value * 1e9:.0f} ns"
+    if value < 1e-3:
+        return f"{value * 1e6:.2f} µs"
+    return f"{value * 1e3:.2f} ms"
+
+
+def verdict(passed):
+    return "pass" if passed else "**FAIL**"
+
+
+def split_name(name):
+    op, _, size = name.partition("/")
+    return op, size
+
+
+def matmul_table(results):
+    lines = [
+        "| op | n | median time | GFLOP/s | raw sgemm GFLOP/s | normgrad / sgemm | overhead | "
+        f"goal: overhead < {MATMUL_MAX_OVERHEAD:.0%} at n ≥ {MATMUL_GOAL_FROM} |",
+        "|---|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    pairs = []
+    for name in results:
+        op, size = split_name(name)
+        if op == "matmul":
+            pairs.append(("matmul(a, b)", name, f"sgemm/{size}", int(size), True))
+        elif op == "matmul_transposed_a":
+            pairs.append(("matmul(a.t(), b)", name, f"sgemm_transposed_a/{size}", int(size), True))
+        elif op == "matmul_transposed_a_copied":
+            pairs.append(("matmul(a.t().contiguous(), b)", name, f"sgemm_transposed_a/{size}",
+                          int(size), False))
+    for label, name, baseline_name, n, has_goal in pairs:
+        entry, baseline = results[name], results.get(baseline_name)
+        gflops = entry["flops"] / 1e9
+        if baseline is None:
+            lines.append(f"| {label} | {n} | {format_median(entry)} | {gflops:.1f} | — | — | — | — |")
+            continue
+        baseline_gflops = baseline["flops"] / 1e9
+        overhead = seconds(entry) / seconds(baseline) - 1.0
+        goal = "—"
+        if has_goal and n >= MATMUL_GOAL_FROM:
+            goal = verdict(overhead < MATMUL_MAX_OVERHEAD)
+        lines.append(f"| {label} | {n} | {format_median(entry)} | {gflops:.1f} | "
+                     f"{baseline_gflops:.1f} | {gflops / baseline_gflops:.2f} | {overhead:+.1%} | {goal} |")
+    return lines
+
+
+def elementwise_table(results):
+    def rate(op):
+        return next((entry["bytes_per_second"] for name, entry in results.items()
+                     if split_name(name)[0] == op), None)
+
+    memcpy_rate, triad_rate = rate("memcpy"), rate("triad")
+    lines = [
+        "| op | size | median time | GB/s | vs memcpy | vs triad | goal | met |",
+        "|---|---|---:|---:|---:|---:|---|:---:|",
+    ]
+    for name in results:
+        op, size = split_name(name)
+        label, kind = ELEMENTWISE_ROWS.get(op, (op, None))
+        entry = results[name]
+        bytes_per_second = entry["bytes_per_second"]
+        to_memcpy = bytes_per_second / memcpy_rate
+        goal, met = "—", "—"
+        if kind == "contiguous":
+            goal, met = f"≥ {CONTIGUOUS_MIN_FRACTION:.0%} of memcpy", verdict(to_memcpy >= CONTIGUOUS_MIN_FRACTION)
+        elif kind == "broadcast":
+            goal, met = f"≥ {BROADCAST_MIN_FRACTION:.0%} of memcpy", verdict(to_memcpy >= BROADCAST_MIN_FRACTION)
+        elif kind == "baseline":
+            goal = "ceiling" if op in ("memcpy", "triad") else "reference"
+        lines.append(f"| {label} | {size} | {format_median(entry)} | {bytes_per_second / 1e9:.1f} | "
+                     f"{to_memcpy:.0%} | {bytes_per_second / triad_rate:.0%} | {goal} | {met} |")
+    return lines
+
+
+def overhead_table(results):
+    lines = [
+        f"| op | size | median time | goal: < {TINY_OP_MAX_SECONDS * 1e6:.0f} µs per op | met |",
+        "|---|---|---:|---|:---:|",
+    ]
+    for name, entry in results.items():
+        op, size = split_name(name)
+        label, has_goal = OVERHEAD_ROWS.get(op, (op, False))
+        time = seconds(entry)
+        goal, met = ("< 2 µs", verdict(time < TINY_OP_MAX_SECONDS)) if has_goal else ("— (several ops)", "—")
+        lines.append(f"| {label} | {size} elements | {format_median(entry)} | {goal} | {met} |")
+    return lines
+
+
+def cpu_model():
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def source_dir(build_dir):
+    """The source tree a CMake build directory was configured from."""
+    try:
+        for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                return pathlib.Path(line.split("=", 1)[1])
+    except OSError:
+        pass
+    return pathlib.Path(__file__).resolve().parent.parent
+
+
+def source_version(build_dir):
+    """The commit the measured library's sources are at, and whether they differ from it
+    (changes under bench/ do not count: they do not touch the library)."""
+    root = source_dir(build_dir)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ".", ":(exclude)bench"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"commit {commit}" + (", with uncommitted changes to the library" if dirty else ", clean")
+
+
+def measured_at(context):
+    """When the run started, from the report's own context (ISO 8601)."""
+    try:
+        return datetime.datetime.fromisoformat(context["date"]).strftime("%Y-%m-%d %H:%M %z")
+    except (KeyError, ValueError):
+        return "unknown"
+
+
+def machine_lines(reports):
+    context = reports["bench_matmul"]["context"]
+    l3 = [cache["size"] for cache in context.get("caches", []) if cache.get("level") == 3]
+    foreign = ", ".join(f"{program} {report['foreign_cpu_share']:.1%}" for program, report in reports.items())
+    return [
+        f"- Date: {measured_at(context)}",
+        f"- CPU: {cpu_model()}, {os.cpu_count()} cores at {context.get('mhz_per_cpu', '?')} MHz"
+        + (f", L3 {l3[0] // (1 << 20)} MiB" if l3 else ""),
+        f"- BLAS: {context.get('openblas', 'unknown').strip()}",
+        f"- Threads: OMP_NUM_THREADS={THREADS} (normgrad's loops and OpenBLAS alike)",
+        f"- CPU time taken by other processes while each program ran: {foreign}",
+        f"- Kernel: {platform.release()}; Python {platform.python_version()}",
+        f"- Library sources: {reports['bench_matmul'].get('sources', 'unknown')}",
+    ]
+
+
+def results_section(reports, build_dir):
+    lines = [BEGIN_MARKER, "", "## Machine", ""]
+    lines += machine_lines(reports)
+    lines += ["", "Times are medians of 5 repetitions; ±x% beside one is the coefficient of variation of the "
+              "5 (on a shared virtual machine, memory bandwidth in particular varies from run to run). "
+              "Rates and ratios are computed from the medians.",
+              "", "## Matrix products (float32, square, forward only)", ""]
+    lines += matmul_table(medians(reports["bench_matmul"]))
+    lines += ["", "## Memory-bound ops (float32; GB/s = (bytes read + bytes written) / time)", ""]
+    lines += elementwise_table(medians(reports["bench_elementwise"]))
+    lines += ["", "## Per-op overhead on tiny tensors (float32, 1 thread in practice)", ""]
+    lines += overhead_table(medians(reports["bench_overhead"]))
+    lines += [
+        "",
+        "## Reproducing",
+        "",
+        "Configure a Release build with the benchmarks on (`cmake -S . -B build/bench-rel "
+        "-DCMAKE_BUILD_TYPE=Release -DNORMGRAD_BUILD_TESTS=OFF -DNORMGRAD_BUILD_EXAMPLES=OFF`), "
+        "build it (`cmake --build build/bench-rel`), make sure nothing else is using the CPU, and "
+        f"run `python3 bench/run_benchmarks.py {build_dir}` from the repository root. The script "
+        f"runs the three programs with OMP_NUM_THREADS={THREADS}, "
+        + " ".join(f"`{flag}`" for flag in BENCHMARK_FLAGS)
+        + ", keeps the medians, prints this section and rewrites it here between the markers; "
+        "the raw JSON reports are left in the build's bench/ folder. Every ratio compares numbers "
+        "from the same run, so they travel between machines better than the absolute times.",
+        "",
+        END_MARKER,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+HEADER = """# Benchmark results
+
+The programs in this folder time normgrad against ceilings measured in the same run; see the
+comment at the top of each program for what it measures and why. Everything between the markers
+below is rewritten by `bench/run_benchmarks.py`.
+
+"""
+
+
+def write_results(path, section):
+    text = path.read_text() if path.exists() else HEADER + BEGIN_MARKER + "\n" + END_MARKER + "\n"
+    begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+    if begin < 0 or end < begin:
+        text = text.rstrip("\n") + "\n\n" + BEGIN_MARKER + "\n" + END_MARKER + "\n"
+        begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+    after = text[end + len(END_MARKER):].lstrip("\n")
+    text = text[:begin] + section + ("\n" + after if after else "")
+    path.write_text(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build_dir", type=pathlib.Path, help="a Release build directory")
+    parser.add_argument("--results", type=pathlib.Path,
+                        default=pathlib.Path(__file__).resolve().parent / "RESULTS.md",
+                        help="the markdown file to update (default: bench/RESULTS.md)")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--from-saved", action="store_true",
+                        help="do not run anything: use the JSON reports the last run left in BUILD_DIR/bench")
+    arguments = parser.parse_args()
+
+    if arguments.from_saved:
+        reports = {program: json.loads(report_path(arguments.build_dir, program).read_text())
+                   for program in PROGRAMS}
+    else:
+        sources = source_version(arguments.build_dir)
+        reports = {program: run_program(arguments.build_dir, program) for program in PROGRAMS}
+        reports["bench_matmul"]["sources"] = sources
+        report_path(arguments.build_dir, "bench_matmul").write_text(json.dumps(reports["bench_matmul"], indent=1))
+    section = results_section(reports, arguments.build_dir)
+    print(section)
+    if not arguments.no_write:
+        write_results(arguments.results, section)
+        print(f"updated {arguments.results}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
