@@ -1,10 +1,9 @@
 #pragma once
 // What a device's allocator holds, and how to give cached memory back.
 //
-// Freed blocks of 2 MiB and more are kept for reuse by later tensors of the same size (on the
-// CPU; the GPU caches every size). Set NORMGRAD_CPU_CACHING=0 in the environment, or call
-// set_memory_caching(device, false), to free every block at once instead, e.g. when hunting
-// memory errors.
+// Freed CPU blocks of 256 KiB and more are kept for reuse by later tensors of the same size.
+// Set NORMGRAD_CPU_CACHING=0 in the environment, or call set_memory_caching(device, false),
+// to free every block at once instead, e.g. when hunting memory errors.
 
 #include "backends/backend.h"
 #include "core/device.h"

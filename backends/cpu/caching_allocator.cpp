@@ -24,11 +24,19 @@ namespace {
 constexpr std::size_t line_alignment = 64;
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 
+constexpr std::size_t cache_granule = std::size_t{64} << 10;
+
+std::size_t round_up(std::size_t nbytes, std::size_t multiple) {
+  return (nbytes + multiple - 1) / multiple * multiple;
+}
+
+// aligned_alloc wants a multiple of the alignment, and a zero-byte request still gets a
+// distinct, freeable block. Cached sizes are rounded more coarsely, so that nearby sizes
+// share blocks.
 std::size_t rounded_size(std::size_t nbytes) {
-  // aligned_alloc wants a multiple of the alignment; a zero-byte request still gets a
-  // distinct, freeable block.
-  const std::size_t alignment = nbytes >= huge_page ? huge_page : line_alignment;
-  return nbytes == 0 ? alignment : (nbytes + alignment - 1) / alignment * alignment;
+  if (nbytes >= huge_page) return round_up(nbytes, huge_page);
+  if (nbytes >= CachingAllocator::min_cached_bytes) return round_up(nbytes, cache_granule);
+  return nbytes == 0 ? line_alignment : round_up(nbytes, line_alignment);
 }
 
 void* allocate_fresh(std::size_t rounded, std::size_t requested) {

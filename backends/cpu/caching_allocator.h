@@ -5,9 +5,10 @@
 // times the write itself). Blocks below `min_cached_bytes` go straight to the C library,
 // whose own free lists already serve small sizes well.
 //
-// Cached blocks are kept by exact (rounded) size and are freed when the cache would exceed
-// its limit, on empty_cache(), or at exit. NORMGRAD_CPU_CACHING=0 in the environment turns
-// caching off for debugging (then every block is freed at once, as with plain malloc).
+// Sizes are rounded up (to 64 KiB below 2 MiB, to 2 MiB above) and cached blocks are kept
+// by that size; they are freed when the cache would exceed its limit or on empty_cache().
+// NORMGRAD_CPU_CACHING=0 in the environment turns caching off for debugging (then every
+// block is freed at once, as with plain malloc).
 
 #include <cstddef>
 #include <mutex>
@@ -20,7 +21,7 @@ namespace normgrad::backend::cpu {
 
 class CachingAllocator {
  public:
-  static constexpr std::size_t min_cached_bytes = std::size_t{2} << 20;
+  static constexpr std::size_t min_cached_bytes = std::size_t{256} << 10;
 
   CachingAllocator();
   ~CachingAllocator();
