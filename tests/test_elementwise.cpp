@@ -87,3 +87,20 @@ TEST_CASE("elementwise ops refuse mismatched operands") {
   CHECK_ERROR(masked_fill(zeros({2}), zeros({3}), 0), "masked_fill", "[3]");
   CHECK_ERROR(Tensor() + zeros({1}), "add", "undefined");
 }
+
+TEST_CASE("float-only ops name themselves when given int64") {
+  const Tensor k = zeros({2}, {.dtype = DType::Int64});
+  CHECK_ERROR(log(k), "log", "int64");
+  CHECK_ERROR(sqrt(k), "sqrt", "int64");
+  CHECK_ERROR(rsqrt(k), "rsqrt", "int64");
+  CHECK_ERROR(tanh(k), "tanh", "int64");
+  CHECK_ERROR(sigmoid(k), "sigmoid", "int64");
+  CHECK_ERROR(relu(k), "relu", "int64");
+  CHECK_ERROR(leaky_relu(k), "leaky_relu", "int64");
+  CHECK_ERROR(gelu(k), "gelu", "int64");
+  CHECK_ERROR(pow(k, 2.0), "pow", "int64");
+  CHECK_ERROR(2.0 / k, "rdiv", "int64");
+  CHECK_ERROR(log_softmax(k, 0), "log_softmax", "int64");
+  CHECK_ERROR(pow(zeros({2}), zeros({3})), "pow", "[2]", "[3]");
+  CHECK_ERROR(minimum(zeros({2}), zeros({2}, {.dtype = DType::Float64})), "minimum", "float64");
+}

@@ -94,3 +94,13 @@ TEST_CASE("embedding's backward adds into repeated rows") {
   embedding(table, from_vector<std::int64_t>({1, 1, 2}, {3})).sum().backward();
   CHECK(table.grad().to_vector<float>() == std::vector<float>{0, 0, 2, 2, 1, 1});
 }
+
+TEST_CASE("scatter_add refuses mismatched arguments") {
+  const Tensor x = zeros({2, 3});
+  const Tensor index = from_vector<std::int64_t>({0, 1}, {2, 1});
+  CHECK_ERROR(scatter_add(x, 1, index, zeros({2, 1}, {.dtype = DType::Float64})), "scatter_add", "float64");
+  CHECK_ERROR(scatter_add(x, 1, from_vector<std::int64_t>({0, 1}, {2}), zeros({2})), "scatter_add", "same rank");
+  CHECK_ERROR(scatter_add(x, 1, from_vector<std::int64_t>({0, 3}, {2, 1}), zeros({2, 1})), "scatter_add", "index 3", "size 3");
+  CHECK_ERROR(scatter_add(x, 0, from_vector<std::int64_t>({0, 0, 0}, {3, 1}), zeros({2, 1})), "scatter_add", "exceeds");
+  CHECK_ERROR(scatter_add(x, 1, index.to(DType::Float32), zeros({2, 1})), "scatter_add", "int64");
+}
