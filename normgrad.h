@@ -16,3 +16,5 @@
 #include "autograd/ops.h"
 #include "nn/functional.h"
 #include "optim/sgd.h"
+#include "nn/init.h"
+#include "nn/module.h"
