@@ -1,8 +1,11 @@
 #include "nn/init.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "autograd/grad_mode.h"
+#include "backends/cpu/lapack_qr.h"
 #include "autograd/ops.h"
 #include "core/error.h"
 
@@ -95,6 +98,27 @@ Tensor kaiming_uniform_(Tensor tensor, double negative_slope, FanMode mode,
 Tensor kaiming_normal_(Tensor tensor, double negative_slope, FanMode mode,
                         const std::string& nonlinearity, Generator& generator) {
   return normal_(tensor, 0.0, kaiming_std(tensor, negative_slope, mode, nonlinearity), generator);
+}
+
+Tensor orthogonal_(Tensor tensor, double gain, Generator& generator) {
+  check_float(tensor, "orthogonal_");
+  NG_CHECK(tensor.dim() >= 2 && tensor.numel() > 0, "orthogonal_",
+           "needs a non-empty tensor with at least 2 dims, got shape ", tensor.shape());
+  const std::int64_t rows = tensor.size(0), cols = tensor.numel() / rows;
+  const bool wide = rows < cols;
+  const std::int64_t m = std::max(rows, cols), n = std::min(rows, cols);
+  // LAPACK wants a column-major m x n matrix. A row-major [n, m] buffer is exactly that.
+  Tensor gaussian = randn({rows, cols}, generator, {.dtype = DType::Float64});
+  Tensor buffer = (wide ? gaussian : gaussian.t()).contiguous();  // row-major [n, m]
+  std::vector<double> r_diagonal(static_cast<std::size_t>(n));
+  backend::cpu::thin_qr(buffer.data_ptr<double>(), static_cast<int>(m), static_cast<int>(n),
+                        r_diagonal.data());
+  // Column j of Q (row j of the buffer) times sign(R_jj) makes the factorisation unique.
+  std::vector<double> signs(r_diagonal.size());
+  for (std::size_t j = 0; j < signs.size(); ++j) signs[j] = r_diagonal[j] < 0 ? -1.0 : 1.0;
+  Tensor q = buffer * from_vector(signs, {n, 1});            // row-major [n, m]: Q transposed
+  Tensor result = (wide ? q : q.t()) * gain;                  // [rows, cols]
+  return assign(tensor, result.reshape(tensor.shape()).to(tensor.dtype()).to(tensor.device()));
 }
 
 }  // namespace normgrad::nn::init

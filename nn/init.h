@@ -38,4 +38,10 @@ Tensor kaiming_normal_(Tensor tensor, double negative_slope = 0.0, FanMode mode 
                         const std::string& nonlinearity = "leaky_relu",
                         Generator& generator = default_generator());
 
+// Saxe et al.: a (semi-)orthogonal matrix from the QR factorisation of a Gaussian one, with
+// the signs fixed by R's diagonal so the result is uniformly distributed, times gain. A weight
+// of shape [rows, ...] is treated as [rows, cols]: its rows are orthonormal when
+// rows <= cols, its columns when rows >= cols.
+Tensor orthogonal_(Tensor tensor, double gain = 1.0, Generator& generator = default_generator());
+
 }  // namespace normgrad::nn::init

@@ -149,3 +149,22 @@ TEST_CASE("initialisers refuse what they cannot fill") {
   CHECK_ERROR(nn::init::gain_for("swish"), "gain_for", "swish");
   CHECK_ERROR(nn::init::kaiming_normal_(zeros({3, 0})), "kaiming", "is 0");
 }
+
+TEST_CASE("orthogonal_ gives orthonormal rows or columns, scaled by the gain") {
+  Generator generator(4);
+  for (const Shape& shape : {Shape{5, 8}, Shape{8, 5}, Shape{6, 6}, Shape{4, 2, 3}}) {
+    CAPTURE(to_string(shape));
+    Tensor w = nn::init::orthogonal_(zeros(shape, {.dtype = DType::Float64}), 2.0, generator);
+    const Tensor flat = w.reshape({shape[0], -1}) / 2.0;
+    const bool wide = flat.size(0) <= flat.size(1);
+    const Tensor gram = wide ? matmul(flat, flat.t()) : matmul(flat.t(), flat);
+    const std::int64_t n = gram.size(0);
+    const Tensor identity = from_vector(std::vector<double>(static_cast<std::size_t>(n * n), 0.0), {n, n});
+    for (std::int64_t i = 0; i < n; ++i) identity.select(0, i).narrow(0, i, 1).fill_(1);
+    CHECK(testing::all_close(gram, identity, 0, 1e-12));
+  }
+  Generator g1(9), g2(9);
+  CHECK(nn::init::orthogonal_(zeros({3, 3}), 1.0, g1).to_vector<float>() ==
+        nn::init::orthogonal_(zeros({3, 3}), 1.0, g2).to_vector<float>());
+  CHECK_ERROR(nn::init::orthogonal_(zeros({4})), "orthogonal_", "[4]");
+}
