@@ -18,3 +18,4 @@
 #include "optim/sgd.h"
 #include "nn/init.h"
 #include "nn/module.h"
+#include "nn/norms/composed.h"
