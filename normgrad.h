@@ -19,3 +19,7 @@
 #include "nn/init.h"
 #include "nn/module.h"
 #include "nn/norms/composed.h"
+#include "nn/norms/fused.h"
+#include "nn/norms/l2_norm.h"
+#include "nn/norms/layer_norm.h"
+#include "nn/norms/rms_norm.h"

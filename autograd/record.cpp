@@ -16,7 +16,7 @@ void record(const char* name, const Tensor& output, const std::vector<Tensor>& i
             SavedTensors saved, BackwardFunction backward) {
   std::vector<Shape> input_shapes;
   input_shapes.reserve(inputs.size());
-  for (const Tensor& input : inputs) input_shapes.push_back(input.shape());
+  for (const Tensor& input : inputs) input_shapes.push_back(input.defined() ? input.shape() : Shape{});
   auto node = std::make_shared<FunctionNode>(name, std::move(backward), std::move(saved),
                                              std::move(input_shapes));
   node->next.reserve(inputs.size());

@@ -28,7 +28,8 @@ bool needs_grad(const std::vector<Tensor>& tensors);
 
 // Makes `output` (a fresh tensor) the result of a differentiable op on `inputs`: it gets a
 // FunctionNode named `name` that runs `backward` with the `saved` tensors, and returns one
-// gradient per input (undefined for inputs that need none).
+// gradient per input (undefined for inputs that need none). An input may be undefined (an
+// optional operand left out); it gets no gradient.
 void record(const char* name, const Tensor& output, const std::vector<Tensor>& inputs,
             SavedTensors saved, BackwardFunction backward);
 

@@ -69,6 +69,24 @@ enum class RandomKind : std::uint8_t {
   Integer,  // integers in [alpha, beta)
 };
 
+// The fused normalisers. Each row of n values a_1..a_n is normalised by a statistic r:
+//   LayerNorm:  mu = mean(a), r = sqrt(mean((a - mu)^2) + eps),        y = g (a - mu) / r + b
+//   RMS family: mu = 0,       r = sqrt(sum_{i<=k} a_i^2 / divisor + eps)   (eps inside), or
+//                             r = sqrt(sum_{i<=k} a_i^2 / divisor) + eps   (eps outside),
+//                                                                        y = g a / r + b
+// RMSNorm is k = divisor = n; pRMSNorm k = divisor < n; L2Norm k = n, divisor = 1.
+struct NormParams {
+  bool centred = false;          // LayerNorm (subtract the mean) or the RMS family
+  std::int64_t k = 0;            // leading values that give the statistic (RMS family)
+  double divisor = 1;            // the mean square divides the sum of squares by this
+  double eps = 1e-5;
+  bool eps_inside_sqrt = true;
+  // 0: gain and bias have one value per column ([n]). Otherwise the rows are (sample,
+  // channel) pairs of a feature map, row r has channel r % channels, and gain and bias have
+  // one value per channel ([channels]): the spatial form of the CNN.
+  std::int64_t channels = 0;
+};
+
 // Bytes held by a device's allocator. Sizes are those of the blocks handed out (rounded up).
 struct MemoryStats {
   std::size_t allocated_bytes = 0;       // in live tensors
@@ -137,6 +155,26 @@ class Backend {
   //   log_softmax: dx = dy - exp(y) * sum(dy)
   virtual void softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
                                 int dim, bool log) = 0;
+
+  // ---- fused normalisers ------------------------------------------------------------------
+  // x and y: contiguous [rows, n]; mean and rstd: contiguous [rows], written for backward
+  // (mean is 0 for the RMS family; rstd = 1 / r). gain and bias: null or contiguous.
+  // Statistics accumulate in double for float32 input, centred two-pass for LayerNorm.
+  virtual void norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
+                            const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
+                            const TensorRef* bias) = 0;
+  // One pass over x and dy per row. dx: [rows, n]; dgain and dbias (null when not wanted)
+  // have gain's shape and are overwritten, summed over rows from per-thread partial sums
+  // combined in a fixed order, so they do not depend on scheduling. With ŷ = (a - mu) / r
+  // and dŷ = g dy:
+  //   LayerNorm:  da = (dŷ - mean(dŷ) - ŷ mean(dŷ ŷ)) / r
+  //   RMS family: da_j = dŷ_j / r - [j <= k] a_j c,  c = sum_i dŷ_i a_i / (divisor r^3)
+  //               (eps outside: c = sum_i dŷ_i a_i / (divisor rho r^2), rho = r - eps)
+  //   dgain = sum over rows of dy ŷ, dbias = sum over rows of dy.
+  virtual void norm_backward(const NormParams& params, const TensorRef& dx, const TensorRef* dgain,
+                             const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                             const TensorRef& mean, const TensorRef& rstd,
+                             const TensorRef* gain) = 0;
 
   // ---- indexing ---------------------------------------------------------------------------
   // out = in.index_select(dim, index): out[.., i, ..] = in[.., index[i], ..]. index is int64

@@ -2,7 +2,8 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// indexing.cpp); this header only declares the class. Obtain the instance via cpu_backend().
+// norm.cpp, indexing.cpp); this header only declares the class. Obtain the instance via
+// cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -45,6 +46,13 @@ class CpuBackend final : public Backend {
   void softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) override;
   void softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
                         bool log) override;
+
+  void norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
+                    const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
+                    const TensorRef* bias) override;
+  void norm_backward(const NormParams& params, const TensorRef& dx, const TensorRef* dgain,
+                     const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                     const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain) override;
 
   void index_select(const TensorRef& out, const TensorRef& in, int dim,
                     const TensorRef& index) override;

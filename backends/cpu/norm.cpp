@@ -1,0 +1,589 @@
+// The fused normalisers, forward and backward: LayerNorm and the RMS family (RMSNorm,
+// pRMSNorm, L2Norm) over contiguous rows of n values a_1..a_n (backend.h gives the contract).
+//
+// Forward, per row (statistics accumulated in double, for float32 input too):
+//   LayerNorm:  mu = sum(a) / n, var = sum((a - mu)^2) / n   (centred two-pass, never the
+//               cancelling E[a^2] - E[a]^2),  r = sqrt(var + eps)
+//   RMS family: mu = 0, q = sum_{i<=k} a_i^2 / divisor,  r = sqrt(q + eps) or sqrt(q) + eps
+//   y = g (a - mu) / r + b;  mean[row] = mu, rstd[row] = 1 / r.
+// Backward, per row, with ŷ = (a - mu) / r and dŷ = g dy:
+//   LayerNorm:  da = (dŷ - mean(dŷ) - ŷ mean(dŷ ŷ)) / r
+//   RMS family: da_j = dŷ_j / r - [j <= k] a_j c,  c = sum_{all i} dŷ_i a_i / (divisor r^3),
+//               or with eps outside the sqrt (rho = r - eps = sqrt(q)):
+//               c = sum_i dŷ_i a_i / (divisor rho r^2)
+//   dgain = sum over rows of dy ŷ,  dbias = sum over rows of dy.
+//
+// Each row is read from memory once: the statistic (or the backward's row sums) is a first
+// loop over the row, and the output loop that follows finds the row in L1 (no stored ŷ). Rows are
+// independent, so they are spread over threads and the results do not depend on the thread count.
+// dgain and dbias are sums over rows: rows are cut into fixed blocks (their size depends on the row
+// count only), each block's double partial sums are built by whichever thread gets it, and the
+// block partials are added in block order, so they too are bit-identical for any thread count.
+//
+// Sums and precision. LayerNorm's forward statistics are summed in double lanes: its mean must
+// be exact to the last float32 digit (below). The other row sums (the RMS statistic, the
+// backward's row sums) are summed in T lanes over blocks of lane_block values, the block sums
+// in double: converting every float32 to double would double the vector work of loops that are
+// otherwise limited by memory, and a block adds at most 64 terms per float32 lane, an error
+// below 4e-6 of the sum of magnitudes. dgain and dbias likewise sum run_rows rows in T, then add
+// the run into the block's double partial sums.
+//
+// In float32, the mean subtracted in the output loops is split into a float head and a float
+// tail (mu = head + tail to double precision): a - head is exact for values near the mean, so a
+// row with a mean of 1e6 and a spread of 1e-2 keeps its precision. The mean saved for backward
+// is only the head; backward recovers the tail as sum(a - head) / n in the same pass as its
+// other row sums.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/strided_loop.h"
+#include "core/error.h"
+
+// The row loops are compiled twice, for AVX2 and for baseline x86-64 (SSE2), and the loader
+// picks one for the machine: with SSE2 alone they are limited by instructions, not memory (on
+// rows in cache the AVX2 clone is about twice as fast, forward and backward). flatten inlines
+// the templated row kernels into each clone, so both get the clone's instruction set.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define NORMGRAD_ROW_KERNEL __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define NORMGRAD_ROW_KERNEL
+#endif
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+// dgain/dbias: at most this many row blocks, of at least min_block_rows rows each. More blocks
+// than threads keeps the split even; each block costs one slot of partial sums.
+constexpr std::int64_t max_partial_blocks = 64;
+constexpr std::int64_t min_block_rows = 16;
+// Values summed in T lanes before the sum moves to double, and rows of dgain/dbias summed in T
+// before a block's double partial sums take them.
+constexpr std::int64_t lane_block = 256;
+constexpr std::int64_t run_rows = 16;
+
+// Calls function(std::bool_constant<flag>{}) for a run-time flag.
+template <typename Function> decltype(auto) with_flag(bool flag, Function&& function) {
+  if (flag) return function(std::true_type{});
+  return function(std::false_type{});
+}
+
+// What every row kernel needs, as raw pointers; gain and bias may be null.
+template <typename T> struct NormProblem {
+  std::int64_t rows = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;  // RMS family: values that give the statistic
+  double divisor = 1;  // RMS family
+  double eps = 0;
+  bool eps_inside_sqrt = true;
+  std::int64_t channels = 0;  // > 0: gain and bias per channel, channel = row % channels
+  const T* x = nullptr;
+  const T* gain = nullptr;
+  const T* bias = nullptr;
+
+  // The gain and bias of a row where they are one value per row (per channel, or absent).
+  T row_gain(std::int64_t row) const {
+    return channels > 0 && gain != nullptr ? gain[row % channels] : T(1);
+  }
+  T row_bias(std::int64_t row) const {
+    return channels > 0 && bias != nullptr ? bias[row % channels] : T(0);
+  }
+};
+
+// ---- row sums --------------------------------------------------------------------------------
+
+// sum x, in double lanes (LayerNorm's mean).
+template <typename T> double sum_values(const T* x, std::int64_t count) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]);
+  return sum;
+}
+
+// sum x^2 in T lanes per block of lane_block values, the blocks in double.
+template <typename T> double sum_of_squares(const T* x, std::int64_t count) {
+  double total = 0;
+  for (std::int64_t first = 0; first < count; first += lane_block) {
+    const std::int64_t last = std::min(count, first + lane_block);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = first; i < last; ++i) sum += x[i] * x[i];
+    total += static_cast<double>(sum);
+  }
+  return total;
+}
+
+// sum (x - shift)^2, the deviation taken in double (exact for x near the shift).
+template <typename T>
+double sum_of_squared_deviations(const T* x, std::int64_t count, double shift) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double deviation = static_cast<double>(x[i]) - shift;
+    sum += deviation * deviation;
+  }
+  return sum;
+}
+
+// ---- forward --------------------------------------------------------------------------------
+
+// y = g ((x - head) - tail) scale + b over one row; head = tail = 0 unless centred. Gain and
+// bias are per column (arrays) or one value for the row (scalars).
+template <typename T, bool centred, bool column_gain, bool column_bias>
+void write_normalised_row(T* y, const T* x, std::int64_t n, T head, T tail, T scale, const T* gain,
+                          const T* bias, T gain_scalar, T bias_scalar) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    T normalised;
+    if constexpr (centred)
+      normalised = ((x[i] - head) - tail) * scale;
+    else
+      normalised = x[i] * scale;
+    T g, b;
+    if constexpr (column_gain)
+      g = gain[i];
+    else
+      g = gain_scalar;
+    if constexpr (column_bias)
+      b = bias[i];
+    else
+      b = bias_scalar;
+    y[i] = normalised * g + b;
+  }
+}
+
+template <typename T, bool centred, bool column_gain, bool column_bias>
+void forward_rows(const NormProblem<T>& problem, T* y, T* mean, T* rstd, std::int64_t begin,
+                  std::int64_t end) {
+  const std::int64_t n = problem.n;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const T* x_row = problem.x + row * n;
+    double mu = 0, inverse_r = 0;
+    if constexpr (centred) {
+      mu = n > 0 ? sum_values(x_row, n) / static_cast<double>(n) : 0.0;
+      const double variance =
+          n > 0 ? sum_of_squared_deviations(x_row, n, mu) / static_cast<double>(n) : 0.0;
+      inverse_r = 1.0 / std::sqrt(variance + problem.eps);
+    } else {
+      const double mean_square = sum_of_squares(x_row, problem.k) / problem.divisor;
+      inverse_r = 1.0 / (problem.eps_inside_sqrt ? std::sqrt(mean_square + problem.eps)
+                                                 : std::sqrt(mean_square) + problem.eps);
+    }
+    const T head = static_cast<T>(mu);
+    const T tail = static_cast<T>(mu - static_cast<double>(head));
+    write_normalised_row<T, centred, column_gain, column_bias>(
+        y + row * n, x_row, n, head, tail, static_cast<T>(inverse_r), problem.gain, problem.bias,
+        problem.row_gain(row), problem.row_bias(row));
+    mean[row] = head;
+    rstd[row] = static_cast<T>(inverse_r);
+  }
+}
+
+// Rows [begin, end), the flags turned into template arguments inside the clone.
+template <typename T>
+NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<T>& problem, T* y, T* mean, T* rstd,
+                                       bool centred, std::int64_t begin, std::int64_t end) {
+  const bool column = problem.channels == 0;
+  with_flag(centred, [&](auto centred_flag) {
+    with_flag(column && problem.gain != nullptr, [&](auto column_gain) {
+      with_flag(column && problem.bias != nullptr, [&](auto column_bias) {
+        forward_rows<T, decltype(centred_flag)::value, decltype(column_gain)::value,
+                     decltype(column_bias)::value>(problem, y, mean, rstd, begin, end);
+      });
+    });
+  });
+}
+
+template <typename T>
+void norm_forward_typed(const NormProblem<T>& problem, T* y, T* mean, T* rstd, bool centred) {
+  parallel_for(problem.rows, problem.n, [&](std::int64_t begin, std::int64_t end) {
+    forward_range(problem, y, mean, rstd, centred, begin, end);
+  });
+}
+
+// ---- backward -------------------------------------------------------------------------------
+
+// Where a row's contributions to dgain and dbias go.
+enum class Partials { None, Column, Channel };
+
+// The per-row coefficients of dx, from the row sums.
+template <typename T> struct RowCoefficients {
+  T head = 0, tail = 0;   // LayerNorm: the mean, split as in the forward
+  T inverse_r = 0;        // rstd
+  T mean_dyhat = 0;       // LayerNorm: mean(dŷ)
+  T mean_dyhat_yhat = 0;  // LayerNorm: mean(dŷ ŷ)
+  T correction = 0;       // RMS family: c (0 for the values past k)
+};
+
+// Where dgain/dbias contributions go: per column into T runs (column_gain, column_bias: n
+// values each), or per channel into double sums (channel_gain, channel_bias).
+template <typename T> struct PartialSink {
+  T* column_gain = nullptr;
+  T* column_bias = nullptr;
+  double* channel_gain = nullptr;
+  double* channel_bias = nullptr;
+};
+
+// dx over [begin, end) of one row, and the row's dgain/dbias contributions. Per channel, the
+// row's sums of dy ŷ and dy are returned through channel_gain_sum/channel_bias_sum.
+template <typename T, bool centred, bool column_gain, Partials partials>
+void backward_segment(T* dx, const T* x, const T* dy, std::int64_t begin, std::int64_t end,
+                      const T* gain, T gain_scalar, const RowCoefficients<T>& co,
+                      const PartialSink<T>& sink, double& channel_gain_sum,
+                      double& channel_bias_sum) {
+  const T head = co.head, tail = co.tail, inverse_r = co.inverse_r;
+  const T mean_dyhat = co.mean_dyhat, mean_dyhat_yhat = co.mean_dyhat_yhat;
+  const T correction = co.correction;
+  T* gain_run = sink.column_gain;
+  T* bias_run = sink.column_bias;
+  for (std::int64_t first = begin; first < end; first += lane_block) {
+    const std::int64_t last = std::min(end, first + lane_block);
+    T gain_sum = 0, bias_sum = 0;
+#pragma omp simd reduction(+ : gain_sum, bias_sum)
+    for (std::int64_t i = first; i < last; ++i) {
+      T g;
+      if constexpr (column_gain)
+        g = gain[i];
+      else
+        g = gain_scalar;
+      // Loaded once: the stores below could alias x and dy as far as the compiler knows.
+      const T value = x[i], grad = dy[i];
+      const T dyhat = g * grad;
+      T yhat;
+      if constexpr (centred) {
+        yhat = ((value - head) - tail) * inverse_r;
+        dx[i] = (dyhat - mean_dyhat - yhat * mean_dyhat_yhat) * inverse_r;
+      } else {
+        yhat = value * inverse_r;
+        dx[i] = dyhat * inverse_r - value * correction;
+      }
+      if constexpr (partials == Partials::Column) {
+        gain_run[i] += grad * yhat;
+        bias_run[i] += grad;
+      } else if constexpr (partials == Partials::Channel) {
+        gain_sum += grad * yhat;
+        bias_sum += grad;
+      }
+    }
+    if constexpr (partials == Partials::Channel) {
+      channel_gain_sum += static_cast<double>(gain_sum);
+      channel_bias_sum += static_cast<double>(bias_sum);
+    }
+  }
+}
+
+// LayerNorm's row sums for the saved mean m: sum dŷ, sum dŷ (x - m), sum (x - m).
+template <typename T, bool column_gain>
+void layer_norm_row_sums(const T* x, const T* dy, std::int64_t n, const T* gain, T gain_scalar,
+                         T saved_mean, double& sum_dyhat, double& sum_dyhat_deviation,
+                         double& sum_deviation) {
+  sum_dyhat = sum_dyhat_deviation = sum_deviation = 0;
+  for (std::int64_t first = 0; first < n; first += lane_block) {
+    const std::int64_t last = std::min(n, first + lane_block);
+    T a = 0, b = 0, d = 0;
+#pragma omp simd reduction(+ : a, b, d)
+    for (std::int64_t i = first; i < last; ++i) {
+      T g;
+      if constexpr (column_gain)
+        g = gain[i];
+      else
+        g = gain_scalar;
+      const T dyhat = g * dy[i];
+      const T deviation = x[i] - saved_mean;  // exact for x near the mean
+      a += dyhat;
+      b += dyhat * deviation;
+      d += deviation;
+    }
+    sum_dyhat += static_cast<double>(a);
+    sum_dyhat_deviation += static_cast<double>(b);
+    sum_deviation += static_cast<double>(d);
+  }
+}
+
+// The RMS family's row sum, over all n values: sum dŷ_i a_i.
+template <typename T, bool column_gain>
+double rms_row_sum(const T* x, const T* dy, std::int64_t n, const T* gain, T gain_scalar) {
+  double total = 0;
+  for (std::int64_t first = 0; first < n; first += lane_block) {
+    const std::int64_t last = std::min(n, first + lane_block);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (std::int64_t i = first; i < last; ++i) {
+      T g;
+      if constexpr (column_gain)
+        g = gain[i];
+      else
+        g = gain_scalar;
+      sum += g * dy[i] * x[i];
+    }
+    total += static_cast<double>(sum);
+  }
+  return total;
+}
+
+template <typename T> struct BackwardTensors {
+  T* dx = nullptr;
+  const T* dy = nullptr;
+  const T* mean = nullptr;
+  const T* rstd = nullptr;
+};
+
+// Rows [begin, end): dx, and (unless partials is None) their dgain/dbias contributions.
+template <typename T, bool centred, bool column_gain, Partials partials>
+void backward_rows(const NormProblem<T>& problem, const BackwardTensors<T>& tensors,
+                   std::int64_t begin, std::int64_t end, const PartialSink<T>& sink) {
+  const std::int64_t n = problem.n;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const T* x = problem.x + row * n;
+    const T* dy = tensors.dy + row * n;
+    T* dx = tensors.dx + row * n;
+    const T gain_scalar = problem.row_gain(row);
+    const double inverse_r = static_cast<double>(tensors.rstd[row]);
+    RowCoefficients<T> co;
+    co.inverse_r = tensors.rstd[row];
+    double channel_gain_sum = 0, channel_bias_sum = 0;
+    if constexpr (centred) {
+      double sum_dyhat = 0, sum_dyhat_deviation = 0, sum_deviation = 0;
+      layer_norm_row_sums<T, column_gain>(x, dy, n, problem.gain, gain_scalar, tensors.mean[row],
+                                          sum_dyhat, sum_dyhat_deviation, sum_deviation);
+      const double count = static_cast<double>(std::max<std::int64_t>(n, 1));
+      // The saved mean is the forward's mean rounded to T; this is the rest of it.
+      const double tail = sum_deviation / count;
+      const double sum_dyhat_yhat = (sum_dyhat_deviation - tail * sum_dyhat) * inverse_r;
+      co.head = tensors.mean[row];
+      co.tail = static_cast<T>(tail);
+      co.mean_dyhat = static_cast<T>(sum_dyhat / count);
+      co.mean_dyhat_yhat = static_cast<T>(sum_dyhat_yhat / count);
+      backward_segment<T, true, column_gain, partials>(
+          dx, x, dy, 0, n, problem.gain, gain_scalar, co, sink, channel_gain_sum, channel_bias_sum);
+    } else {
+      const double sum = rms_row_sum<T, column_gain>(x, dy, n, problem.gain, gain_scalar);
+      const double r = 1.0 / inverse_r;
+      double correction = 0;
+      if (problem.eps_inside_sqrt) {
+        correction = sum * inverse_r * inverse_r * inverse_r / problem.divisor;
+      } else {
+        // rho = sqrt(q) is 0 when the first k values of the row are all 0, where sqrt has no
+        // derivative (autograd's sqrt would give 0 * inf = NaN). We define c = 0 there: the
+        // gradient keeps only its direct term dŷ / r and stays finite. rho <= 0 also covers a
+        // rho that the rounding of the saved rstd left slightly negative.
+        const double rho = r - problem.eps;
+        if (rho > 0) correction = sum / (problem.divisor * rho * r * r);
+      }
+      co.correction = static_cast<T>(correction);
+      backward_segment<T, false, column_gain, partials>(dx, x, dy, 0, problem.k, problem.gain,
+                                                        gain_scalar, co, sink, channel_gain_sum,
+                                                        channel_bias_sum);
+      co.correction = 0;  // values past k do not enter the statistic
+      backward_segment<T, false, column_gain, partials>(dx, x, dy, problem.k, n, problem.gain,
+                                                        gain_scalar, co, sink, channel_gain_sum,
+                                                        channel_bias_sum);
+    }
+    if constexpr (partials == Partials::Channel) {
+      sink.channel_gain[row % problem.channels] += channel_gain_sum;
+      sink.channel_bias[row % problem.channels] += channel_bias_sum;
+    }
+  }
+}
+
+// Scratch memory. Up to keep_bytes it is kept per thread and purpose between calls (a fresh
+// allocation would be page-faulted in on every call); larger needs are allocated in `fallback`
+// for the call alone, where the page faults are small next to the work.
+enum class Buffer { BlockPartials, RowRuns };
+constexpr std::size_t keep_bytes = std::size_t{4} << 20;
+
+template <typename T, Buffer purpose> T* scratch(std::size_t size, std::vector<T>& fallback) {
+  if (size * sizeof(T) > keep_bytes) {
+    fallback.resize(size);
+    return fallback.data();
+  }
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < size) buffer.resize(size);
+  return buffer.data();
+}
+
+// Rows [begin, end) of one block, their dgain/dbias sums added into the block's gain_sums and
+// bias_sums (double, zeroed by the caller).
+template <typename T, bool centred, bool column_gain, Partials partials>
+void backward_block(const NormProblem<T>& problem, const BackwardTensors<T>& tensors,
+                    std::int64_t begin, std::int64_t end, double* gain_sums, double* bias_sums) {
+  if constexpr (partials == Partials::Channel) {
+    backward_rows<T, centred, column_gain, partials>(problem, tensors, begin, end,
+                                                     {nullptr, nullptr, gain_sums, bias_sums});
+  } else {
+    // Runs of run_rows rows summed in T, each run then added into the double sums.
+    const std::int64_t n = problem.n;
+    std::vector<T> fallback;
+    T* run = scratch<T, Buffer::RowRuns>(static_cast<std::size_t>(2 * n), fallback);
+    std::fill(run, run + 2 * n, T(0));
+    for (std::int64_t first = begin; first < end; first += run_rows) {
+      backward_rows<T, centred, column_gain, partials>(problem, tensors, first,
+                                                       std::min(end, first + run_rows),
+                                                       {run, run + n, nullptr, nullptr});
+#pragma omp simd
+      for (std::int64_t i = 0; i < n; ++i) {
+        gain_sums[i] += static_cast<double>(run[i]);
+        bias_sums[i] += static_cast<double>(run[n + i]);
+        run[i] = 0;
+        run[n + i] = 0;
+      }
+    }
+  }
+}
+
+// Rows [begin, end) without dgain/dbias; or, with dgain/dbias, the blocks [begin, end), each
+// block's sums written to its slot of `partial`.
+template <typename T>
+NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<T>& problem,
+                                        const BackwardTensors<T>& tensors, bool centred,
+                                        bool want_partials, std::int64_t begin, std::int64_t end,
+                                        std::int64_t block_rows, double* partial) {
+  const bool column_gain = problem.channels == 0 && problem.gain != nullptr;
+  const std::int64_t width = problem.channels > 0 ? problem.channels : problem.n;
+  const auto blocks = [&](auto centred_flag, auto column_gain_flag, auto partials_flag) {
+    for (std::int64_t block = begin; block < end; ++block) {
+      double* gain_sums = partial + block * 2 * width;
+      std::fill(gain_sums, gain_sums + 2 * width, 0.0);
+      const std::int64_t first = block * block_rows;
+      backward_block<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value,
+                     decltype(partials_flag)::value>(problem, tensors, first,
+                                                     std::min(problem.rows, first + block_rows),
+                                                     gain_sums, gain_sums + width);
+    }
+  };
+  with_flag(centred, [&](auto centred_flag) {
+    with_flag(column_gain, [&](auto column_gain_flag) {
+      if (!want_partials)
+        backward_rows<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value,
+                      Partials::None>(problem, tensors, begin, end, {});
+      else if (problem.channels > 0)
+        blocks(centred_flag, column_gain_flag,
+               std::integral_constant<Partials, Partials::Channel>{});
+      else
+        blocks(centred_flag, column_gain_flag,
+               std::integral_constant<Partials, Partials::Column>{});
+    });
+  });
+}
+
+template <typename T>
+void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>& tensors, T* dgain,
+                         T* dbias, bool centred) {
+  const std::int64_t rows = problem.rows, n = problem.n;
+  if (dgain == nullptr && dbias == nullptr) {
+    parallel_for(rows, n, [&](std::int64_t begin, std::int64_t end) {
+      backward_range(problem, tensors, centred, false, begin, end, 0, nullptr);
+    });
+    return;
+  }
+  // One slot of (gain sums, bias sums) per block of rows; the block size depends on the row
+  // count alone, never on the threads.
+  const std::int64_t width = problem.channels > 0 ? problem.channels : n;
+  const std::int64_t block_rows =
+      std::max(min_block_rows, (rows + max_partial_blocks - 1) / max_partial_blocks);
+  const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+  const std::int64_t slot = 2 * width;
+  std::vector<double> fallback;
+  double* partial =
+      scratch<double, Buffer::BlockPartials>(static_cast<std::size_t>(blocks * slot), fallback);
+  parallel_for(blocks, block_rows * n, [&](std::int64_t begin, std::int64_t end) {
+    backward_range(problem, tensors, centred, true, begin, end, block_rows, partial);
+  });
+  // Block partials added in block order: the same sums for any thread count.
+  std::vector<double> total(static_cast<std::size_t>(slot), 0.0);
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const double* source = partial + block * slot;
+#pragma omp simd
+    for (std::int64_t i = 0; i < slot; ++i) total[i] += source[i];
+  }
+  for (std::int64_t i = 0; i < width; ++i) {
+    if (dgain != nullptr) dgain[i] = static_cast<T>(total[i]);
+    if (dbias != nullptr) dbias[i] = static_cast<T>(total[width + i]);
+  }
+}
+
+// The problem's sizes and pointers, checked against the few things the op layer cannot have
+// got wrong without a bug of its own.
+template <typename T>
+NormProblem<T> make_problem(const NormParams& params, const TensorRef& x, const TensorRef* gain,
+                            const TensorRef* bias, const char* op) {
+  NormProblem<T> problem;
+  problem.n = x.rank() == 0 ? 1 : x.shape.back();
+  problem.rows = problem.n == 0 ? 0 : x.numel() / problem.n;
+  problem.k = params.centred ? problem.n : params.k;
+  problem.divisor = params.divisor;
+  problem.eps = params.eps;
+  problem.eps_inside_sqrt = params.eps_inside_sqrt;
+  problem.channels = params.channels;
+  problem.x = x.ptr<const T>();
+  problem.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
+  problem.bias = bias != nullptr ? bias->ptr<const T>() : nullptr;
+  NG_CHECK(problem.k >= 0 && problem.k <= problem.n, op, "k = ", problem.k, " must lie in [0, ",
+           problem.n, "]");
+  NG_CHECK(params.centred || params.divisor > 0, op, "divisor must be positive, got ",
+           params.divisor);
+  NG_CHECK(params.channels >= 0, op, "channels must be >= 0, got ", params.channels);
+  for (const TensorRef* affine : {gain, bias}) {
+    if (affine == nullptr) continue;
+    NG_CHECK(affine->dtype == x.dtype, op, "gain and bias must be ", x.dtype, ", got ",
+             affine->dtype);
+    const std::int64_t expected = params.channels > 0 ? params.channels : problem.n;
+    NG_CHECK(affine->numel() == expected, op, "gain and bias need ", expected, " values, got ",
+             affine->numel());
+  }
+  return problem;
+}
+
+}  // namespace
+
+void CpuBackend::norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
+                              const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
+                              const TensorRef* bias) {
+  const char* op = "cpu norm_forward";
+  NG_CHECK(y.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype, op,
+           "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",
+           rstd.dtype);
+  dispatch_floating(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const NormProblem<T> problem = make_problem<T>(params, x, gain, bias, op);
+    norm_forward_typed(problem, y.ptr<T>(), mean.ptr<T>(), rstd.ptr<T>(), params.centred);
+  });
+}
+
+void CpuBackend::norm_backward(const NormParams& params, const TensorRef& dx,
+                               const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
+                               const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
+                               const TensorRef* gain) {
+  const char* op = "cpu norm_backward";
+  NG_CHECK(
+      dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype,
+      op, "dtypes differ: x ", x.dtype, ", dx ", dx.dtype, ", dy ", dy.dtype, ", mean ", mean.dtype,
+      ", rstd ", rstd.dtype);
+  dispatch_floating(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const NormProblem<T> problem = make_problem<T>(params, x, gain, nullptr, op);
+    for (const TensorRef* sums : {dgain, dbias}) {
+      if (sums == nullptr) continue;
+      NG_CHECK(sums->dtype == x.dtype, op, "dgain and dbias must be ", x.dtype, ", got ",
+               sums->dtype);
+      const std::int64_t expected = params.channels > 0 ? params.channels : problem.n;
+      NG_CHECK(sums->numel() == expected, op, "dgain and dbias need ", expected, " values, got ",
+               sums->numel());
+    }
+    BackwardTensors<T> tensors;
+    tensors.dx = dx.ptr<T>();
+    tensors.dy = dy.ptr<const T>();
+    tensors.mean = mean.ptr<const T>();
+    tensors.rstd = rstd.ptr<const T>();
+    norm_backward_typed(problem, tensors, dgain != nullptr ? dgain->ptr<T>() : nullptr,
+                        dbias != nullptr ? dbias->ptr<T>() : nullptr, params.centred);
+  });
+}
+
+}  // namespace normgrad::backend::cpu

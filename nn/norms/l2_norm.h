@@ -1,0 +1,34 @@
+#pragma once
+// L2Norm as a module: the paper's Table 2 baseline, RMSNorm with the root mean square
+// replaced by the Euclidean norm, y = g x / sqrt(sum(x^2) + eps) (+ b). Since
+// ||x|| = sqrt(n) RMS(x), its outputs are sqrt(n) times smaller than RMSNorm's at the same
+// gain, which is why the paper found it trains worse.
+
+#include "nn/module.h"
+#include "nn/norms/fused.h"
+
+namespace normgrad::nn {
+
+struct L2NormOptions {
+  double eps = 1e-5;
+  bool gain = true;
+  bool bias = false;
+  bool per_channel = false;
+  DType dtype = DType::Float32;
+};
+
+class L2Norm : public Module {
+ public:
+  explicit L2Norm(Shape normalized_shape, L2NormOptions options = {});
+  std::string type_name() const override { return "L2Norm"; }
+  Tensor forward(const Tensor& x) const;
+
+  Tensor gain;
+  Tensor bias;
+
+ private:
+  Shape normalized_shape_;
+  L2NormOptions options_;
+};
+
+}  // namespace normgrad::nn

@@ -1,0 +1,36 @@
+#pragma once
+// LayerNorm as a module (Ba, Kiros & Hinton 2016): the trailing dims of the input, given by
+// normalized_shape, are normalised to zero mean and unit variance, then scaled by a gain
+// (init 1) and shifted by a bias (init 0). Both are optional.
+//
+// With per_channel, the input is a feature map [N, C, H, W] and each (sample, channel) map is
+// normalised over H x W, with one gain and bias per channel: normalized_shape is then {C}.
+
+#include "nn/module.h"
+#include "nn/norms/fused.h"
+
+namespace normgrad::nn {
+
+struct LayerNormOptions {
+  double eps = 1e-5;
+  bool gain = true;
+  bool bias = true;
+  bool per_channel = false;
+  DType dtype = DType::Float32;
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
+  std::string type_name() const override { return "LayerNorm"; }
+  Tensor forward(const Tensor& x) const;
+
+  Tensor gain;  // undefined when options.gain is false
+  Tensor bias;  // undefined when options.bias is false
+
+ private:
+  Shape normalized_shape_;
+  LayerNormOptions options_;
+};
+
+}  // namespace normgrad::nn

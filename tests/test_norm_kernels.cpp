@@ -1,0 +1,375 @@
+// The fused CPU normalisers (backends/cpu/norm.cpp), called directly through the backend,
+// against their composed twins (nn/norms/composed.h): forward values, and for backward the
+// gradients that autograd takes of sum(composed(x) * dy) with respect to x, gain and bias.
+// Every normaliser (LayerNorm, RMSNorm with eps inside and outside the sqrt, pRMSNorm with k
+// rounded both ways, L2Norm, the per-channel spatial form) over row lengths from 1 to 4097, in
+// float32 and float64; rows of zeros; rows with a large mean and a small spread; dgain/dbias
+// identical for 1 and 2 threads; int64 refused.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/dispatch.h"
+#include "core/tensor_internal.h"
+#include "helpers.h"
+
+using namespace normgrad;
+
+namespace {
+
+const Tensor none;
+
+enum class Kind { Layer, Rms, PartialCeil, PartialFloor, L2 };
+
+const char* name_of(Kind kind) {
+  switch (kind) {
+    case Kind::Layer:
+      return "layer_norm";
+    case Kind::Rms:
+      return "rms_norm";
+    case Kind::PartialCeil:
+      return "partial_rms_norm (ceil)";
+    case Kind::PartialFloor:
+      return "partial_rms_norm (floor)";
+    case Kind::L2:
+      return "l2_norm";
+  }
+  return "";
+}
+
+constexpr double partial_fraction = 0.0625;
+
+std::int64_t partial_k(Kind kind, std::int64_t n) {
+  if (kind == Kind::PartialCeil)
+    return nn::partial_count(n, partial_fraction, nn::PartialRounding::Ceil);
+  if (kind == Kind::PartialFloor)
+    return nn::partial_count(n, partial_fraction, nn::PartialRounding::Floor);
+  return n;
+}
+
+backend::NormParams params_for(Kind kind, std::int64_t n, double eps, bool eps_inside,
+                               std::int64_t channels = 0) {
+  backend::NormParams params;
+  params.centred = kind == Kind::Layer;
+  params.k = partial_k(kind, n);
+  params.divisor = kind == Kind::L2 ? 1.0 : static_cast<double>(params.k);
+  params.eps = eps;
+  params.eps_inside_sqrt = eps_inside;
+  params.channels = channels;
+  return params;
+}
+
+Tensor composed(Kind kind, const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
+                const Tensor& bias, double eps, bool eps_inside) {
+  const auto placement = eps_inside ? nn::EpsPlacement::InsideSqrt : nn::EpsPlacement::OutsideSqrt;
+  switch (kind) {
+    case Kind::Layer:
+      return nn::layer_norm_composed(x, normalized_dims, gain, bias, eps);
+    case Kind::Rms:
+      return nn::rms_norm_composed(x, normalized_dims, gain, bias, eps, placement);
+    case Kind::PartialCeil:
+    case Kind::PartialFloor: {
+      std::int64_t n = 1;
+      for (std::int64_t d = x.dim() - normalized_dims; d < x.dim(); ++d) n *= x.size(d);
+      return nn::partial_rms_norm_composed(x, normalized_dims, partial_k(kind, n), gain, bias, eps,
+                                           placement);
+    }
+    case Kind::L2:
+      return nn::l2_norm_composed(x, normalized_dims, gain, bias, eps);
+  }
+  return {};
+}
+
+// Pointers to the refs of optional tensors.
+struct OptionalRef {
+  backend::TensorRef ref;
+  const backend::TensorRef* pointer = nullptr;
+  explicit OptionalRef(const Tensor& tensor) {
+    if (tensor.defined()) {
+      ref = detail::ref(tensor);
+      pointer = &ref;
+    }
+  }
+};
+
+struct Forward {
+  Tensor y, mean, rstd;
+};
+
+// x: [rows, n] (any contiguous shape whose last dim is n when rows are rows of it).
+Forward fused_forward(const backend::NormParams& params, const Tensor& x, const Tensor& gain,
+                      const Tensor& bias) {
+  const std::int64_t n = x.size(-1);
+  const std::int64_t rows = x.numel() / n;
+  Forward out{empty(x.shape(), {.dtype = x.dtype()}), empty({rows}, {.dtype = x.dtype()}),
+              empty({rows}, {.dtype = x.dtype()})};
+  const OptionalRef gain_ref(gain), bias_ref(bias);
+  backend::cpu_backend().norm_forward(params, detail::ref(out.y), detail::ref(out.mean),
+                                      detail::ref(out.rstd), detail::ref(x), gain_ref.pointer,
+                                      bias_ref.pointer);
+  return out;
+}
+
+struct Backward {
+  Tensor dx, dgain, dbias;
+};
+
+Backward fused_backward(const backend::NormParams& params, const Tensor& x, const Tensor& dy,
+                        const Forward& forward, const Tensor& gain, const Shape& affine_shape,
+                        bool want_dgain, bool want_dbias) {
+  Backward out{empty(x.shape(), {.dtype = x.dtype()}), Tensor(), Tensor()};
+  // Filled with NaN: the kernel must overwrite every value.
+  if (want_dgain) out.dgain = full(affine_shape, NAN, {.dtype = x.dtype()});
+  if (want_dbias) out.dbias = full(affine_shape, NAN, {.dtype = x.dtype()});
+  const OptionalRef gain_ref(gain), dgain_ref(out.dgain), dbias_ref(out.dbias);
+  backend::cpu_backend().norm_backward(
+      params, detail::ref(out.dx), dgain_ref.pointer, dbias_ref.pointer, detail::ref(dy),
+      detail::ref(x), detail::ref(forward.mean), detail::ref(forward.rstd), gain_ref.pointer);
+  return out;
+}
+
+// Gradients of sum(composed(x) * dy) by autograd.
+Backward composed_backward(Kind kind, const Tensor& x, const Tensor& dy, std::int64_t dims,
+                           const Tensor& gain, const Tensor& bias, double eps, bool eps_inside) {
+  const Tensor x_leaf = x.detach().clone().requires_grad_();
+  const Tensor gain_leaf = gain.defined() ? gain.detach().clone().requires_grad_() : Tensor();
+  const Tensor bias_leaf = bias.defined() ? bias.detach().clone().requires_grad_() : Tensor();
+  (composed(kind, x_leaf, dims, gain_leaf, bias_leaf, eps, eps_inside) * dy).sum().backward();
+  return {x_leaf.grad(), gain_leaf.defined() ? gain_leaf.grad() : Tensor(),
+          bias_leaf.defined() ? bias_leaf.grad() : Tensor()};
+}
+
+// All values within rtol of the expected ones, relative to the largest expected magnitude
+// (gradients have entries near 0 that come from cancelling terms).
+bool close(const Tensor& actual, const Tensor& expected, double rtol) {
+  const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  if (a.size() != e.size()) return false;
+  double scale = 1.0;
+  for (double value : e) scale = std::max(scale, std::fabs(value));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(std::fabs(a[i] - e[i]) <= rtol * (std::fabs(e[i]) + scale))) return false;
+  return true;
+}
+
+bool all_finite(const Tensor& tensor) {
+  for (double value : tensor.to_vector<double>())
+    if (!std::isfinite(value)) return false;
+  return true;
+}
+
+Tensor random_tensor(const Shape& shape, DType dtype, std::uint64_t seed, double scale,
+                     double shift) {
+  Generator generator(seed);
+  return (randn(shape, generator, {.dtype = DType::Float64}) * scale + shift).to(dtype);
+}
+
+// One configuration on [rows, n] rows, forward and backward, against the composed twin.
+void check_against_composed(Kind kind, DType dtype, std::int64_t rows, std::int64_t n, bool affine,
+                            bool eps_inside) {
+  const double rtol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+  const double eps = 1e-5;
+  const Tensor x = random_tensor({rows, n}, dtype, 10 + static_cast<std::uint64_t>(n), 2.0, 0.5);
+  const Tensor dy = random_tensor({rows, n}, dtype, 20 + static_cast<std::uint64_t>(n), 1.0, 0.0);
+  const Tensor gain = affine ? random_tensor({n}, dtype, 30, 0.5, 1.0) : Tensor();
+  const Tensor bias = affine ? random_tensor({n}, dtype, 40, 1.0, 0.0) : Tensor();
+  INFO(std::string(name_of(kind)) << " " << to_string(dtype) << " rows = " << rows << " n = " << n
+                                  << " affine = " << affine << " eps inside = " << eps_inside);
+  const auto params = params_for(kind, n, eps, eps_inside);
+  const Forward forward = fused_forward(params, x, gain, bias);
+  CHECK(close(forward.y, composed(kind, x, 1, gain, bias, eps, eps_inside), rtol));
+  if (kind != Kind::Layer) CHECK(forward.mean.abs().max().item() == 0.0);
+
+  const Backward fused = fused_backward(params, x, dy, forward, gain, {n}, affine, affine);
+  const Backward expected = composed_backward(kind, x, dy, 1, gain, bias, eps, eps_inside);
+  CHECK(close(fused.dx, expected.dx, rtol));
+  if (affine) {
+    CHECK(close(fused.dgain, expected.dgain, rtol));
+    CHECK(close(fused.dbias, expected.dbias, rtol));
+  }
+}
+
+const std::vector<std::int64_t> row_lengths = {1, 7, 33, 1000, 4097};
+
+}  // namespace
+
+TEST_CASE("norm kernels: LayerNorm, RMSNorm and L2Norm match the composed twins") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (std::int64_t n : row_lengths)
+      for (bool affine : {false, true}) {
+        check_against_composed(Kind::Layer, dtype, 5, n, affine, true);
+        check_against_composed(Kind::L2, dtype, 5, n, affine, true);
+        for (bool eps_inside : {true, false})
+          check_against_composed(Kind::Rms, dtype, 5, n, affine, eps_inside);
+      }
+}
+
+TEST_CASE("norm kernels: pRMSNorm with k rounded up and down matches the composed twin") {
+  // n = 33: k = 3 (ceil) or 2 (floor); n = 1000: 63 or 62; n = 4097: 257 or 256.
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (std::int64_t n : row_lengths)
+      for (Kind kind : {Kind::PartialCeil, Kind::PartialFloor})
+        for (bool eps_inside : {true, false}) {
+          check_against_composed(kind, dtype, 5, n, true, eps_inside);
+          check_against_composed(kind, dtype, 5, n, false, eps_inside);
+        }
+}
+
+TEST_CASE("norm kernels: many rows, split over threads, match the composed twin") {
+  check_against_composed(Kind::Rms, DType::Float32, 1000, 257, true, true);
+  check_against_composed(Kind::Layer, DType::Float64, 1000, 257, true, true);
+}
+
+TEST_CASE("norm kernels: the spatial form has one gain and bias per channel") {
+  // x: [N, C, H, W] seen by the kernel as [N * C, H * W], row r in channel r % C; the twin
+  // normalises the last two dims with gain and bias of shape [C, 1, 1].
+  const std::int64_t batch = 3, channels = 4, height = 5, width = 6;
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (Kind kind : {Kind::Rms, Kind::Layer, Kind::PartialCeil})
+      for (bool affine : {false, true}) {
+        const double rtol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+        const double eps = 1e-6;
+        INFO(std::string(name_of(kind)) << " " << to_string(dtype) << " affine = " << affine);
+        const Tensor x = random_tensor({batch, channels, height, width}, dtype, 1, 1.5, 0.3);
+        const Tensor dy = random_tensor({batch, channels, height, width}, dtype, 2, 1.0, 0.0);
+        const Tensor gain = affine ? random_tensor({channels, 1, 1}, dtype, 3, 0.5, 1.0) : Tensor();
+        const Tensor bias = affine ? random_tensor({channels, 1, 1}, dtype, 4, 1.0, 0.0) : Tensor();
+        const auto params = params_for(kind, height * width, eps, true, channels);
+        const Tensor rows = x.reshape({batch * channels, height * width});
+        const Forward forward = fused_forward(params, rows, gain, bias);
+        CHECK(
+            close(forward.y.reshape(x.shape()), composed(kind, x, 2, gain, bias, eps, true), rtol));
+        // dbias is wanted even without a gain: the kernel sums dy per channel all the same.
+        const Backward fused = fused_backward(params, rows, dy.reshape(rows.shape()), forward, gain,
+                                              {channels}, affine, true);
+        const Backward expected = composed_backward(kind, x, dy, 2, gain, bias, eps, true);
+        CHECK(close(fused.dx.reshape(x.shape()), expected.dx, rtol));
+        CHECK(close(fused.dbias, dy.sum({0, 2, 3}), rtol));
+        if (affine) {
+          CHECK(close(fused.dgain, expected.dgain.reshape({channels}), rtol));
+          CHECK(close(fused.dbias, expected.dbias.reshape({channels}), rtol));
+        }
+      }
+}
+
+TEST_CASE("norm kernels: rows of zeros give finite outputs and gradients") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (Kind kind : {Kind::Layer, Kind::Rms, Kind::PartialFloor, Kind::L2})
+      for (bool eps_inside : {true, false}) {
+        if (kind == Kind::Layer && !eps_inside) continue;
+        INFO(std::string(name_of(kind))
+             << " " << to_string(dtype) << " eps inside = " << eps_inside);
+        const std::int64_t n = 33;
+        const Tensor x = zeros({4, n}, {.dtype = dtype});
+        const Tensor dy = random_tensor({4, n}, dtype, 5, 1.0, 0.0);
+        const Tensor gain = random_tensor({n}, dtype, 6, 0.5, 1.0);
+        const Tensor bias = random_tensor({n}, dtype, 7, 1.0, 0.0);
+        const auto params = params_for(kind, n, 1e-5, eps_inside);
+        const Forward forward = fused_forward(params, x, gain, bias);
+        CHECK(all_finite(forward.y));
+        CHECK(all_finite(forward.rstd));
+        CHECK(close(forward.y, bias.expand({4, n}), 1e-12));  // the normalised part is 0
+        const Backward backward = fused_backward(params, x, dy, forward, gain, {n}, true, true);
+        CHECK(all_finite(backward.dx));
+        CHECK(all_finite(backward.dgain));
+        CHECK(all_finite(backward.dbias));
+        if (eps_inside) {
+          // At a = 0 the correction term vanishes: dx = g dy / sqrt(eps) (LayerNorm also
+          // subtracts the mean of g dy).
+          const Backward expected = composed_backward(kind, x, dy, 1, gain, bias, 1e-5, true);
+          CHECK(close(backward.dx, expected.dx, dtype == DType::Float32 ? 1e-5 : 1e-12));
+        } else {
+          // Eps outside the sqrt: the correction is defined as 0 where sqrt(q) = 0.
+          CHECK(close(backward.dx, gain * dy / 1e-5, dtype == DType::Float32 ? 1e-5 : 1e-12));
+        }
+      }
+}
+
+TEST_CASE("norm kernels: LayerNorm keeps its precision for a large mean and a small spread") {
+  // float32 rows with a mean of 1e4 to 1e6 and a standard deviation of 1e-2 (at 1e6 a float32
+  // step is 0.0625, so the rows hold a few distinct values), against the same float32 values
+  // normalised in float64. E[a^2] - E[a]^2, or a float32 mean, would lose every digit here.
+  const std::int64_t rows = 6, n = 1000;
+  std::vector<double> means = {1e4, -3e4, 1e5, 3e5, -1e6, 1e6};
+  Generator generator(11);
+  const Tensor noise = randn({rows, n}, generator, {.dtype = DType::Float64}) * 1e-2;
+  const Tensor x = (noise + from_vector(means, {rows, 1})).to(DType::Float32);
+  const Tensor gain = random_tensor({n}, DType::Float32, 12, 0.5, 1.0);
+  const Tensor bias = random_tensor({n}, DType::Float32, 13, 1.0, 0.0);
+  const double eps = 1e-8;
+  const auto params = params_for(Kind::Layer, n, eps, true);
+  const Forward forward = fused_forward(params, x, gain, bias);
+
+  // The float64 reference, written out.
+  const std::vector<double> values = x.to_vector<double>();
+  const std::vector<double> g = gain.to_vector<double>(), b = bias.to_vector<double>();
+  std::vector<double> expected(values.size()), expected_rstd(rows);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const double* a = values.data() + row * n;
+    double sum = 0, squares = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += a[i];
+    const double mu = sum / n;
+    for (std::int64_t i = 0; i < n; ++i) squares += (a[i] - mu) * (a[i] - mu);
+    expected_rstd[row] = 1.0 / std::sqrt(squares / n + eps);
+    for (std::int64_t i = 0; i < n; ++i)
+      expected[row * n + i] = g[i] * (a[i] - mu) * expected_rstd[row] + b[i];
+  }
+  const std::vector<double> y = forward.y.to_vector<double>();
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i)
+    worst = std::max(worst, std::fabs(y[i] - expected[i]) / std::max(1.0, std::fabs(expected[i])));
+  INFO("worst relative error " << worst);
+  CHECK(worst < 1e-5);
+  CHECK(testing::all_close(forward.rstd, expected_rstd, 1e-5, 0));
+
+  // Backward recovers the part of the mean that float32 cannot hold: dx agrees with the same
+  // computation in float64.
+  const Tensor dy = random_tensor({rows, n}, DType::Float32, 14, 1.0, 0.0);
+  const Backward fused = fused_backward(params, x, dy, forward, gain, {n}, true, true);
+  const Tensor x64 = x.to(DType::Float64), gain64 = gain.to(DType::Float64);
+  const Forward forward64 = fused_forward(params, x64, gain64, bias.to(DType::Float64));
+  const Backward fused64 =
+      fused_backward(params, x64, dy.to(DType::Float64), forward64, gain64, {n}, true, true);
+  CHECK(close(fused.dx, fused64.dx, 1e-5));
+  CHECK(close(fused.dgain, fused64.dgain, 1e-5));
+}
+
+TEST_CASE("norm kernels: dgain and dbias are identical for 1 and 2 threads") {
+  const int threads = get_num_threads();
+  for (Kind kind : {Kind::Rms, Kind::Layer})
+    for (std::int64_t channels : {std::int64_t{0}, std::int64_t{8}}) {
+      INFO(std::string(name_of(kind)) << " channels = " << channels);
+      const std::int64_t rows = 1000, n = 257;
+      const std::int64_t width = channels > 0 ? channels : n;
+      const Tensor x = random_tensor({rows, n}, DType::Float32, 21, 1.0, 0.2);
+      const Tensor dy = random_tensor({rows, n}, DType::Float32, 22, 1.0, 0.0);
+      const Tensor gain = random_tensor({width}, DType::Float32, 23, 0.5, 1.0);
+      const Tensor bias = random_tensor({width}, DType::Float32, 24, 1.0, 0.0);
+      const auto params = params_for(kind, n, 1e-5, true, channels);
+      std::vector<std::vector<float>> results[2];
+      for (int t : {1, 2}) {
+        set_num_threads(t);
+        const Forward forward = fused_forward(params, x, gain, bias);
+        const Backward backward = fused_backward(params, x, dy, forward, gain, {width}, true, true);
+        results[t - 1] = {forward.y.to_vector<float>(), backward.dx.to_vector<float>(),
+                          backward.dgain.to_vector<float>(), backward.dbias.to_vector<float>()};
+      }
+      set_num_threads(threads);
+      CHECK(results[0] == results[1]);
+    }
+}
+
+TEST_CASE("norm kernels: int64 is refused") {
+  const Tensor x = zeros({2, 3}, {.dtype = DType::Int64});
+  const Tensor stats = zeros({2}, {.dtype = DType::Int64});
+  const auto params = params_for(Kind::Rms, 3, 1e-5, true);
+  auto& cpu = backend::cpu_backend();
+  CHECK_ERROR(cpu.norm_forward(params, detail::ref(x), detail::ref(stats), detail::ref(stats),
+                               detail::ref(x), nullptr, nullptr),
+              "cpu norm_forward", "int64");
+  CHECK_ERROR(cpu.norm_backward(params, detail::ref(x), nullptr, nullptr, detail::ref(x),
+                                detail::ref(x), detail::ref(stats), detail::ref(stats), nullptr),
+              "cpu norm_backward", "int64");
+}
