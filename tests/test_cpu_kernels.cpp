@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
 
+#include "backends/cpu/vector_exp.h"
 #include "backends/dispatch.h"
 #include "backends/philox.h"
 #include "core/error.h"
@@ -768,4 +770,301 @@ TEST_CASE("cpu kernels refuse what they cannot do with normgrad::Error") {
                     doctest::Contains("cpu softmax_backward"));
   CHECK_THROWS_AS(cpu().unary(UnaryOp::Neg, view(data, {1}), view(integers, {1}), 0, 0),
                   normgrad::Error);
+}
+
+// ---- the vectorised float32 exp, sigmoid and tanh, and the softmax rows built on them --------
+
+namespace {
+
+using backend::cpu::VectorPath;
+
+// |got - exact| in units of the float spacing at `exact` (2^-149 below FLT_MIN, so results that
+// underflow are measured in denormal ulps); 0 or infinity where a value is not finite.
+double ulp_error(float got, double exact) {
+  if (std::isnan(exact)) return std::isnan(got) ? 0.0 : HUGE_VAL;
+  const float rounded = static_cast<float>(exact);
+  if (std::isinf(rounded) || std::isinf(got)) return got == rounded ? 0.0 : HUGE_VAL;
+  const int exponent = exact == 0 ? -126 : std::max(std::ilogb(exact), -126);
+  return std::fabs(static_cast<double>(got) - exact) / std::ldexp(1.0, exponent - 23);
+}
+
+float float_from_bits(std::uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Ascending inputs: a sweep of [-104, 89] (past both ends of exp's finite, nonzero range), then
+// consecutive floats near -0.2 and 0.3, where neighbouring inputs are closer than an ulp of
+// the output apart and a careless evaluation stops being monotone.
+std::vector<std::vector<float>> ascending_inputs() {
+  std::vector<float> sweep, negative, positive;
+  const int steps = 1 << 20;
+  for (int i = 0; i <= steps; ++i) sweep.push_back(static_cast<float>(-104.0 + 193.0 * i / steps));
+  for (float x = -0.2f; negative.size() < (1u << 18); x = std::nextafter(x, 1.0f))
+    negative.push_back(x);
+  for (float x = 0.3f; positive.size() < (1u << 18); x = std::nextafter(x, 1.0f))
+    positive.push_back(x);
+  return {sweep, negative, positive};
+}
+
+}  // namespace
+
+TEST_CASE("cpu vector exp, sigmoid and tanh: ulp bounds, monotone, special values, both paths") {
+  std::vector<VectorPath> paths{VectorPath::Portable};
+  if (backend::cpu::avx2_exp_available()) paths.push_back(VectorPath::Avx2Fma);
+  if (backend::cpu::avx2_exp_available())
+    MESSAGE("AVX2+FMA available: both paths tested");
+  else
+    MESSAGE("no AVX2+FMA on this CPU: portable path only");
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special{0.0f,    -0.0f,   inf,     -inf,    nan,     88.72f,
+                                   88.73f,  -87.3f,  -103.9f, -104.f,  1000.f,  -1000.f,
+                                   1e-30f,  -1e-30f, 0.625f,  -0.625f, 0.6249f, 9.0f,
+                                   -100.0f, -88.03f, -88.04f, 1e-45f,  -1e-45f};
+  std::vector<std::vector<float>> inputs = ascending_inputs();
+  inputs.push_back(special);
+  std::vector<float> random_bits(1 << 18);  // every kind of float: NaN, inf, denormal, huge
+  for (std::size_t i = 0; i < random_bits.size(); ++i)
+    random_bits[i] = float_from_bits(philox::random_words(5, i).w[0]);
+  inputs.push_back(random_bits);
+
+  struct Function {
+    const char* name;
+    void (*row)(float*, const float*, std::int64_t, VectorPath);
+    double (*reference)(double);
+    double bound;  // the largest error measured over every float32 input, rounded up
+  };
+  const Function functions[] = {
+      {"exp", backend::cpu::exp_row, [](double x) { return std::exp(x); }, 1.02},
+      {"sigmoid", backend::cpu::sigmoid_row, [](double x) { return 1 / (1 + std::exp(-x)); }, 2.5},
+      {"tanh", backend::cpu::tanh_row, [](double x) { return std::tanh(x); }, 1.4},
+  };
+  for (const Function& function : functions)
+    for (VectorPath path : paths) {
+      const bool vector = path == VectorPath::Avx2Fma;
+      INFO(function.name, vector ? " (AVX2+FMA)" : " (portable)");
+      for (std::size_t set = 0; set < inputs.size(); ++set) {
+        const std::vector<float>& x = inputs[set];
+        std::vector<float> y(x.size());
+        function.row(y.data(), x.data(), static_cast<std::int64_t>(x.size()), path);
+        double worst = 0;
+        float worst_x = 0;
+        bool monotone = true;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const double error = ulp_error(y[i], function.reference(x[i]));
+          if (error > worst) {
+            worst = error;
+            worst_x = x[i];
+          }
+          if (i > 0 && y[i] < y[i - 1]) monotone = false;
+        }
+        INFO("input set ", set, ", worst at x = ", worst_x);
+        // The portable path is the platform's libm (std::tanh is not ours to bound).
+        if (vector || function.row != backend::cpu::tanh_row) CHECK(worst <= function.bound);
+        if (vector && set < 3) CHECK(monotone);  // the ascending sets, for our kernels
+      }
+    }
+
+  if (backend::cpu::avx2_exp_available()) {
+    // The kernel computes exactly what the scalar statement of its math does.
+    for (const std::vector<float>& x : inputs) {
+      std::vector<float> y(x.size());
+      backend::cpu::exp_row(y.data(), x.data(), static_cast<std::int64_t>(x.size()),
+                            VectorPath::Avx2Fma);
+      bool identical = true;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float model = backend::cpu::exp_float_model(x[i]);
+        identical = identical &&
+                    (std::isnan(model) ? std::isnan(y[i]) : std::memcmp(&model, &y[i], 4) == 0);
+      }
+      CHECK(identical);
+    }
+  }
+
+  // The edges, exactly, on every path.
+  for (VectorPath path : paths) {
+    const auto apply = [path](void (*row)(float*, const float*, std::int64_t, VectorPath),
+                              float x) {
+      float y = 0;
+      row(&y, &x, 1, path);
+      return y;
+    };
+    const auto exp = [&](float x) { return apply(backend::cpu::exp_row, x); };
+    const auto sigmoid = [&](float x) { return apply(backend::cpu::sigmoid_row, x); };
+    const auto tanh = [&](float x) { return apply(backend::cpu::tanh_row, x); };
+    CHECK(exp(0.0f) == 1.0f);
+    CHECK(exp(-0.0f) == 1.0f);
+    CHECK(exp(inf) == inf);
+    CHECK(exp(-inf) == 0.0f);
+    CHECK(std::isnan(exp(nan)));
+    CHECK(std::isfinite(exp(88.72f)));
+    CHECK(exp(88.73f) == inf);
+    CHECK(exp(-103.9f) == std::numeric_limits<float>::denorm_min());  // gradual underflow
+    CHECK(exp(-104.0f) == 0.0f);
+    CHECK(sigmoid(-0.0f) == 0.5f);
+    CHECK(sigmoid(inf) == 1.0f);
+    CHECK(sigmoid(1000.0f) == 1.0f);
+    CHECK(sigmoid(-inf) == 0.0f);
+    CHECK(sigmoid(-1000.0f) == 0.0f);
+    CHECK(sigmoid(-100.0f) > 0.0f);  // e^-100, a denormal, not 1 / (1 + inf)
+    CHECK(std::isnan(sigmoid(nan)));
+    CHECK(tanh(1e-30f) == 1e-30f);
+    CHECK(std::signbit(tanh(-0.0f)));
+    CHECK(tanh(inf) == 1.0f);
+    CHECK(tanh(-1000.0f) == -1.0f);
+    CHECK(std::isnan(tanh(nan)));
+  }
+}
+
+TEST_CASE("cpu vector exp rows: any length and position, in place, through unary, any threads") {
+  const std::vector<float> x = sample_values<float>(300 * 517, 31);
+  std::vector<float> whole(x.size());
+  backend::cpu::exp_row(whole.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  // Every length 1..17 from every offset 0..8: the padded tail computes what the body does.
+  // Values in [-120, 120) mix, within one vector, lanes whose results are normal with lanes
+  // that overflow or underflow, which the kernel handles on a slower path.
+  std::vector<float> wide(x.begin(), x.begin() + 64), wide_whole(64);
+  for (float& v : wide) v *= 120;
+  backend::cpu::exp_row(wide_whole.data(), wide.data(), 64);
+  bool same = true;
+  for (std::int64_t count = 1; count <= 17; ++count)
+    for (std::int64_t offset = 0; offset <= 8; ++offset) {
+      std::vector<float> part(count), wide_part(count);
+      backend::cpu::exp_row(part.data(), x.data() + offset, count);
+      backend::cpu::exp_row(wide_part.data(), wide.data() + offset, count);
+      for (std::int64_t i = 0; i < count; ++i)
+        same = same && part[i] == whole[offset + i] && wide_part[i] == wide_whole[offset + i];
+    }
+  CHECK(same);
+  std::vector<float> in_place(x.begin(), x.begin() + 1001);
+  backend::cpu::exp_row(in_place.data(), in_place.data(), 1001);
+  CHECK(std::equal(in_place.begin(), in_place.end(), whole.begin()));
+
+  // Through the backend, contiguous, split over 1 or 2 threads: the same bits.
+  std::vector<float> input = x;
+  for (int threads : {1, 2}) {
+    std::vector<float> out(x.size());
+    with_threads(threads, [&] {
+      cpu().unary(UnaryOp::Exp, view(out, {300, 517}), view(input, {300, 517}), 0, 0);
+    });
+    CHECK(out == whole);
+  }
+  // Odd lengths through unary: sigmoid and tanh against double.
+  for (std::int64_t n : {1, 7, 33, 1000, 4097}) {
+    std::vector<float> values(x.begin(), x.begin() + n), sig(n), th(n);
+    for (float& v : values) v *= 12;
+    cpu().unary(UnaryOp::Sigmoid, view(sig, {n}), view(values, {n}), 0, 0);
+    cpu().unary(UnaryOp::Tanh, view(th, {n}), view(values, {n}), 0, 0);
+    double worst_sigmoid = 0, worst_tanh = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      worst_sigmoid =
+          std::max(worst_sigmoid, ulp_error(sig[i], 1 / (1 + std::exp(-double(values[i])))));
+      worst_tanh = std::max(worst_tanh, ulp_error(th[i], std::tanh(double(values[i]))));
+    }
+    CHECK(worst_sigmoid <= 2.5);
+    CHECK(worst_tanh <= 2.0);  // 1.4 for the AVX2 kernel; the bound here also covers libm's
+  }
+
+  // The softmax steps. The row max, on every path, with the max, a NaN or only -inf anywhere.
+  std::vector<VectorPath> paths{VectorPath::Portable};
+  if (backend::cpu::avx2_exp_available()) paths.push_back(VectorPath::Avx2Fma);
+  for (VectorPath path : paths)
+    for (std::int64_t n : {1, 7, 31, 32, 33, 100, 1000}) {
+      bool max_ok = true;
+      for (std::int64_t at = 0; at < n; at += std::max<std::int64_t>(1, n / 13)) {
+        std::vector<float> row(x.begin(), x.begin() + n);
+        row[at] = 2;  // sample_values lie in [-1, 1)
+        max_ok = max_ok && backend::cpu::max_row(row.data(), n, path) == 2.0f;
+        row[at] = std::numeric_limits<float>::quiet_NaN();
+        max_ok = max_ok && std::isnan(backend::cpu::max_row(row.data(), n, path));
+      }
+      std::vector<float> minus_inf(n, -std::numeric_limits<float>::infinity());
+      max_ok = max_ok && backend::cpu::max_row(minus_inf.data(), n, path) == minus_inf[0];
+      CHECK(max_ok);
+    }
+  // The sum of exp(x - shift) in double, out written or not, on every path.
+  for (VectorPath path : paths)
+    for (std::int64_t n : {1, 7, 33, 1000, 4097}) {
+      std::vector<float> out(n);
+      const float shift = 0.75f;
+      const double sum = backend::cpu::exp_shifted_sum_row(out.data(), x.data(), n, shift, path);
+      CHECK(backend::cpu::exp_shifted_sum_row(nullptr, x.data(), n, shift, path) == sum);
+      double reference = 0;
+      bool values_match = true;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float shifted = x[i] - shift;
+        reference += std::exp(double(shifted));
+        values_match = values_match && ulp_error(out[i], std::exp(double(shifted))) <= 1.02;
+      }
+      CHECK(values_match);
+      CHECK(sum == doctest::Approx(reference).epsilon(2.1 * std::ldexp(1.0, -23)));
+    }
+}
+
+TEST_CASE("cpu float32 softmax rows of odd lengths, huge and -inf entries, against double") {
+  const double eps = std::ldexp(1.0, -24);
+  for (std::int64_t n : {1, 7, 33, 1000, 4097}) {
+    const std::int64_t rows = 5;
+    std::vector<float> x = sample_values<float>(rows * n, 41);
+    for (float& v : x) v *= 20;
+    // Row 1 holds +-1000, row 2 is -inf but for one entry, row 3 is large and close together.
+    x[n] = 1000;
+    x[n + n / 2] = -1000;
+    for (std::int64_t k = 0; k < n; ++k) x[2 * n + k] = -std::numeric_limits<float>::infinity();
+    x[2 * n + n / 3] = 3;
+    for (std::int64_t k = 0; k < n; ++k) x[3 * n + k] = 1000 + x[3 * n + k] / 64;
+    std::vector<float> dy = sample_values<float>(rows * n, 42);
+    for (bool log : {false, true}) {
+      std::vector<float> y(rows * n), dx(rows * n);
+      cpu().softmax(view(y, {rows, n}), view(x, {rows, n}), 1, log);
+      cpu().softmax_backward(view(dx, {rows, n}), view(dy, {rows, n}), view(y, {rows, n}), 1, log);
+      bool forward_ok = true, backward_ok = true;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        double max_value = -HUGE_VAL, sum = 0, dy_sum = 0, dy_abs = 0, dot = 0;
+        for (std::int64_t k = 0; k < n; ++k) max_value = std::max(max_value, double(x[r * n + k]));
+        for (std::int64_t k = 0; k < n; ++k) {
+          sum += std::exp(x[r * n + k] - max_value);
+          dy_sum += dy[r * n + k];
+          dy_abs += std::fabs(dy[r * n + k]);
+        }
+        const double log_sum = std::log(sum);
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t at = r * n + k;
+          const double d = x[at] - max_value, p = std::exp(d) / sum;
+          dot += dy[at] * p;
+          if (std::isinf(d)) {
+            forward_ok = forward_ok && y[at] == (log ? -HUGE_VALF : 0.0f);
+          } else if (log) {
+            forward_ok = forward_ok && std::fabs(y[at] - (d - log_sum)) <=
+                                           2 * eps * (std::fabs(d) + std::fabs(log_sum) + 2);
+          } else {
+            // exp and the sum to 1.02 ulp each, 1/sum and the product to 1/2 ulp, and x - m
+            // to half an ulp of itself, which moves exp(d) by |d| eps.
+            forward_ok = forward_ok && std::fabs(y[at] - p) <=
+                                           p * eps * (std::fabs(d) + 8) + std::ldexp(1.0, -147);
+          }
+        }
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t at = r * n + k;
+          const double d = x[at] - max_value, p = std::exp(d) / sum;
+          const double expected = log ? dy[at] - p * dy_sum : p * (dy[at] - dot);
+          const double scale = log ? std::fabs(dy[at]) + p * dy_abs
+                                   : p * (std::fabs(dy[at]) + dy_abs) + std::ldexp(1.0, -140);
+          backward_ok = backward_ok && std::fabs(dx[at] - expected) <= 64 * eps * scale;
+        }
+      }
+      INFO("n = ", n, log ? ", log_softmax" : ", softmax");
+      CHECK(forward_ok);
+      CHECK(backward_ok);
+      CHECK(y[2 * n + n / 3] == (log ? 0.0f : 1.0f));  // the one finite entry of row 2
+    }
+  }
+  // Rows go whole to one thread: the same bits for any thread count.
+  std::vector<float> x = sample_values<float>(64 * 1000, 43);
+  std::vector<float> one(x.size()), two(x.size());
+  with_threads(1, [&] { cpu().softmax(view(one, {64, 1000}), view(x, {64, 1000}), 1, false); });
+  with_threads(2, [&] { cpu().softmax(view(two, {64, 1000}), view(x, {64, 1000}), 1, false); });
+  CHECK(one == two);
 }

@@ -1,10 +1,12 @@
 #pragma once
 // Scalar helpers shared by the elementwise kernels: wrapping int64 arithmetic (signed overflow
 // is undefined behaviour in C++, two's-complement wrap-around is what users of int64 tensors
-// expect), NaN-propagating maximum/minimum, and the GELU derivative.
+// expect), NaN-propagating maximum/minimum, a sigmoid that cannot overflow, and the GELU
+// derivative.
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace normgrad::backend::cpu {
@@ -48,6 +50,18 @@ template <typename T> inline T absolute_value(T x) {
 // selection free of branches, so loops over it vectorise into compare-and-blend.
 template <typename T> inline T maximum_value(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
 template <typename T> inline T minimum_value(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
+
+// sigmoid(x) = 1 / (1 + e^-x). Below x = -(max_exponent - 1) ln 2 (-88.03 in float, -708.4 in
+// double) e^-x could overflow and give 1 / inf = 0 where the true value is a tiny positive
+// number; there 1 + e^x rounds to 1, so sigmoid(x) = e^x / (1 + e^x) = e^x, which underflows
+// gradually. Elsewhere the plain form is monotone (each step is monotone in x, and so is
+// rounding), which e^x / (1 + e^x) written for all x < 0 is not.
+template <typename T> inline T sigmoid_value(T x) {
+  constexpr T exp_limit = -static_cast<T>(std::numeric_limits<T>::max_exponent - 1) *
+                          static_cast<T>(0.6931471805599453);
+  if (x < exp_limit) return std::exp(x);
+  return T{1} / (T{1} + std::exp(-x));
+}
 
 // gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
 template <typename T> inline T gelu_value(T x) {

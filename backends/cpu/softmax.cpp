@@ -1,8 +1,12 @@
 // Softmax and log-softmax along one dim, forward and backward, fused.
 //
 // Forward, per line x along the dim (m = max x, the shift that keeps exp from overflowing):
-//   softmax:     y = exp(x - m) / sum exp(x - m)         (exp stored, then scaled: 3 passes)
+//   softmax:     y = exp(x - m) / sum exp(x - m)
 //   log_softmax: y = (x - m) - log(sum exp(x - m))
+// A unit-stride float32 line takes two passes over x (vector_exp.h): the max, then exp(x - m)
+// written to y and summed in the same vector loop; the scaling of y (or, for log_softmax,
+// y = (x - m) - log sum) follows while the line is still in cache. Everywhere else float32
+// exponentials go through the same vector exp, a chunk at a time; float64 keeps std::exp.
 // Backward, from dy and the forward output y:
 //   softmax:     dx = y * (dy - sum(dy * y))
 //   log_softmax: dx = dy - exp(y) * sum(dy)
@@ -13,12 +17,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/cpu/vector_exp.h"
 
 namespace normgrad::backend::cpu {
 
@@ -98,7 +105,33 @@ constexpr std::int64_t line_chunk = 256;
 
 // values[i] = exp(values[i]) over a unit-stride buffer.
 template <typename T> void exp_in_place(T* values, std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) values[i] = std::exp(values[i]);
+  if constexpr (std::is_same_v<T, float>)
+    exp_row(values, values, count);
+  else
+    for (std::int64_t i = 0; i < count; ++i) values[i] = std::exp(values[i]);
+}
+
+// A unit-stride float32 line: y = exp(x - m) and its sum in one pass, then the scaling.
+void softmax_contiguous_row(float* y, const float* x, std::int64_t n, bool log) {
+  // In a contiguous tensor the next line starts where this one ends. Asking for its first
+  // 4 KiB now lets those loads overlap this line's arithmetic; the hardware prefetchers stop at
+  // page boundaries, and a 1024-float line is one page. A prefetch never faults, so past the
+  // last line, or where lines are not adjacent, it only costs the instruction.
+  // (The address is formed as an integer: a pointer past the end of x would be undefined.)
+  const std::uintptr_t next_line = reinterpret_cast<std::uintptr_t>(x + n);
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 1024); k += 16)
+    __builtin_prefetch(reinterpret_cast<const void*>(next_line + k * sizeof(float)));
+  const float max_value = max_row(x, n);
+  const double sum = exp_shifted_sum_row(log ? nullptr : y, x, n, max_value);
+  if (!log) {
+    const float inverse = static_cast<float>(1.0 / sum);
+#pragma omp simd
+    for (std::int64_t k = 0; k < n; ++k) y[k] *= inverse;
+  } else {
+    const float log_sum = static_cast<float>(std::log(sum));
+#pragma omp simd
+    for (std::int64_t k = 0; k < n; ++k) y[k] = (x[k] - max_value) - log_sum;
+  }
 }
 
 // One line at a time: x[k * sx] -> y[k * so] for k < n. The exponentials are taken a chunk at
@@ -176,6 +209,9 @@ void softmax_forward(const TensorRef& out, const TensorRef& in, int dim, bool lo
                      T* y = reinterpret_cast<T*>(pointers[0]);
                      const T* x = reinterpret_cast<const T*>(pointers[1]);
                      if (width == 1) {
+                       if constexpr (std::is_same_v<T, float>) {
+                         if (so == 1 && sx == 1) return softmax_contiguous_row(y, x, n, log);
+                       }
                        if (so == 1 && sx == 1)
                          softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
                        else

@@ -3,13 +3,18 @@
 // The switch over the op runs once per call; each case instantiates the row kernel with its
 // own lambda, so the inner loop is a plain (vectorisable where the math allows) loop over
 // one function. int64 supports the ops that stay in the integers; the others throw.
+// float32 exp, sigmoid and tanh are the exception: along unit-stride rows they run the
+// vectorised row functions of vector_exp.h, which agree with the C library's to 1-2 ulp;
+// strided and broadcast rows keep the scalar functions.
 
 #include <cmath>
+#include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/cpu/vector_exp.h"
 
 namespace normgrad::backend::cpu {
 
@@ -69,6 +74,25 @@ void run_unary(const TensorRef& out, const TensorRef& in, Function function) {
                       });
 }
 
+using FloatRowFunction = void (*)(float*, const float*, std::int64_t, VectorPath);
+
+// float32: unit-stride rows through `row`, the others element by element through `scalar`.
+template <typename Scalar>
+void run_unary_float_rows(const TensorRef& out, const TensorRef& in, FloatRowFunction row,
+                          Scalar scalar) {
+  const VectorPath path = default_vector_path();
+  for_each_element<2>({&out, &in}, "cpu unary",
+                      [&](const std::array<char*, 2>& pointers, const std::int64_t* strides,
+                          std::int64_t count, std::int64_t) {
+                        if (strides[0] == 1 && strides[1] == 1)
+                          row(reinterpret_cast<float*>(pointers[0]),
+                              reinterpret_cast<const float*>(pointers[1]), count, path);
+                        else
+                          unary_row<float, float>(pointers[0], pointers[1], strides[0], strides[1],
+                                                  count, scalar);
+                      });
+}
+
 // Ops defined for every dtype.
 template <typename T>
 bool unary_any_dtype(UnaryOp op, const TensorRef& out, const TensorRef& in, T alpha, T beta) {
@@ -113,6 +137,8 @@ template <typename T>
 void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alpha) {
   switch (op) {
     case UnaryOp::Exp:
+      if constexpr (std::is_same_v<T, float>)
+        return run_unary_float_rows(out, in, exp_row, [](float x) { return std::exp(x); });
       return run_unary<T>(out, in, [](T x) { return std::exp(x); });
     case UnaryOp::Log:
       return run_unary<T>(out, in, [](T x) { return std::log(x); });
@@ -121,9 +147,13 @@ void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alp
     case UnaryOp::Rsqrt:
       return run_unary<T>(out, in, [](T x) { return T{1} / std::sqrt(x); });
     case UnaryOp::Tanh:
+      if constexpr (std::is_same_v<T, float>)
+        return run_unary_float_rows(out, in, tanh_row, [](float x) { return std::tanh(x); });
       return run_unary<T>(out, in, [](T x) { return std::tanh(x); });
     case UnaryOp::Sigmoid:
-      return run_unary<T>(out, in, [](T x) { return T{1} / (T{1} + std::exp(-x)); });
+      if constexpr (std::is_same_v<T, float>)
+        return run_unary_float_rows(out, in, sigmoid_row, sigmoid_value<float>);
+      return run_unary<T>(out, in, [](T x) { return sigmoid_value(x); });
     case UnaryOp::Gelu:
       return run_unary<T>(out, in, [](T x) { return gelu_value(x); });
     case UnaryOp::LeakyRelu:
