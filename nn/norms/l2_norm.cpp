@@ -1,21 +1,15 @@
 #include "nn/norms/l2_norm.h"
 
-#include "nn/norms/norm_module_common.h"
-
 namespace normgrad::nn {
 
 L2Norm::L2Norm(Shape normalized_shape, L2NormOptions options)
-    : normalized_shape_(std::move(normalized_shape)), options_(options) {
-  detail::check_normalized_shape(normalized_shape_, options_.per_channel, "L2Norm");
-  const TensorOptions tensor_options{.dtype = options_.dtype};
-  if (options_.gain) gain = register_parameter("gain", ones(normalized_shape_, tensor_options));
-  if (options_.bias) bias = register_parameter("bias", zeros(normalized_shape_, tensor_options));
-}
+    : AffineNorm(std::move(normalized_shape), options.per_channel, options.gain, options.bias,
+                 options.dtype, "L2Norm"),
+      options_(options) {}
 
 Tensor L2Norm::forward(const Tensor& x) const {
-  const std::int64_t dims =
-      detail::normalized_dims_for(x, normalized_shape_, options_.per_channel, "L2Norm");
-  return l2_norm(x, dims, gain, bias, {.eps = options_.eps, .per_channel = options_.per_channel});
+  return l2_norm(x, normalized_dims(x), gain, bias,
+                 {.eps = options_.eps, .per_channel = options_.per_channel});
 }
 
 }  // namespace normgrad::nn

@@ -4,7 +4,7 @@
 // ||x|| = sqrt(n) RMS(x), its outputs are sqrt(n) times smaller than RMSNorm's at the same
 // gain, which is why the paper found it trains worse.
 
-#include "nn/module.h"
+#include "nn/norms/affine_norm.h"
 #include "nn/norms/fused.h"
 
 namespace normgrad::nn {
@@ -17,17 +17,14 @@ struct L2NormOptions {
   DType dtype = DType::Float32;
 };
 
-class L2Norm : public Module {
+class L2Norm : public AffineNorm {
  public:
   explicit L2Norm(Shape normalized_shape, L2NormOptions options = {});
   std::string type_name() const override { return "L2Norm"; }
   Tensor forward(const Tensor& x) const;
 
-  Tensor gain;
-  Tensor bias;
 
  private:
-  Shape normalized_shape_;
   L2NormOptions options_;
 };
 

@@ -6,7 +6,7 @@
 // With per_channel, the input is a feature map [N, C, H, W] and each (sample, channel) map is
 // normalised over H x W, with one gain and bias per channel: normalized_shape is then {C}.
 
-#include "nn/module.h"
+#include "nn/norms/affine_norm.h"
 #include "nn/norms/fused.h"
 
 namespace normgrad::nn {
@@ -19,17 +19,14 @@ struct LayerNormOptions {
   DType dtype = DType::Float32;
 };
 
-class LayerNorm : public Module {
+class LayerNorm : public AffineNorm {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   std::string type_name() const override { return "LayerNorm"; }
   Tensor forward(const Tensor& x) const;
 
-  Tensor gain;  // undefined when options.gain is false
-  Tensor bias;  // undefined when options.bias is false
 
  private:
-  Shape normalized_shape_;
   LayerNormOptions options_;
 };
 

@@ -13,7 +13,7 @@
 //
 // per_channel: the spatial form for feature maps [N, C, H, W], as for LayerNorm.
 
-#include "nn/module.h"
+#include "nn/norms/affine_norm.h"
 #include "nn/norms/fused.h"
 
 namespace normgrad::nn {
@@ -29,17 +29,14 @@ struct RMSNormOptions {
   DType dtype = DType::Float32;
 };
 
-class RMSNorm : public Module {
+class RMSNorm : public AffineNorm {
  public:
   explicit RMSNorm(Shape normalized_shape, RMSNormOptions options = {});
   std::string type_name() const override { return options_.partial < 1 ? "pRMSNorm" : "RMSNorm"; }
   Tensor forward(const Tensor& x) const;
 
-  Tensor gain;
-  Tensor bias;
 
  private:
-  Shape normalized_shape_;
   RMSNormOptions options_;
 };
 
