@@ -35,6 +35,7 @@
 // other row sums.
 
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -510,6 +511,18 @@ void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>
 
 // The problem's sizes and pointers, checked against the few things the op layer cannot have
 // got wrong without a bug of its own.
+// Gain-shaped operands (gain, bias, dgain, dbias), where given, have x's dtype and one value
+// per column, or per channel in the spatial form.
+void check_affine(std::initializer_list<const TensorRef*> operands, DType dtype,
+                  std::int64_t expected, const char* what, const char* op) {
+  for (const TensorRef* operand : operands) {
+    if (operand == nullptr) continue;
+    NG_CHECK(operand->dtype == dtype, op, what, " must be ", dtype, ", got ", operand->dtype);
+    NG_CHECK(operand->numel() == expected, op, what, " need ", expected, " values, got ",
+             operand->numel());
+  }
+}
+
 template <typename T>
 NormProblem<T> make_problem(const NormParams& params, const TensorRef& x, const TensorRef* gain,
                             const TensorRef* bias, const char* op) {
@@ -529,14 +542,8 @@ NormProblem<T> make_problem(const NormParams& params, const TensorRef& x, const 
   NG_CHECK(params.centred || params.divisor > 0, op, "divisor must be positive, got ",
            params.divisor);
   NG_CHECK(params.channels >= 0, op, "channels must be >= 0, got ", params.channels);
-  for (const TensorRef* affine : {gain, bias}) {
-    if (affine == nullptr) continue;
-    NG_CHECK(affine->dtype == x.dtype, op, "gain and bias must be ", x.dtype, ", got ",
-             affine->dtype);
-    const std::int64_t expected = params.channels > 0 ? params.channels : problem.n;
-    NG_CHECK(affine->numel() == expected, op, "gain and bias need ", expected, " values, got ",
-             affine->numel());
-  }
+  check_affine({gain, bias}, x.dtype, params.channels > 0 ? params.channels : problem.n,
+               "gain and bias", op);
   return problem;
 }
 
@@ -568,14 +575,8 @@ void CpuBackend::norm_backward(const NormParams& params, const TensorRef& dx,
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const NormProblem<T> problem = make_problem<T>(params, x, gain, nullptr, op);
-    for (const TensorRef* sums : {dgain, dbias}) {
-      if (sums == nullptr) continue;
-      NG_CHECK(sums->dtype == x.dtype, op, "dgain and dbias must be ", x.dtype, ", got ",
-               sums->dtype);
-      const std::int64_t expected = params.channels > 0 ? params.channels : problem.n;
-      NG_CHECK(sums->numel() == expected, op, "dgain and dbias need ", expected, " values, got ",
-               sums->numel());
-    }
+    check_affine({dgain, dbias}, x.dtype, params.channels > 0 ? params.channels : problem.n,
+                 "dgain and dbias", op);
     BackwardTensors<T> tensors;
     tensors.dx = dx.ptr<T>();
     tensors.dy = dy.ptr<const T>();
