@@ -22,4 +22,6 @@
 #include "nn/norms/fused.h"
 #include "nn/norms/l2_norm.h"
 #include "nn/norms/layer_norm.h"
+#include "nn/norms/norm.h"
 #include "nn/norms/rms_norm.h"
+#include "nn/norms/weight_norm.h"

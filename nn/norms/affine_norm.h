@@ -6,11 +6,11 @@
 // Per-channel (spatial) form: the input is [N, C, H, W], normalized_shape is {C}, each
 // (sample, channel) map is normalised over H x W, and gain and bias have shape [C].
 
-#include "nn/module.h"
+#include "nn/norms/norm.h"
 
 namespace normgrad::nn {
 
-class AffineNorm : public Module {
+class AffineNorm : public Norm {
  public:
   Tensor gain;  // undefined when the module has none
   Tensor bias;

@@ -72,13 +72,21 @@ Tensor l2_norm_composed(const Tensor& x, std::int64_t normalized_dims, const Ten
   return affine(x * rsqrt(square(x).sum(dims, true) + eps), gain, bias);
 }
 
+Tensor weight_norm_composed(const Tensor& v, const Tensor& g, double eps) {
+  NG_CHECK(v.dim() >= 1 && g.shape() == Shape{v.size(0)}, "weight_norm",
+           "expects v [out, ...] and g [out], got ", v.shape(), " and ", g.shape());
+  // Treat v as [out, fan_in] so that every row is one group, and g as a column.
+  const Tensor rows = v.reshape({v.size(0), -1});
+  return (l2_norm_composed(rows, 1, Tensor(), Tensor(), eps) * g.unsqueeze(1)).reshape(v.shape());
+}
+
 std::int64_t partial_count(std::int64_t n, double p, PartialRounding rounding) {
   NG_CHECK(n >= 1, "partial_count", "the group size must be positive, got ", n);
   NG_CHECK(p > 0 && p <= 1, "partial_count", "p must lie in (0, 1], got ", p);
   const double exact = static_cast<double>(n) * p;
   // A tolerance keeps 1024 * 0.0625 = 64 from becoming 65 through rounding error.
-  const double rounded = rounding == PartialRounding::Ceil ? std::ceil(exact - 1e-9)
-                                                           : std::floor(exact + 1e-9);
+  const double rounded =
+      rounding == PartialRounding::Ceil ? std::ceil(exact - 1e-9) : std::floor(exact + 1e-9);
   return std::min<std::int64_t>(n, std::max<std::int64_t>(1, static_cast<std::int64_t>(rounded)));
 }
 

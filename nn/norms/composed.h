@@ -10,6 +10,7 @@
 //                                                                      paper's PyTorch code)
 //   pRMSNorm   as RMSNorm, with mean(a^2) taken over the first k values only
 //   L2Norm     y = g a / sqrt(sum(a^2) + eps) + b                    (the Euclidean norm)
+//   WeightNorm w = g v / sqrt(sum(v^2) + eps) per row of v: a weight, not an activation
 // An undefined gain or bias is left out.
 
 #include <cstdint>
@@ -31,6 +32,9 @@ Tensor partial_rms_norm_composed(const Tensor& x, std::int64_t normalized_dims, 
                                  EpsPlacement placement = EpsPlacement::InsideSqrt);
 Tensor l2_norm_composed(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                         const Tensor& bias, double eps);
+
+// v: [out, ...], g: [out]; each row of v (all dims after the first) is one group.
+Tensor weight_norm_composed(const Tensor& v, const Tensor& g, double eps);
 
 // How many leading values pRMSNorm uses for a group of n: ceil(n p) as in the paper, or
 // floor(n p) as in the paper's code (int(d * p)); at least 1, at most n.

@@ -7,7 +7,7 @@ L2Norm::L2Norm(Shape normalized_shape, L2NormOptions options)
                  options.dtype, "L2Norm"),
       options_(options) {}
 
-Tensor L2Norm::forward(const Tensor& x) const {
+Tensor L2Norm::forward(const Tensor& x) {
   return l2_norm(x, normalized_dims(x), gain, bias,
                  {.eps = options_.eps, .per_channel = options_.per_channel});
 }

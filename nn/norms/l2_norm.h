@@ -21,8 +21,7 @@ class L2Norm : public AffineNorm {
  public:
   explicit L2Norm(Shape normalized_shape, L2NormOptions options = {});
   std::string type_name() const override { return "L2Norm"; }
-  Tensor forward(const Tensor& x) const;
-
+  Tensor forward(const Tensor& x) override;
 
  private:
   L2NormOptions options_;

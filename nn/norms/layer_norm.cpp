@@ -7,7 +7,7 @@ LayerNorm::LayerNorm(Shape normalized_shape, LayerNormOptions options)
                  options.dtype, "LayerNorm"),
       options_(options) {}
 
-Tensor LayerNorm::forward(const Tensor& x) const {
+Tensor LayerNorm::forward(const Tensor& x) {
   return layer_norm(x, normalized_dims(x), gain, bias,
                     {.eps = options_.eps, .per_channel = options_.per_channel});
 }

@@ -23,8 +23,7 @@ class LayerNorm : public AffineNorm {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   std::string type_name() const override { return "LayerNorm"; }
-  Tensor forward(const Tensor& x) const;
-
+  Tensor forward(const Tensor& x) override;
 
  private:
   LayerNormOptions options_;

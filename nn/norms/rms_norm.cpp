@@ -12,7 +12,7 @@ RMSNorm::RMSNorm(Shape normalized_shape, RMSNormOptions options)
            "the partial fraction p must lie in (0, 1], got ", options_.partial);
 }
 
-Tensor RMSNorm::forward(const Tensor& x) const {
+Tensor RMSNorm::forward(const Tensor& x) {
   const std::int64_t dims = normalized_dims(x);
   const NormOptions norm_options{.eps = options_.eps, .placement = options_.placement,
                                  .per_channel = options_.per_channel};

@@ -33,8 +33,7 @@ class RMSNorm : public AffineNorm {
  public:
   explicit RMSNorm(Shape normalized_shape, RMSNormOptions options = {});
   std::string type_name() const override { return options_.partial < 1 ? "pRMSNorm" : "RMSNorm"; }
-  Tensor forward(const Tensor& x) const;
-
+  Tensor forward(const Tensor& x) override;
 
  private:
   RMSNormOptions options_;

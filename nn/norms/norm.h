@@ -1,0 +1,23 @@
+#pragma once
+// Norm: the interface every activation normaliser offers — LayerNorm, RMSNorm, pRMSNorm,
+// L2Norm, BatchNorm and Identity (the "none" choice) — so that a layer can hold whichever one
+// its NormSpec names (factory.h) and call it without knowing which it is.
+
+#include "nn/module.h"
+
+namespace normgrad::nn {
+
+class Norm : public Module {
+ public:
+  // Not const: BatchNorm updates its running statistics in training mode.
+  virtual Tensor forward(const Tensor& x) = 0;
+};
+
+// The "none" choice: passes its input through unchanged, with no parameters.
+class Identity : public Norm {
+ public:
+  std::string type_name() const override { return "Identity"; }
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
+}  // namespace normgrad::nn
