@@ -11,6 +11,13 @@
 //   pRMSNorm   as RMSNorm, with mean(a^2) taken over the first k values only
 //   L2Norm     y = g a / sqrt(sum(a^2) + eps) + b                    (the Euclidean norm)
 // An undefined gain or bias is left out.
+//
+// BatchNorm normalises each channel of x = [N, C, ...] over the batch and the spatial dims:
+//   training    y = g (x - mean) / sqrt(var + eps) + b, mean and population var over dims
+//               {0, 2, 3, ...}; the running estimates, when given, are updated in place
+//               as batch_norm (fused.h) documents
+//   evaluation  y = g (x - running_mean) / sqrt(running_var + eps) + b
+// gain, bias and the running estimates have shape [C].
 
 #include <cstdint>
 
@@ -31,6 +38,10 @@ Tensor partial_rms_norm_composed(const Tensor& x, std::int64_t normalized_dims, 
                                  EpsPlacement placement = EpsPlacement::InsideSqrt);
 Tensor l2_norm_composed(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                         const Tensor& bias, double eps);
+
+Tensor batch_norm_composed(const Tensor& x, const Tensor& gain, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum = 0.1, double eps = 1e-5);
 
 // How many leading values pRMSNorm uses for a group of n: ceil(n p) as in the paper, or
 // floor(n p) as in the paper's code (int(d * p)); at least 1, at most n.
