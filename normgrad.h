@@ -18,6 +18,7 @@
 #include "optim/sgd.h"
 #include "nn/init.h"
 #include "nn/module.h"
+#include "nn/norms/batch_norm.h"
 #include "nn/norms/composed.h"
 #include "nn/norms/fused.h"
 #include "nn/norms/l2_norm.h"

@@ -1,7 +1,7 @@
 // BatchNorm: the fused op (nn::batch_norm, backends/cpu/batch_norm.cpp) against its composed
 // twin and finite differences, the running estimates against values worked out by hand,
-// evaluation with the running estimates, results identical for 1 and 2 threads, and the
-// errors.
+// evaluation with the running estimates, results identical for 1 and 2 threads, the
+// modules, and the errors.
 
 #include <cmath>
 #include <functional>
@@ -250,6 +250,51 @@ TEST_CASE("batch_norm: identical results for 1 and 2 threads") {
   }
 }
 
+TEST_CASE("BatchNorm1d and BatchNorm2d: parameters, buffers, modes") {
+  nn::BatchNorm2d norm(3);
+  CHECK(norm.type_name() == "BatchNorm2d");
+  CHECK(norm.num_features() == 3);
+  CHECK(norm.named_parameters().size() == 2);
+  CHECK(norm.gain.to_vector<float>() == std::vector<float>(3, 1.0f));
+  CHECK(norm.bias.to_vector<float>() == std::vector<float>(3, 0.0f));
+  const nn::StateDict state = norm.state_dict();
+  CHECK(state.count("running_mean") == 1);
+  CHECK(state.count("running_var") == 1);
+  CHECK(norm.running_mean.to_vector<float>() == std::vector<float>(3, 0.0f));
+  CHECK(norm.running_var.to_vector<float>() == std::vector<float>(3, 1.0f));
+  CHECK_FALSE(norm.running_mean.requires_grad());
+
+  Generator generator(5);
+  const Tensor x = randn({4, 3, 2, 2}, generator) * 2.0 + 1.0;
+  Tensor rm = zeros({3}), rv = ones({3});
+  const Tensor expected = nn::batch_norm_composed(x, none, none, rm, rv, true, 0.1, 1e-5);
+  CHECK(all_close(norm.forward(x), expected, 1e-5, 1e-5));
+  CHECK(all_close(norm.running_mean, rm, 1e-6, 1e-6));  // updated in training
+  CHECK(all_close(norm.running_var, rv, 1e-6, 1e-6));
+  CHECK_FALSE(all_close(norm.running_var, std::vector<double>(3, 1.0)));
+
+  norm.eval();
+  const Tensor before = norm.running_mean.clone();
+  const Tensor eval_expected = nn::batch_norm_composed(x, none, none, rm, rv, false, 0.1, 1e-5);
+  CHECK(all_close(norm.forward(x), eval_expected, 1e-5, 1e-5));
+  CHECK(all_close(norm.running_mean, before, 0, 0));  // untouched in evaluation
+
+  nn::BatchNorm1d plain(3, {.eps = 1e-6, .affine = false, .track_running_stats = false});
+  CHECK(plain.type_name() == "BatchNorm1d");
+  CHECK(plain.named_parameters().empty());
+  CHECK(plain.named_buffers().empty());
+  plain.eval();  // no running estimates: the batch's statistics in evaluation too
+  const Tensor rows = randn({6, 3}, generator);
+  CHECK(all_close(plain.forward(rows),
+                  nn::batch_norm_composed(rows, none, none, none, none, true, 0.1, 1e-6), 1e-5,
+                  1e-5));
+  nn::BatchNorm1d sequences(3, {.dtype = DType::Float64});
+  const Tensor x3 = leaf({2, 3, 5});
+  sequences.forward(x3).sum().backward();
+  CHECK(x3.grad().defined());
+  CHECK(sequences.gain.grad().defined());
+}
+
 TEST_CASE("batch_norm refuses bad arguments") {
   CHECK_ERROR(nn::batch_norm(zeros({1, 3}), none, none, none, none, true), "batch_norm",
               "more than one value per channel", "[1, 3]");
@@ -272,4 +317,16 @@ TEST_CASE("batch_norm refuses bad arguments") {
               "running_mean", "[2]");
   CHECK_ERROR(nn::batch_norm(zeros({2, 3}), none, none, none, none, true, 1.5), "batch_norm",
               "momentum");
+}
+
+TEST_CASE("BatchNorm1d and BatchNorm2d refuse bad inputs and options") {
+  CHECK_ERROR(nn::BatchNorm2d(3).forward(zeros({2, 3, 4})), "BatchNorm2d", "[N, C, H, W]",
+              "[2, 3, 4]");
+  CHECK_ERROR(nn::BatchNorm1d(3).forward(zeros({2, 3, 4, 5})), "BatchNorm1d", "[N, C, L]");
+  CHECK_ERROR(nn::BatchNorm1d(3).forward(zeros({2, 4})), "BatchNorm1d", "3 channels", "[2, 4]");
+  CHECK_ERROR(nn::BatchNorm1d(3).forward(zeros({2, 3}, {.dtype = DType::Float64})), "BatchNorm1d",
+              "float32", "float64");
+  CHECK_ERROR(nn::BatchNorm1d(3).forward(zeros({1, 3})), "batch_norm", "[1, 3]");
+  CHECK_ERROR(nn::BatchNorm1d(0), "BatchNorm1d", "num_features");
+  CHECK_ERROR(nn::BatchNorm2d(3, {.momentum = 2}), "BatchNorm2d", "momentum");
 }
