@@ -176,6 +176,33 @@ class Backend {
                              const TensorRef& mean, const TensorRef& rstd,
                              const TensorRef* gain) = 0;
 
+  // ---- batch normalisation ----------------------------------------------------------------
+  // x, y, dx, dy: contiguous [N, C, S], S the product of the spatial dims (1 for [N, C] input);
+  // channel c is normalised over its M = N S values. gain, bias, dgain and dbias: contiguous
+  // [C] in x's dtype, gain and bias possibly null (1 and 0). mean, variance and rstd:
+  // contiguous [C] float64 for every x, so the statistics keep double precision. Sums are
+  // taken over fixed blocks of samples and combined in block order, in double, so no result
+  // depends on the thread count.
+  //
+  // A batch's statistics: mean = sum(x) / M, variance = sum((x - mean)^2) / M (biased;
+  // centred within each block, never E[x^2] - E[x]^2), rstd = 1 / sqrt(variance + eps).
+  virtual void batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
+                                     const TensorRef& rstd, const TensorRef& x, double eps) = 0;
+  // y = g (x - mean) rstd + b: with a batch's statistics in training, with the running
+  // estimates (rstd = 1 / sqrt(running_var + eps)) in evaluation.
+  virtual void batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
+                                  const TensorRef& rstd, const TensorRef* gain,
+                                  const TensorRef* bias) = 0;
+  // With x̂ = (x - mean) rstd, per channel dgain = sum(dy x̂) and dbias = sum(dy) (null when
+  // not wanted, else overwritten), and
+  //   batch_statistics (training, mean and rstd functions of x):
+  //                    dx = g rstd (dy - mean(dy) - x̂ mean(dy x̂))
+  //   fixed statistics (evaluation): dx = g rstd dy
+  virtual void batch_norm_backward(const TensorRef& dx, const TensorRef* dgain,
+                                   const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                                   const TensorRef& mean, const TensorRef& rstd,
+                                   const TensorRef* gain, bool batch_statistics) = 0;
+
   // ---- indexing ---------------------------------------------------------------------------
   // out = in.index_select(dim, index): out[.., i, ..] = in[.., index[i], ..]. index is int64
   // and 1-d; every entry has been checked to lie in [0, in.shape[dim]).

@@ -31,7 +31,8 @@ TEST_CASE("NormSpec parses every kind and its options, and prints them back") {
   CHECK(full.str() == "prmsnorm:0.125,eps=1e-08,placement=outside,rounding=floor,bias=on");
   for (const char* text : {"none", "layernorm,eps=0.001", "rmsnorm,bias=off", "prmsnorm:0.0625",
                            "l2norm", "batchnorm,eps=1e-06", "weightnorm"})
-    CHECK(nn::NormSpec::parse(nn::NormSpec::parse(text).str()).str() == nn::NormSpec::parse(text).str());
+    CHECK(nn::NormSpec::parse(nn::NormSpec::parse(text).str()).str() ==
+          nn::NormSpec::parse(text).str());
 }
 
 TEST_CASE("NormSpec refuses a bad spec with a message that lists the valid ones") {
@@ -62,7 +63,8 @@ TEST_CASE("make_norm builds the module the spec names, with the spec's options")
   auto layer_norm = nn::make_norm("layernorm,eps=0.001", 16);
   CHECK(layer_norm->type_name() == "LayerNorm");
   CHECK(layer_norm->named_parameters().size() == 2);
-  CHECK(all_close(layer_norm->forward(x), nn::layer_norm_composed(x, 1, none, none, 1e-3), 1e-5, 1e-5));
+  CHECK(all_close(layer_norm->forward(x), nn::layer_norm_composed(x, 1, none, none, 1e-3), 1e-5,
+                  1e-5));
 
   auto rms = nn::make_norm("rmsnorm,placement=outside", 16);
   CHECK(rms->type_name() == "RMSNorm");
@@ -74,8 +76,8 @@ TEST_CASE("make_norm builds the module the spec names, with the spec's options")
   auto partial = nn::make_norm("prmsnorm:0.25,rounding=floor,bias=on", 16);
   CHECK(partial->type_name() == "pRMSNorm");
   CHECK(partial->named_parameters().size() == 2);
-  CHECK(all_close(partial->forward(x), nn::partial_rms_norm_composed(x, 1, 4, none, none, 1e-5), 1e-5,
-                  1e-5));
+  CHECK(all_close(partial->forward(x), nn::partial_rms_norm_composed(x, 1, 4, none, none, 1e-5),
+                  1e-5, 1e-5));
 
   auto l2 = nn::make_norm("l2norm", 16);
   CHECK(all_close(l2->forward(x), nn::l2_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
@@ -83,7 +85,8 @@ TEST_CASE("make_norm builds the module the spec names, with the spec's options")
   // The per-channel layout of a CNN: statistics per (sample, channel) over H x W.
   const Tensor maps = randn({2, 3, 4, 5}, generator);
   auto spatial = nn::make_norm("rmsnorm", 3, nn::NormLayout::ChannelMaps);
-  CHECK(all_close(spatial->forward(maps), nn::rms_norm_composed(maps, 2, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(spatial->forward(maps), nn::rms_norm_composed(maps, 2, none, none, 1e-5), 1e-5,
+                  1e-5));
 
   auto batch = nn::make_norm("batchnorm,eps=1e-6", 16);
   CHECK(batch->type_name() == "BatchNorm1d");

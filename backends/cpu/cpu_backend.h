@@ -2,8 +2,8 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm.cpp, indexing.cpp); this header only declares the class. Obtain the instance via
-// cpu_backend().
+// norm.cpp, batch_norm.cpp, indexing.cpp); this header only declares the class. Obtain the
+// instance via cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -53,6 +53,16 @@ class CpuBackend final : public Backend {
   void norm_backward(const NormParams& params, const TensorRef& dx, const TensorRef* dgain,
                      const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
                      const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain) override;
+
+  void batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
+                             const TensorRef& rstd, const TensorRef& x, double eps) override;
+  void batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
+                          const TensorRef& rstd, const TensorRef* gain,
+                          const TensorRef* bias) override;
+  void batch_norm_backward(const TensorRef& dx, const TensorRef* dgain, const TensorRef* dbias,
+                           const TensorRef& dy, const TensorRef& x, const TensorRef& mean,
+                           const TensorRef& rstd, const TensorRef* gain,
+                           bool batch_statistics) override;
 
   void index_select(const TensorRef& out, const TensorRef& in, int dim,
                     const TensorRef& index) override;

@@ -35,26 +35,17 @@
 // other row sums.
 
 #include <algorithm>
-#include <initializer_list>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "core/error.h"
-
-// The row loops are compiled twice, for AVX2 and for baseline x86-64 (SSE2), and the loader
-// picks one for the machine: with SSE2 alone they are limited by instructions, not memory (on
-// rows in cache the AVX2 clone is about twice as fast, forward and backward). flatten inlines
-// the templated row kernels into each clone, so both get the clone's instruction set.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define NORMGRAD_ROW_KERNEL __attribute__((target_clones("avx2", "default"), flatten))
-#else
-#define NORMGRAD_ROW_KERNEL
-#endif
 
 namespace normgrad::backend::cpu {
 

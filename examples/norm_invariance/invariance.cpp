@@ -1,8 +1,8 @@
 #include "invariance.h"
 
-#include <cmath>
-
 #include <normgrad/normgrad.h>
+
+#include <cmath>
 
 namespace invariance {
 
@@ -18,19 +18,19 @@ struct Method {
 // Table 1's rows, in its order. eps = 0 everywhere: the transformations are exact
 // symmetries of the formulas without eps, and a nonzero eps would blur them by ~eps.
 constexpr Method kMethods[] = {
-    {"BatchNorm", "batchnorm,eps=0"},     {"WeightNorm", "weightnorm"},
-    {"LayerNorm", "layernorm,eps=0"},     {"RMSNorm", "rmsnorm,eps=0"},
+    {"BatchNorm", "batchnorm,eps=0"},      {"WeightNorm", "weightnorm"},
+    {"LayerNorm", "layernorm,eps=0"},      {"RMSNorm", "rmsnorm,eps=0"},
     {"pRMSNorm", "prmsnorm:0.0625,eps=0"},
 };
 
 // One draw of everything the experiment needs.
 struct Draw {
-  Tensor weight;          // W (or WeightNorm's v): [units, inputs]
-  Tensor data;            // x: [batch, inputs]
-  Tensor unit_gain;       // WeightNorm's g: [units], positive
-  Tensor shift;           // gamma for the re-centerings: [inputs]
-  Tensor unit_factors;    // delta_i for weight-vector re-scaling: [units, 1], in [0.5, 4)
-  double factor = 3.7;    // delta for the other re-scalings
+  Tensor weight;        // W (or WeightNorm's v): [units, inputs]
+  Tensor data;          // x: [batch, inputs]
+  Tensor unit_gain;     // WeightNorm's g: [units], positive
+  Tensor shift;         // gamma for the re-centerings: [inputs]
+  Tensor unit_factors;  // delta_i for weight-vector re-scaling: [units, 1], in [0.5, 4)
+  double factor = 3.7;  // delta for the other re-scalings
 };
 
 Draw draw(const Settings& settings) {
@@ -50,8 +50,8 @@ Tensor layer(const Method& method, const Tensor& weight, const Tensor& data,
              const Tensor& unit_gain) {
   if (nn::NormSpec::parse(method.spec).reparameterises_weight())
     return matmul(data, nn::weight_norm(weight, unit_gain).t());
-  const auto norm = nn::make_norm(method.spec, weight.size(0), nn::NormLayout::Features,
-                                  DType::Float64);
+  const auto norm =
+      nn::make_norm(method.spec, weight.size(0), nn::NormLayout::Features, DType::Float64);
   norm->train();
   return norm->forward(matmul(data, weight.t()));
 }
@@ -59,11 +59,16 @@ Tensor layer(const Method& method, const Tensor& weight, const Tensor& data,
 // (W', x') for one transformation.
 std::pair<Tensor, Tensor> transform(Transformation transformation, const Draw& d) {
   switch (transformation) {
-    case Transformation::WeightMatrixRescaling: return {d.weight * d.factor, d.data};
-    case Transformation::WeightMatrixRecentering: return {d.weight + d.shift, d.data};
-    case Transformation::WeightVectorRescaling: return {d.weight * d.unit_factors, d.data};
-    case Transformation::DatasetRescaling: return {d.weight, d.data * d.factor};
-    case Transformation::DatasetRecentering: return {d.weight, d.data + d.shift};
+    case Transformation::WeightMatrixRescaling:
+      return {d.weight * d.factor, d.data};
+    case Transformation::WeightMatrixRecentering:
+      return {d.weight + d.shift, d.data};
+    case Transformation::WeightVectorRescaling:
+      return {d.weight * d.unit_factors, d.data};
+    case Transformation::DatasetRescaling:
+      return {d.weight, d.data * d.factor};
+    case Transformation::DatasetRecentering:
+      return {d.weight, d.data + d.shift};
     case Transformation::SingleCaseRescaling: {
       Tensor data = d.data.clone();
       data.narrow(0, 0, 1).mul_(d.factor);
@@ -88,12 +93,18 @@ Tensor weight_gradient(const Method& method, const Tensor& weight, const Tensor&
 
 std::string column_title(Transformation transformation) {
   switch (transformation) {
-    case Transformation::WeightMatrixRescaling: return "weight matrix re-scaling";
-    case Transformation::WeightMatrixRecentering: return "weight matrix re-centering";
-    case Transformation::WeightVectorRescaling: return "weight vector re-scaling";
-    case Transformation::DatasetRescaling: return "dataset re-scaling";
-    case Transformation::DatasetRecentering: return "dataset re-centering";
-    case Transformation::SingleCaseRescaling: return "single training case re-scaling";
+    case Transformation::WeightMatrixRescaling:
+      return "weight matrix re-scaling";
+    case Transformation::WeightMatrixRecentering:
+      return "weight matrix re-centering";
+    case Transformation::WeightVectorRescaling:
+      return "weight vector re-scaling";
+    case Transformation::DatasetRescaling:
+      return "dataset re-scaling";
+    case Transformation::DatasetRecentering:
+      return "dataset re-centering";
+    case Transformation::SingleCaseRescaling:
+      return "single training case re-scaling";
   }
   return "";
 }

@@ -66,7 +66,6 @@ struct GradientScaling {
 };
 
 // For RMSNorm, pRMSNorm and LayerNorm, with L = sum(h * c) for a fixed random c.
-std::vector<GradientScaling> measure_gradient_scaling(double delta,
-                                                      const Settings& settings = {});
+std::vector<GradientScaling> measure_gradient_scaling(double delta, const Settings& settings = {});
 
 }  // namespace invariance

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/error.h"
 
@@ -78,6 +79,35 @@ Tensor weight_norm_composed(const Tensor& v, const Tensor& g, double eps) {
   // Treat v as [out, fan_in] so that every row is one group, and g as a column.
   const Tensor rows = v.reshape({v.size(0), -1});
   return (l2_norm_composed(rows, 1, Tensor(), Tensor(), eps) * g.unsqueeze(1)).reshape(v.shape());
+}
+
+Tensor batch_norm_composed(const Tensor& x, const Tensor& gain, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum, double eps) {
+  NG_CHECK(x.defined() && x.dim() >= 2, "batch_norm", "expects an input [N, C, ...], got ",
+           x.defined() ? x.shape() : Shape{});
+  std::vector<std::int64_t> dims{0};
+  for (std::int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  // [C] operands seen as [1, C, 1, ...], to broadcast against x.
+  Shape channel_view(static_cast<std::size_t>(x.dim()), 1);
+  channel_view[1] = x.size(1);
+  const auto per_channel = [&](const Tensor& t) { return t.defined() ? t.view(channel_view) : t; };
+  if (!training)
+    return affine((x - per_channel(running_mean)) * rsqrt(per_channel(running_var) + eps),
+                  per_channel(gain), per_channel(bias));
+  const Tensor mean = x.mean(dims, true);
+  const Tensor centred = x - mean;
+  const Tensor variance = square(centred).mean(dims, true);
+  if (running_mean.defined()) {
+    NoGradGuard no_grad;
+    double count = 1;  // values per channel
+    for (std::int64_t d : dims) count *= static_cast<double>(x.size(d));
+    Tensor target_mean = running_mean, target_var = running_var;
+    target_mean.mul_(1 - momentum).add_(mean.detach().view({x.size(1)}), momentum);
+    target_var.mul_(1 - momentum)
+        .add_(variance.detach().view({x.size(1)}), momentum * count / (count - 1));
+  }
+  return affine(centred * rsqrt(variance + eps), per_channel(gain), per_channel(bias));
 }
 
 std::int64_t partial_count(std::int64_t n, double p, PartialRounding rounding) {

@@ -12,6 +12,13 @@
 //   L2Norm     y = g a / sqrt(sum(a^2) + eps) + b                    (the Euclidean norm)
 //   WeightNorm w = g v / sqrt(sum(v^2) + eps) per row of v: a weight, not an activation
 // An undefined gain or bias is left out.
+//
+// BatchNorm normalises each channel of x = [N, C, ...] over the batch and the spatial dims:
+//   training    y = g (x - mean) / sqrt(var + eps) + b, mean and population var over dims
+//               {0, 2, 3, ...}; the running estimates, when given, are updated in place
+//               as batch_norm (fused.h) documents
+//   evaluation  y = g (x - running_mean) / sqrt(running_var + eps) + b
+// gain, bias and the running estimates have shape [C].
 
 #include <cstdint>
 
@@ -35,6 +42,10 @@ Tensor l2_norm_composed(const Tensor& x, std::int64_t normalized_dims, const Ten
 
 // v: [out, ...], g: [out]; each row of v (all dims after the first) is one group.
 Tensor weight_norm_composed(const Tensor& v, const Tensor& g, double eps);
+
+Tensor batch_norm_composed(const Tensor& x, const Tensor& gain, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum = 0.1, double eps = 1e-5);
 
 // How many leading values pRMSNorm uses for a group of n: ceil(n p) as in the paper, or
 // floor(n p) as in the paper's code (int(d * p)); at least 1, at most n.

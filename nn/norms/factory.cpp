@@ -98,8 +98,8 @@ NormSpec NormSpec::parse(std::string_view text) {
                "rounding applies to prmsnorm only (\"", spec, "\")");
       result.rounding = value == "ceil" ? PartialRounding::Ceil : PartialRounding::Floor;
     } else if (key == "bias" && (value == "on" || value == "off")) {
-      NG_CHECK(result.normalises_outputs(), "NormSpec", "bias does not apply to '", head,
-               "' (\"", spec, "\")");
+      NG_CHECK(result.normalises_outputs(), "NormSpec", "bias does not apply to '", head, "' (\"",
+               spec, "\")");
       result.bias = value == "on";
     } else {
       NG_CHECK(false, "NormSpec", "unknown option '", option, "' in \"", spec, "\"; ", kValid);
@@ -131,22 +131,24 @@ std::shared_ptr<Norm> make_norm(const NormSpec& spec, std::int64_t features, Nor
     case NormKind::WeightNorm:
       return std::make_shared<Identity>();
     case NormKind::LayerNorm: {
-      LayerNormOptions options{.bias = spec.bias.value_or(true), .per_channel = maps,
-                               .dtype = dtype};
+      LayerNormOptions options{
+          .bias = spec.bias.value_or(true), .per_channel = maps, .dtype = dtype};
       if (spec.eps) options.eps = *spec.eps;
       return std::make_shared<LayerNorm>(Shape{features}, options);
     }
     case NormKind::RMSNorm:
     case NormKind::PartialRMSNorm: {
-      RMSNormOptions options{.placement = spec.placement, .bias = spec.bias.value_or(false),
+      RMSNormOptions options{.placement = spec.placement,
+                             .bias = spec.bias.value_or(false),
                              .partial = spec.kind == NormKind::RMSNorm ? 1.0 : spec.partial,
-                             .rounding = spec.rounding, .per_channel = maps, .dtype = dtype};
+                             .rounding = spec.rounding,
+                             .per_channel = maps,
+                             .dtype = dtype};
       if (spec.eps) options.eps = *spec.eps;
       return std::make_shared<RMSNorm>(Shape{features}, options);
     }
     case NormKind::L2Norm: {
-      L2NormOptions options{.bias = spec.bias.value_or(false), .per_channel = maps,
-                            .dtype = dtype};
+      L2NormOptions options{.bias = spec.bias.value_or(false), .per_channel = maps, .dtype = dtype};
       if (spec.eps) options.eps = *spec.eps;
       return std::make_shared<L2Norm>(Shape{features}, options);
     }

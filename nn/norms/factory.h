@@ -46,9 +46,7 @@ struct NormSpec {
   std::string str() const;  // the canonical spec string; parse(str()) gives the same spec
 
   bool reparameterises_weight() const { return kind == NormKind::WeightNorm; }
-  bool normalises_outputs() const {
-    return kind != NormKind::None && kind != NormKind::WeightNorm;
-  }
+  bool normalises_outputs() const { return kind != NormKind::None && kind != NormKind::WeightNorm; }
 };
 
 // How a layer's outputs are laid out, which decides what one normalised group is.
