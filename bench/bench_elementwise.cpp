@@ -4,11 +4,8 @@
 // Tensors of 4096 x 4096 float32 are 64 MiB, twice the last-level cache of the machine this was
 // written on, so every op streams from memory and its speed is bytes moved per second. Each
 // benchmark reports the bytes it must read plus the bytes it must write (SetBytesProcessed),
-// the same accounting as the ceilings:
-//   memcpy            std::memcpy of 64 MiB into a buffer allocated once: 2 x 64 MiB per copy;
-//   memcpy_2_threads  the same copy split in two halves over the OpenMP threads;
-//   triad             a[i] = b[i] + s c[i] over 16M floats with OpenMP: 3 x 64 MiB, the
-//                     STREAM kernel, whose traffic is the same as add's.
+// the same accounting as the ceilings (memcpy, memcpy over 2 threads and the STREAM triad,
+// in bench_common.h; add's traffic is the triad's).
 // normgrad's ops allocate their output inside the timed loop, because a user pays for that on
 // every call. Two references separate that cost from the op's own: memcpy_fresh_destination
 // copies into a plain aligned_alloc buffer allocated and freed on every iteration (glibc serves
@@ -16,8 +13,6 @@
 // no allocation at all. softmax runs on [4096, 1024] (16 MiB in, 16 MiB out), so input and
 // output together are about the size of the last-level cache.
 // Wall time throughout, since the work is threaded; sizing runs serve as warm-up.
-
-#include <omp.h>
 
 #include <cstdint>
 #include <cstring>
@@ -31,6 +26,8 @@ namespace {
 using normgrad::Tensor;
 using normgrad::bench::aligned_buffer;
 using normgrad::bench::Buffer;
+using normgrad::bench::set_bytes;
+using normgrad::bench::touched_buffer;
 
 constexpr std::int64_t rows = 4096, columns = 4096;
 constexpr std::int64_t elements = rows * columns;  // 16M floats, 64 MiB
@@ -40,50 +37,7 @@ constexpr std::int64_t softmax_rows = 4096, softmax_columns = 1024;
 constexpr std::int64_t softmax_bytes =
     softmax_rows * softmax_columns * static_cast<std::int64_t>(sizeof(float));
 
-// A buffer of `count` floats, written once (by both threads) so its pages are resident.
-Buffer touched_buffer(std::int64_t count, float value) {
-  Buffer buffer = aligned_buffer(count);
-  float* data = buffer.get();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) data[i] = value;
-  return buffer;
-}
-
-void set_bytes(benchmark::State& state, std::int64_t bytes_per_iteration) {
-  state.SetBytesProcessed(state.iterations() * bytes_per_iteration);
-}
-
-// ---- ceilings ---------------------------------------------------------------------------------
-
-void memcpy_one_thread(benchmark::State& state) {
-  const Buffer source = touched_buffer(elements, 1.0f),
-               destination = touched_buffer(elements, 0.0f);
-  for (auto _ : state) {
-    std::memcpy(destination.get(), source.get(), tensor_bytes);
-    benchmark::DoNotOptimize(destination.get());
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, 2 * tensor_bytes);
-}
-
-void memcpy_two_threads(benchmark::State& state) {
-  const Buffer source = touched_buffer(elements, 1.0f),
-               destination = touched_buffer(elements, 0.0f);
-  for (auto _ : state) {
-#pragma omp parallel
-    {
-      const std::int64_t team = omp_get_num_threads(), thread = omp_get_thread_num();
-      const std::int64_t begin = elements * thread / team / 16 * 16;
-      const std::int64_t end =
-          thread + 1 == team ? elements : elements * (thread + 1) / team / 16 * 16;
-      std::memcpy(destination.get() + begin, source.get() + begin,
-                  static_cast<std::size_t>(end - begin) * sizeof(float));
-    }
-    benchmark::DoNotOptimize(destination.get());
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, 2 * tensor_bytes);
-}
+// ---- references ------------------------------------------------------------------------------
 
 void memcpy_fresh_destination(benchmark::State& state) {
   const Buffer source = touched_buffer(elements, 1.0f);
@@ -94,22 +48,6 @@ void memcpy_fresh_destination(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_bytes(state, 2 * tensor_bytes);
-}
-
-void triad(benchmark::State& state) {
-  const Buffer a = touched_buffer(elements, 0.0f), b = touched_buffer(elements, 1.0f),
-               c = touched_buffer(elements, 2.0f);
-  float* out = a.get();
-  const float* x = b.get();
-  const float* y = c.get();
-  const float scale = 3.0f;
-  for (auto _ : state) {
-#pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < elements; ++i) out[i] = x[i] + scale * y[i];
-    benchmark::DoNotOptimize(out);
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, 3 * tensor_bytes);
 }
 
 // ---- normgrad ---------------------------------------------------------------------------------
@@ -143,9 +81,7 @@ void register_benchmarks() {
   const auto add_op = [&](const char* name, std::int64_t bytes, auto setup, auto op) {
     add(name, [=](benchmark::State& state) { normgrad_op(state, bytes, setup, op); });
   };
-  add("memcpy/64MiB", memcpy_one_thread);
-  add("memcpy_2_threads/64MiB", memcpy_two_threads);
-  add("triad/16M", triad);
+  normgrad::bench::register_bandwidth_ceilings();
   add("memcpy_fresh_destination/64MiB", memcpy_fresh_destination);
 
   // add reads a and b and writes the sum; add_ writes the sum over a.

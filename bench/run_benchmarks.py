@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Runs normgrad's benchmark programs and writes the results table into bench/RESULTS.md.
+"""Runs normgrad's benchmark programs and writes the results tables into bench/RESULTS.md.
 
 Usage: python3 bench/run_benchmarks.py BUILD_DIR   (a Release build, e.g. build/bench-rel)
+       python3 bench/run_benchmarks.py BUILD_DIR --only bench_norms   (the normalisers alone)
 
 Each program runs with 5 repetitions in random interleaved order, and only the medians are
 kept. Every normgrad result is compared with a ceiling measured in the same run: raw
-cblas_sgemm for matmul, memcpy (and the STREAM triad) for the memory-bound ops. The goals are
-checked against those ratios and shown as pass/fail columns. Python 3 standard library only.
+cblas_sgemm for matmul, memcpy (and the STREAM triad) for the memory-bound ops and the
+normalisers. When PyTorch imports, bench_norms_torch.py times PyTorch's normalisers beside
+bench_norms. The goals are checked against those ratios and shown as pass/fail columns.
+RESULTS.md has two sections, each between its own markers: the first three programs', and the
+normalisers' (norm_results.py), so that either can be measured again alone. Python 3 standard
+library only (PyTorch only inside bench_norms_torch.py).
 """
 
 import argparse
@@ -20,7 +25,14 @@ import subprocess
 import sys
 import time
 
-PROGRAMS = ("bench_matmul", "bench_elementwise", "bench_overhead")
+from norm_results import norm_section
+from report_helpers import format_median, medians, seconds, verdict
+
+MAIN_PROGRAMS = ("bench_matmul", "bench_elementwise", "bench_overhead")
+NORM_PROGRAM = "bench_norms"
+PROGRAMS = (*MAIN_PROGRAMS, NORM_PROGRAM)
+TORCH_SCRIPT = pathlib.Path(__file__).resolve().parent / "bench_norms_torch.py"
+TORCH_REPORT = "bench_norms_torch"
 BENCHMARK_FLAGS = (
     "--benchmark_format=json",
     "--benchmark_repetitions=5",
@@ -29,6 +41,9 @@ BENCHMARK_FLAGS = (
     # a shared machine hits a baseline and the ops it is compared with alike.
     "--benchmark_enable_random_interleaving=true",
 )
+# --quick: a check that the pipeline works, not a measurement (the later flags win).
+QUICK_FLAGS = ("--benchmark_repetitions=2", "--benchmark_min_time=0.1")
+QUICK_TORCH_FLAGS = ("--repetitions", "2", "--min-time", "0.1")
 THREADS = "2"
 # On a shared machine, each program waits for the CPU to be idle, and is run again (at most
 # MAX_ATTEMPTS times in all) when other processes took more than this share of the CPU time
@@ -39,6 +54,8 @@ IDLE_WAIT_SECONDS = 600
 
 BEGIN_MARKER = "<!-- results:begin -->"
 END_MARKER = "<!-- results:end -->"
+NORMS_BEGIN_MARKER = "<!-- norms:begin -->"
+NORMS_END_MARKER = "<!-- norms:end -->"
 
 # Goals. Matmul: time over raw sgemm at most 5% above it for n >= 512. Memory-bound ops:
 # bytes per second (read + write) as a fraction of memcpy's.
@@ -101,83 +118,73 @@ def wait_until_idle():
         time.sleep(8.0)
 
 
-def run_once(executable, environment):
-    """Runs a program; returns its JSON output and the share of the machine's CPU time that
+def run_once(command, environment):
+    """Runs a command; returns its JSON output and the share of the machine's CPU time that
     went to other processes meanwhile (0 on an otherwise idle machine)."""
     busy_before, own_before, start = busy_seconds(), children_seconds(), time.monotonic()
-    completed = subprocess.run([str(executable), *BENCHMARK_FLAGS], env=environment,
+    completed = subprocess.run([str(part) for part in command], env=environment,
                                stdout=subprocess.PIPE, check=True)
     wall = time.monotonic() - start
     foreign = (busy_seconds() - busy_before) - (children_seconds() - own_before)
     return completed.stdout, max(foreign, 0.0) / (wall * (os.cpu_count() or 1))
 
 
-def run_program(build_dir, program):
-    """Runs one benchmark program; returns its JSON report (also saved beside the binary).
-    A run during which other processes took a noticeable share of the CPU is repeated, up to
-    MAX_ATTEMPTS times, and the quietest attempt is kept; its share is recorded in the report."""
-    executable = build_dir / "bench" / program
-    if not executable.exists():
-        sys.exit(f"{executable} not found: build with "
-                 f"cmake --build {build_dir} (NORMGRAD_BUILD_BENCH=ON, a Release build)")
+def run_measured(name, command, quick):
+    """Runs a benchmark command with OMP_NUM_THREADS=THREADS; returns its JSON report. A run
+    during which other processes took a noticeable share of the CPU is repeated, up to
+    MAX_ATTEMPTS times, and the quietest attempt is kept; its share is recorded in the report.
+    A quick run neither waits nor repeats."""
     environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
     best = None
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        wait_until_idle()
-        print(f"running {program} (attempt {attempt}) ...", file=sys.stderr, flush=True)
-        output, foreign_share = run_once(executable, environment)
+    attempts = 1 if quick else MAX_ATTEMPTS
+    for attempt in range(1, attempts + 1):
+        if not quick:
+            wait_until_idle()
+        print(f"running {name} (attempt {attempt}) ...", file=sys.stderr, flush=True)
+        output, foreign_share = run_once(command, environment)
         if best is None or foreign_share < best[1]:
             best = (output, foreign_share)
         if foreign_share <= MAX_FOREIGN_SHARE:
             break
-        print(f"  other processes used {foreign_share:.0%} of the CPU meanwhile; repeating",
-              file=sys.stderr, flush=True)
+        print(f"  other processes used {foreign_share:.0%} of the CPU meanwhile"
+              + ("; repeating" if attempt < attempts else ""), file=sys.stderr, flush=True)
     output, foreign_share = best
     report = json.loads(output)
     report["foreign_cpu_share"] = foreign_share
+    report["quick"] = quick
+    return report
+
+
+def run_program(build_dir, program, quick):
+    """Runs one benchmark program; returns its JSON report (also saved beside the binary)."""
+    executable = build_dir / "bench" / program
+    if not executable.exists():
+        sys.exit(f"{executable} not found: build with "
+                 f"cmake --build {build_dir} (NORMGRAD_BUILD_BENCH=ON, a Release build)")
+    report = run_measured(program, [executable, *BENCHMARK_FLAGS, *(QUICK_FLAGS if quick else ())], quick)
     report_path(build_dir, program).write_text(json.dumps(report, indent=1))
+    return report
+
+
+def torch_available():
+    return subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def run_torch(build_dir, quick):
+    """Runs bench_norms_torch.py when PyTorch imports; returns its report (saved beside the
+    programs' reports), or None."""
+    if not torch_available():
+        print("PyTorch does not import: the norm tables leave out the comparison with it",
+              file=sys.stderr)
+        return None
+    report = run_measured(TORCH_SCRIPT.name, [sys.executable, TORCH_SCRIPT, *(QUICK_TORCH_FLAGS if quick else ())],
+                          quick)
+    report_path(build_dir, TORCH_REPORT).write_text(json.dumps(report, indent=1))
     return report
 
 
 def report_path(build_dir, program):
     return build_dir / "bench" / f"{program}.json"
-
-
-def medians(report):
-    """Maps "name/size" to the median aggregate of that benchmark, in registration order
-    (random interleaving shuffles the order of the report). Each entry gains "spread": the
-    coefficient of variation of the repetitions' times."""
-    spreads = {entry["run_name"]: entry["real_time"] for entry in report["benchmarks"]
-               if entry.get("aggregate_name") == "cv"}
-    entries = sorted((entry for entry in report["benchmarks"] if entry.get("aggregate_name") == "median"),
-                     key=lambda entry: entry["family_index"])
-    return {entry["run_name"].removesuffix("/real_time"): dict(entry, spread=spreads.get(entry["run_name"]))
-            for entry in entries}
-
-
-UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
-def seconds(entry):
-    return entry["real_time"] * UNIT_SECONDS[entry["time_unit"]]
-
-
-def format_median(entry):
-    """The median time, with the repetitions' coefficient of variation beside it."""
-    text = format_time(seconds(entry))
-    return text if entry.get("spread") is None else f"{text} ±{entry['spread']:.0%}"
-
-
-def format_time(value):
-    if value < 1e-6:
-        return f"{value * 1e9:.0f} ns"
-    if value < 1e-3:
-        return f"{value * 1e6:.2f} µs"
-    return f"{value * 1e3:.2f} ms"
-
-
-def verdict(passed):
-    return "pass" if passed else "**FAIL**"
 
 
 def split_name(name):
@@ -302,25 +309,35 @@ def measured_at(context):
         return "unknown"
 
 
-def machine_lines(reports):
-    context = reports["bench_matmul"]["context"]
+def machine_lines(reports, first):
+    """Date, machine and sources of a run of `reports` (name -> report, None for one that did
+    not run); `first` names the report that gives the date and the machine's description."""
+    context = reports[first]["context"]
     l3 = [cache["size"] for cache in context.get("caches", []) if cache.get("level") == 3]
-    foreign = ", ".join(f"{program} {report['foreign_cpu_share']:.1%}" for program, report in reports.items())
-    return [
+    ran = {name: report for name, report in reports.items() if report is not None}
+    foreign = ", ".join(f"{name} {report['foreign_cpu_share']:.1%}" for name, report in ran.items())
+    lines = [
         f"- Date: {measured_at(context)}",
         f"- CPU: {cpu_model()}, {os.cpu_count()} cores at {context.get('mhz_per_cpu', '?')} MHz"
         + (f", L3 {l3[0] // (1 << 20)} MiB" if l3 else ""),
-        f"- BLAS: {context.get('openblas', 'unknown').strip()}",
+    ]
+    if "openblas" in context:
+        lines.append(f"- BLAS: {context['openblas'].strip()}")
+    lines += [
         f"- Threads: OMP_NUM_THREADS={THREADS} (normgrad's loops and OpenBLAS alike)",
         f"- CPU time taken by other processes while each program ran: {foreign}",
         f"- Kernel: {platform.release()}; Python {platform.python_version()}",
-        f"- Library sources: {reports['bench_matmul'].get('sources', 'unknown')}",
+        f"- Library sources: {reports[first].get('sources', 'unknown')}",
     ]
+    if any(report.get("quick") for report in ran.values()):
+        lines.append("- **Quick run** (`--quick`: 2 short repetitions, no waiting for an idle CPU): a check "
+                     "of the pipeline, not a measurement")
+    return lines
 
 
 def results_section(reports, build_dir):
     lines = [BEGIN_MARKER, "", "## Machine", ""]
-    lines += machine_lines(reports)
+    lines += machine_lines({program: reports[program] for program in MAIN_PROGRAMS}, "bench_matmul")
     lines += ["", "Times are medians of 5 repetitions; ±x% beside one is the coefficient of variation of the "
               "5 (on a shared virtual machine, memory bandwidth in particular varies from run to run). "
               "Rates and ratios are computed from the medians.",
@@ -338,14 +355,27 @@ def results_section(reports, build_dir):
         "-DCMAKE_BUILD_TYPE=Release -DNORMGRAD_BUILD_TESTS=OFF -DNORMGRAD_BUILD_EXAMPLES=OFF`), "
         "build it (`cmake --build build/bench-rel`), make sure nothing else is using the CPU, and "
         f"run `python3 bench/run_benchmarks.py {build_dir}` from the repository root. The script "
-        f"runs the three programs with OMP_NUM_THREADS={THREADS}, "
+        f"runs the four programs (and bench_norms_torch.py when PyTorch imports) with OMP_NUM_THREADS={THREADS}, "
         + " ".join(f"`{flag}`" for flag in BENCHMARK_FLAGS)
-        + ", keeps the medians, prints this section and rewrites it here between the markers; "
-        "the raw JSON reports are left in the build's bench/ folder. Every ratio compares numbers "
+        + ", keeps the medians, prints this section and the normalisers' and rewrites each between its "
+        "markers; the raw JSON reports are left in the build's bench/ folder. `--only bench_norms` "
+        "measures and rewrites the normalisers' section alone. Every ratio compares numbers "
         "from the same run, so they travel between machines better than the absolute times.",
         "",
         END_MARKER,
     ]
+    return "\n".join(lines) + "\n"
+
+
+def norms_section(norm_report, torch_report, build_dir):
+    reports = {NORM_PROGRAM: norm_report, TORCH_REPORT: torch_report}
+    run_lines = machine_lines(reports, NORM_PROGRAM)
+    torch_line = (f"- PyTorch: {torch_report['torch_version']}, torch.set_num_threads({torch_report['threads']})"
+                  if torch_report is not None else "- PyTorch: not run (it does not import, or --no-torch)")
+    lines = [NORMS_BEGIN_MARKER, ""]
+    lines += norm_section(norm_report, torch_report, run_lines + [torch_line])
+    lines += ["", f"Measured with `python3 bench/run_benchmarks.py {build_dir}`, alone with `--only "
+              f"{NORM_PROGRAM}`; the same flags as above.", "", NORMS_END_MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -358,13 +388,15 @@ below is rewritten by `bench/run_benchmarks.py`.
 """
 
 
-def write_results(path, section):
-    text = path.read_text() if path.exists() else HEADER + BEGIN_MARKER + "\n" + END_MARKER + "\n"
-    begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+def write_section(path, section, begin_marker, end_marker):
+    """Replaces the text between the markers with `section` (which carries the markers), or
+    appends it when the file has no such markers yet."""
+    text = path.read_text() if path.exists() else HEADER
+    begin, end = text.find(begin_marker), text.find(end_marker)
     if begin < 0 or end < begin:
-        text = text.rstrip("\n") + "\n\n" + BEGIN_MARKER + "\n" + END_MARKER + "\n"
-        begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
-    after = text[end + len(END_MARKER):].lstrip("\n")
+        text = text.rstrip("\n") + "\n\n" + begin_marker + "\n" + end_marker + "\n"
+        begin, end = text.find(begin_marker), text.find(end_marker)
+    after = text[end + len(end_marker):].lstrip("\n")
     text = text[:begin] + section + ("\n" + after if after else "")
     path.write_text(text)
 
@@ -375,23 +407,44 @@ def main():
     parser.add_argument("--results", type=pathlib.Path,
                         default=pathlib.Path(__file__).resolve().parent / "RESULTS.md",
                         help="the markdown file to update (default: bench/RESULTS.md)")
-    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--no-write", action="store_true", help="print the tables only")
     parser.add_argument("--from-saved", action="store_true",
                         help="do not run anything: use the JSON reports the last run left in BUILD_DIR/bench")
+    parser.add_argument("--only", choices=[NORM_PROGRAM],
+                        help="run only this program (and its PyTorch counterpart) and rewrite only its "
+                             "section of the results, keeping the others")
+    parser.add_argument("--no-torch", action="store_true", help="leave out the comparison with PyTorch")
+    parser.add_argument("--quick", action="store_true",
+                        help="check the pipeline: 2 short repetitions, no waiting for an idle CPU")
     arguments = parser.parse_args()
+    build_dir = arguments.build_dir
+    programs = PROGRAMS if arguments.only is None else (arguments.only,)
+
+    def saved(name):
+        return json.loads(report_path(build_dir, name).read_text())
 
     if arguments.from_saved:
-        reports = {program: json.loads(report_path(arguments.build_dir, program).read_text())
-                   for program in PROGRAMS}
+        reports = {program: saved(program) for program in programs}
+        torch_saved = report_path(build_dir, TORCH_REPORT).exists() and not arguments.no_torch
+        torch_report = saved(TORCH_REPORT) if torch_saved else None
     else:
-        sources = source_version(arguments.build_dir)
-        reports = {program: run_program(arguments.build_dir, program) for program in PROGRAMS}
-        reports["bench_matmul"]["sources"] = sources
-        report_path(arguments.build_dir, "bench_matmul").write_text(json.dumps(reports["bench_matmul"], indent=1))
-    section = results_section(reports, arguments.build_dir)
-    print(section)
+        sources = source_version(build_dir)
+        reports = {program: run_program(build_dir, program, arguments.quick) for program in programs}
+        torch_report = None if arguments.no_torch else run_torch(build_dir, arguments.quick)
+        for program, report in reports.items():
+            report["sources"] = sources
+            report_path(build_dir, program).write_text(json.dumps(report, indent=1))
+
+    sections = []
+    if all(program in reports for program in MAIN_PROGRAMS):
+        sections.append((results_section(reports, build_dir), BEGIN_MARKER, END_MARKER))
+    sections.append((norms_section(reports[NORM_PROGRAM], torch_report, build_dir), NORMS_BEGIN_MARKER,
+                     NORMS_END_MARKER))
+    for section, begin_marker, end_marker in sections:
+        print(section)
+        if not arguments.no_write:
+            write_section(arguments.results, section, begin_marker, end_marker)
     if not arguments.no_write:
-        write_results(arguments.results, section)
         print(f"updated {arguments.results}", file=sys.stderr)
 
 

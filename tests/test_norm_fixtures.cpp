@@ -1,0 +1,280 @@
+// The normalisers against golden values computed independently with PyTorch in float64
+// (fixtures/generate_norms.py writes fixtures/norms.json): outputs and the gradients for x,
+// gain and bias of sum(y * dy), through the public modules (the fused kernels) and through the
+// composed twins. Agreement is asked to about 1e-10 relative: both sides compute in float64,
+// so anything looser would hide a wrong formula behind rounding.
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using nlohmann::json;
+
+namespace {
+
+constexpr double rtol = 1e-10;
+// Values that are zero up to rounding on one side (LayerNorm's dgain when n = 1) need a floor.
+constexpr double atol = 1e-12;
+
+const json& fixture() {
+  static const json parsed = [] {
+    std::ifstream file(std::string(NORMGRAD_FIXTURES_DIR) + "/norms.json");
+    REQUIRE(file.good());
+    return json::parse(file);
+  }();
+  return parsed;
+}
+
+Tensor tensor(const json& values, const Shape& shape) {
+  return from_vector(values.get<std::vector<double>>(), shape);
+}
+
+// Checks `actual` against the fixture's `key`, naming the key when it fails.
+void check_close(const Tensor& actual, const json& c, const char* key) {
+  INFO("fixture key: " << key);
+  REQUIRE(actual.defined());
+  CHECK(actual.dtype() == DType::Float64);
+  CHECK(testing::all_close(actual, c[key].get<std::vector<double>>(), rtol, atol));
+}
+
+nn::EpsPlacement placement(const json& c) {
+  return c["placement"] == "outside" ? nn::EpsPlacement::OutsideSqrt : nn::EpsPlacement::InsideSqrt;
+}
+
+nn::PartialRounding rounding(const json& c) {
+  return c["rounding"] == "floor" ? nn::PartialRounding::Floor : nn::PartialRounding::Ceil;
+}
+
+Shape affine_shape(const json& c) {
+  return c["per_channel"].get<bool>() ? Shape{c["x_shape"][1].get<std::int64_t>()}
+                                      : c["normalized_shape"].get<Shape>();
+}
+
+using Forward = std::function<Tensor(const Tensor& x)>;
+
+// Runs `forward` on the fixture's x, backpropagates its dy, and checks y, dx and the gradients
+// that reach `gain` and `bias` (the leaves the forward uses; undefined when the case has none).
+void check_against_fixture(const json& c, const Forward& forward, const Tensor& gain,
+                           const Tensor& bias) {
+  const Shape x_shape = c["x_shape"].get<Shape>();
+  const Tensor x = tensor(c["x"], x_shape).requires_grad_();
+  const Tensor y = forward(x);
+  CHECK(y.shape() == x_shape);
+  y.backward(tensor(c["dy"], x_shape));
+  check_close(y, c, "y");
+  check_close(x.grad(), c, "dx");
+  REQUIRE(gain.defined() == c.contains("gain"));
+  REQUIRE(bias.defined() == c.contains("bias"));
+  if (gain.defined()) check_close(gain.grad(), c, "dgain");
+  if (bias.defined()) check_close(bias.grad(), c, "dbias");
+}
+
+// The module the case describes, with the fixture's gain and bias copied into its parameters.
+std::pair<std::shared_ptr<nn::AffineNorm>, Forward> build_module(const json& c) {
+  const Shape shape = c["normalized_shape"].get<Shape>();
+  const auto eps = c["eps"].get<double>();
+  const bool gain = c.contains("gain"), bias = c.contains("bias");
+  const auto per_channel = c["per_channel"].get<bool>();
+  std::shared_ptr<nn::AffineNorm> module;
+  Forward forward;
+  if (c["kind"] == "layer_norm") {
+    auto norm =
+        std::make_shared<nn::LayerNorm>(shape, nn::LayerNormOptions{.eps = eps,
+                                                                    .gain = gain,
+                                                                    .bias = bias,
+                                                                    .per_channel = per_channel,
+                                                                    .dtype = DType::Float64});
+    module = norm;
+    forward = [norm](const Tensor& x) { return norm->forward(x); };
+  } else if (c["kind"] == "l2_norm") {
+    auto norm = std::make_shared<nn::L2Norm>(shape, nn::L2NormOptions{.eps = eps,
+                                                                      .gain = gain,
+                                                                      .bias = bias,
+                                                                      .per_channel = per_channel,
+                                                                      .dtype = DType::Float64});
+    module = norm;
+    forward = [norm](const Tensor& x) { return norm->forward(x); };
+  } else {
+    REQUIRE(c["kind"] == "rms_norm");
+    nn::RMSNormOptions options{.eps = eps,
+                               .placement = placement(c),
+                               .gain = gain,
+                               .bias = bias,
+                               .per_channel = per_channel,
+                               .dtype = DType::Float64};
+    if (c.contains("partial")) {
+      options.partial = c["partial"].get<double>();
+      options.rounding = rounding(c);
+    }
+    auto norm = std::make_shared<nn::RMSNorm>(shape, options);
+    module = norm;
+    forward = [norm](const Tensor& x) { return norm->forward(x); };
+  }
+  NoGradGuard no_grad;
+  if (module->gain.defined()) module->gain.copy_(tensor(c["gain"], module->gain.shape()));
+  if (module->bias.defined()) module->bias.copy_(tensor(c["bias"], module->bias.shape()));
+  return {module, forward};
+}
+
+// Calls `body` for each feature-form and per-channel case of the given kind; returns the count.
+int for_each_case(const std::string& kind, const std::function<void(const json&)>& body) {
+  int count = 0;
+  for (const json& c : fixture()["norms"]) {
+    if (c["kind"] != kind) continue;
+    CAPTURE(c["name"].get<std::string>());
+    body(c);
+    ++count;
+  }
+  return count;
+}
+
+void check_module(const json& c) {
+  const auto [module, forward] = build_module(c);
+  check_against_fixture(c, forward, module->gain, module->bias);
+}
+
+// The composed twin, on fresh leaves holding the fixture's gain and bias.
+void check_composed(const json& c) {
+  const Shape affine = affine_shape(c);
+  const Tensor gain = c.contains("gain") ? tensor(c["gain"], affine).requires_grad_() : Tensor();
+  const Tensor bias = c.contains("bias") ? tensor(c["bias"], affine).requires_grad_() : Tensor();
+  const auto per_channel = c["per_channel"].get<bool>();
+  const auto dims = per_channel ? 2 : static_cast<std::int64_t>(c["normalized_shape"].size());
+  const auto eps = c["eps"].get<double>();
+  const auto kind = c["kind"].get<std::string>();
+  const Forward forward = [&](const Tensor& x) {
+    // Per channel, gain and bias [C] broadcast over the H x W of each map.
+    const auto broadcast = [&](const Tensor& t) {
+      return t.defined() && per_channel ? t.view({-1, 1, 1}) : t;
+    };
+    const Tensor g = broadcast(gain), b = broadcast(bias);
+    if (kind == "layer_norm") return nn::layer_norm_composed(x, dims, g, b, eps);
+    if (kind == "l2_norm") return nn::l2_norm_composed(x, dims, g, b, eps);
+    if (c.contains("k"))
+      return nn::partial_rms_norm_composed(x, dims, c["k"].get<std::int64_t>(), g, b, eps,
+                                           placement(c));
+    return nn::rms_norm_composed(x, dims, g, b, eps, placement(c));
+  };
+  check_against_fixture(c, forward, gain, bias);
+}
+
+}  // namespace
+
+TEST_CASE("the norm fixture was written in float64 by PyTorch") {
+  CHECK(fixture()["dtype"] == "float64");
+  CHECK_FALSE(fixture()["torch_version"].get<std::string>().empty());
+}
+
+TEST_CASE("LayerNorm matches PyTorch: outputs and gradients for x, gain and bias") {
+  // n = 1, 7, 33, no affine, 3-d inputs with 1-d and 2-d groups, and the per-channel form.
+  CHECK(for_each_case("layer_norm", check_module) >= 7);
+}
+
+TEST_CASE("RMSNorm and pRMSNorm match PyTorch, eps inside and outside the square root") {
+  CHECK(for_each_case("rms_norm", check_module) >= 20);
+}
+
+TEST_CASE("pRMSNorm takes k = ceil(n p) or floor(n p) values, at least 1, as the fixture does") {
+  int partial_cases = 0;
+  for_each_case("rms_norm", [&](const json& c) {
+    if (!c.contains("k")) return;
+    const Shape x_shape = c["x_shape"].get<Shape>();
+    const std::size_t group_rank = c["per_channel"].get<bool>() ? 2 : c["normalized_shape"].size();
+    std::int64_t n = 1;
+    for (std::size_t d = x_shape.size() - group_rank; d < x_shape.size(); ++d) n *= x_shape[d];
+    CHECK(nn::partial_count(n, c["partial"].get<double>(), rounding(c)) ==
+          c["k"].get<std::int64_t>());
+    ++partial_cases;
+  });
+  CHECK(partial_cases >= 8);
+}
+
+TEST_CASE("L2Norm matches PyTorch") { CHECK(for_each_case("l2_norm", check_module) >= 5); }
+
+TEST_CASE("the composed twins match PyTorch too") {
+  int count = 0;
+  for (const char* kind : {"layer_norm", "rms_norm", "l2_norm"})
+    count += for_each_case(kind, check_composed);
+  CHECK(count == static_cast<int>(fixture()["norms"].size()));
+}
+
+// ---- BatchNorm and WeightNorm ------------------------------------------------------------------
+// No modules for these yet: until they land, the fixture's cases are checked against the two
+// written with primitive ops, which also holds autograd's reductions and matmul to PyTorch. The
+// module tests take the same cases (keys: see fixtures/generate_norms.py).
+
+TEST_CASE("BatchNorm written with primitive ops matches PyTorch, train and eval") {
+  const json& cases = fixture()["batch_norm"];
+  REQUIRE(cases.size() >= 4);
+  for (const json& c : cases) {
+    CAPTURE(c["name"].get<std::string>());
+    const Shape x_shape = c["x_shape"].get<Shape>();
+    const auto channels = c["channels"].get<std::int64_t>();
+    const auto eps = c["eps"].get<double>(), momentum = c["momentum"].get<double>();
+    // Statistics per channel, over the batch and every dim after the channel's.
+    std::vector<std::int64_t> dims{0};
+    Shape per_channel{channels};
+    for (std::size_t d = 2; d < x_shape.size(); ++d) {
+      dims.push_back(static_cast<std::int64_t>(d));
+      per_channel.push_back(1);
+    }
+    const Tensor gain = tensor(c["gain"], {channels}).requires_grad_();
+    const Tensor bias = tensor(c["bias"], {channels}).requires_grad_();
+    const Tensor running_mean = tensor(c["running_mean"], {channels});
+    const Tensor running_var = tensor(c["running_var"], {channels});
+    const Tensor x = tensor(c["x"], x_shape).requires_grad_();
+    Tensor mean = running_mean.view(per_channel), variance = running_var.view(per_channel);
+    if (c["train"].get<bool>()) {
+      mean = x.mean(dims, true);
+      variance = x.var(dims, true);
+      // The running variance is updated with the unbiased batch variance.
+      const Tensor unbiased = x.var(dims, false, true).detach();
+      check_close(running_mean * (1 - momentum) + mean.detach().view({channels}) * momentum, c,
+                  "running_mean_after");
+      check_close(running_var * (1 - momentum) + unbiased * momentum, c, "running_var_after");
+    } else {
+      check_close(running_mean, c, "running_mean_after");
+      check_close(running_var, c, "running_var_after");
+    }
+    const Tensor y =
+        (x - mean) * rsqrt(variance + eps) * gain.view(per_channel) + bias.view(per_channel);
+    y.backward(tensor(c["dy"], x_shape));
+    check_close(y, c, "y");
+    check_close(x.grad(), c, "dx");
+    check_close(gain.grad(), c, "dgain");
+    check_close(bias.grad(), c, "dbias");
+  }
+}
+
+TEST_CASE("a weight-normalised Linear written with primitive ops matches PyTorch") {
+  const json& cases = fixture()["weight_norm"];
+  REQUIRE_FALSE(cases.empty());
+  for (const json& c : cases) {
+    CAPTURE(c["name"].get<std::string>());
+    const auto in = c["in_features"].get<std::int64_t>(),
+               out = c["out_features"].get<std::int64_t>();
+    const Shape x_shape = c["x_shape"].get<Shape>();
+    const Tensor x = tensor(c["x"], x_shape).requires_grad_();
+    const Tensor g = tensor(c["g"], {out}).requires_grad_();
+    const Tensor v = tensor(c["v"], {out, in}).requires_grad_();
+    const Tensor bias = tensor(c["bias"], {out}).requires_grad_();
+    // w = g v / ||v||, one norm per output row.
+    const Tensor weight = g.view({out, 1}) * v * rsqrt(square(v).sum({1}, true));
+    const Tensor y = matmul(x, weight.t()) + bias;
+    Shape y_shape = x_shape;
+    y_shape.back() = out;
+    REQUIRE(y.shape() == y_shape);
+    y.backward(tensor(c["dy"], y_shape));
+    check_close(weight, c, "weight");
+    check_close(y, c, "y");
+    check_close(x.grad(), c, "dx");
+    check_close(g.grad(), c, "dg");
+    check_close(v.grad(), c, "dv");
+    check_close(bias.grad(), c, "dbias");
+  }
+}
