@@ -204,54 +204,43 @@ TEST_CASE("the composed twins match PyTorch too") {
 }
 
 // ---- BatchNorm and WeightNorm ------------------------------------------------------------------
-// No modules for these yet: until they land, the fixture's cases are checked against the two
-// written with primitive ops, which also holds autograd's reductions and matmul to PyTorch. The
-// module tests take the same cases (keys: see fixtures/generate_norms.py).
 
-TEST_CASE("BatchNorm written with primitive ops matches PyTorch, train and eval") {
+TEST_CASE("BatchNorm1d and BatchNorm2d match PyTorch: train and eval, running estimates too") {
   const json& cases = fixture()["batch_norm"];
   REQUIRE(cases.size() >= 4);
   for (const json& c : cases) {
     CAPTURE(c["name"].get<std::string>());
     const Shape x_shape = c["x_shape"].get<Shape>();
     const auto channels = c["channels"].get<std::int64_t>();
-    const auto eps = c["eps"].get<double>(), momentum = c["momentum"].get<double>();
-    // Statistics per channel, over the batch and every dim after the channel's.
-    std::vector<std::int64_t> dims{0};
-    Shape per_channel{channels};
-    for (std::size_t d = 2; d < x_shape.size(); ++d) {
-      dims.push_back(static_cast<std::int64_t>(d));
-      per_channel.push_back(1);
+    const nn::BatchNormOptions options{.eps = c["eps"].get<double>(),
+                                       .momentum = c["momentum"].get<double>(),
+                                       .dtype = DType::Float64};
+    std::unique_ptr<nn::BatchNorm> norm;
+    if (x_shape.size() == 4)
+      norm = std::make_unique<nn::BatchNorm2d>(channels, options);
+    else
+      norm = std::make_unique<nn::BatchNorm1d>(channels, options);
+    {
+      NoGradGuard no_grad;
+      norm->gain.copy_(tensor(c["gain"], {channels}));
+      norm->bias.copy_(tensor(c["bias"], {channels}));
+      norm->running_mean.copy_(tensor(c["running_mean"], {channels}));
+      norm->running_var.copy_(tensor(c["running_var"], {channels}));
     }
-    const Tensor gain = tensor(c["gain"], {channels}).requires_grad_();
-    const Tensor bias = tensor(c["bias"], {channels}).requires_grad_();
-    const Tensor running_mean = tensor(c["running_mean"], {channels});
-    const Tensor running_var = tensor(c["running_var"], {channels});
+    norm->train(c["train"].get<bool>());
     const Tensor x = tensor(c["x"], x_shape).requires_grad_();
-    Tensor mean = running_mean.view(per_channel), variance = running_var.view(per_channel);
-    if (c["train"].get<bool>()) {
-      mean = x.mean(dims, true);
-      variance = x.var(dims, true);
-      // The running variance is updated with the unbiased batch variance.
-      const Tensor unbiased = x.var(dims, false, true).detach();
-      check_close(running_mean * (1 - momentum) + mean.detach().view({channels}) * momentum, c,
-                  "running_mean_after");
-      check_close(running_var * (1 - momentum) + unbiased * momentum, c, "running_var_after");
-    } else {
-      check_close(running_mean, c, "running_mean_after");
-      check_close(running_var, c, "running_var_after");
-    }
-    const Tensor y =
-        (x - mean) * rsqrt(variance + eps) * gain.view(per_channel) + bias.view(per_channel);
+    const Tensor y = norm->forward(x);
     y.backward(tensor(c["dy"], x_shape));
     check_close(y, c, "y");
     check_close(x.grad(), c, "dx");
-    check_close(gain.grad(), c, "dgain");
-    check_close(bias.grad(), c, "dbias");
+    check_close(norm->gain.grad(), c, "dgain");
+    check_close(norm->bias.grad(), c, "dbias");
+    check_close(norm->running_mean, c, "running_mean_after");
+    check_close(norm->running_var, c, "running_var_after");
   }
 }
 
-TEST_CASE("a weight-normalised Linear written with primitive ops matches PyTorch") {
+TEST_CASE("a Linear weight through WeightNorm matches PyTorch") {
   const json& cases = fixture()["weight_norm"];
   REQUIRE_FALSE(cases.empty());
   for (const json& c : cases) {
@@ -259,12 +248,15 @@ TEST_CASE("a weight-normalised Linear written with primitive ops matches PyTorch
     const auto in = c["in_features"].get<std::int64_t>(),
                out = c["out_features"].get<std::int64_t>();
     const Shape x_shape = c["x_shape"].get<Shape>();
+    nn::WeightNorm weight_norm(zeros({out, in}, {.dtype = DType::Float64}) + 1.0);
+    {
+      NoGradGuard no_grad;
+      weight_norm.direction.copy_(tensor(c["v"], {out, in}));
+      weight_norm.gain.copy_(tensor(c["g"], {out}));
+    }
     const Tensor x = tensor(c["x"], x_shape).requires_grad_();
-    const Tensor g = tensor(c["g"], {out}).requires_grad_();
-    const Tensor v = tensor(c["v"], {out, in}).requires_grad_();
     const Tensor bias = tensor(c["bias"], {out}).requires_grad_();
-    // w = g v / ||v||, one norm per output row.
-    const Tensor weight = g.view({out, 1}) * v * rsqrt(square(v).sum({1}, true));
+    const Tensor weight = weight_norm.weight();
     const Tensor y = matmul(x, weight.t()) + bias;
     Shape y_shape = x_shape;
     y_shape.back() = out;
@@ -273,8 +265,8 @@ TEST_CASE("a weight-normalised Linear written with primitive ops matches PyTorch
     check_close(weight, c, "weight");
     check_close(y, c, "y");
     check_close(x.grad(), c, "dx");
-    check_close(g.grad(), c, "dg");
-    check_close(v.grad(), c, "dv");
+    check_close(weight_norm.gain.grad(), c, "dg");
+    check_close(weight_norm.direction.grad(), c, "dv");
     check_close(bias.grad(), c, "dbias");
   }
 }
