@@ -94,7 +94,7 @@ void check_same(const Tensor& a, const Tensor& b, double rtol, double atol) {
 
 }  // namespace
 
-TEST_CASE("batch_norm on values worked out by hand; running estimates use the unbiased variance") {
+TEST_CASE("batch_norm on values worked out by hand: running estimates use the unbiased variance") {
   // [N = 3, C = 2]: channel 0 holds 1, 3, 5 (mean 3, biased variance 8/3, unbiased 4),
   // channel 1 holds 2, 6, 10 (mean 6, biased variance 32/3, unbiased 16).
   const Tensor x = tensor({{1, 2}, {3, 6}, {5, 10}}, {.dtype = DType::Float64});

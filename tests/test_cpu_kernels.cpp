@@ -188,7 +188,7 @@ TEST_CASE("cpu unary ops match the standard library on strided views") {
   CHECK(scalar_out[0] == 2.0f);
 }
 
-TEST_CASE("cpu unary int64 ops stay in the integers; float-only ops throw") {
+TEST_CASE("cpu unary int64 ops stay in the integers, and float-only ops throw") {
   std::vector<std::int64_t> x{-5, 0, 3, std::numeric_limits<std::int64_t>::min()}, y(4);
   cpu().unary(UnaryOp::Neg, view(y, {3}), view(x, {3}), 0, 0);
   CHECK(std::vector<std::int64_t>(y.begin(), y.begin() + 3) == std::vector<std::int64_t>{5, 0, -3});

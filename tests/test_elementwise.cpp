@@ -48,7 +48,7 @@ TEST_CASE("exp and log follow IEEE arithmetic at the edges") {
   CHECK(std::isnan(log(tensor({-1.0f})).item()));
 }
 
-TEST_CASE("comparisons give 1/0 masks; where and masked_fill select") {
+TEST_CASE("comparisons give 1/0 masks, and where and masked_fill select") {
   const Tensor a = tensor({1, 2, 3, 4});
   const Tensor b = tensor({4, 2, 2, 4});
   CHECK(eq(a, b).to_vector<float>() == std::vector<float>{0, 1, 0, 1});

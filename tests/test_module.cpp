@@ -49,7 +49,7 @@ TEST_CASE("parameters, buffers and children carry dotted names in registration o
   CHECK(model.named_parameters()[0].second.is_same(model.first->weight));
 }
 
-TEST_CASE("train and eval reach every child; zero_grad clears every parameter") {
+TEST_CASE("train and eval reach every child, and zero_grad clears every parameter") {
   TwoLayers model;
   model.eval();
   CHECK_FALSE(model.is_training());

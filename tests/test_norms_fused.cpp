@@ -97,7 +97,7 @@ TEST_CASE("gradcheck: fused normalisers, with and without gain and bias") {
   CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm(in[0].t(), 1, none, none); }, {leaf({9, 4}, 7)});
 }
 
-TEST_CASE("rows of zeros stay finite; the fused LayerNorm is precise for large means") {
+TEST_CASE("rows of zeros stay finite, and the fused LayerNorm is precise for large means") {
   const Tensor zero_rows = zeros({3, 16}).requires_grad_();
   const Tensor y = nn::rms_norm(zero_rows, 1, none, none);
   CHECK(y.abs().sum().item() == 0);

@@ -5,7 +5,7 @@
 
 using namespace normgrad;
 
-TEST_CASE("the same seed gives the same numbers; different seeds differ") {
+TEST_CASE("the same seed gives the same numbers, and different seeds differ") {
   Generator g1(42), g2(42), g3(43);
   const std::vector<float> first = randn({1000}, g1).to_vector<float>();
   CHECK(first == randn({1000}, g2).to_vector<float>());

@@ -72,7 +72,7 @@ TEST_CASE("views share storage and see each other's writes") {
   CHECK(zeros({2, 3, 4}).view({-1, 4}).shape() == Shape{6, 4});
 }
 
-TEST_CASE("contiguous copies only when needed; reshape falls back to a copy") {
+TEST_CASE("contiguous copies only when needed, and reshape falls back to a copy") {
   Tensor base = arange(6).reshape({2, 3});
   CHECK(base.contiguous().is_same(base));
   Tensor t = base.t();

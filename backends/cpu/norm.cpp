@@ -201,8 +201,15 @@ void norm_forward_typed(const NormProblem<T>& problem, T* y, T* mean, T* rstd, b
 
 // ---- backward -------------------------------------------------------------------------------
 
-// Where a row's contributions to dgain and dbias go.
-enum class Partials { None, Column, Channel };
+// Where a row's contributions to dgain and dbias go: nowhere, into per-column runs (of dgain,
+// dbias or both: the sums not asked for cost a load and a store per value), or per channel.
+enum class Partials { None, ColumnGain, ColumnBias, ColumnBoth, Channel };
+constexpr bool column_gain_partial(Partials p) {
+  return p == Partials::ColumnGain || p == Partials::ColumnBoth;
+}
+constexpr bool column_bias_partial(Partials p) {
+  return p == Partials::ColumnBias || p == Partials::ColumnBoth;
+}
 
 // The per-row coefficients of dx, from the row sums.
 template <typename T> struct RowCoefficients {
@@ -255,10 +262,9 @@ void backward_segment(T* dx, const T* x, const T* dy, std::int64_t begin, std::i
         yhat = value * inverse_r;
         dx[i] = dyhat * inverse_r - value * correction;
       }
-      if constexpr (partials == Partials::Column) {
-        gain_run[i] += grad * yhat;
-        bias_run[i] += grad;
-      } else if constexpr (partials == Partials::Channel) {
+      if constexpr (column_gain_partial(partials)) gain_run[i] += grad * yhat;
+      if constexpr (column_bias_partial(partials)) bias_run[i] += grad;
+      if constexpr (partials == Partials::Channel) {
         gain_sum += grad * yhat;
         bias_sum += grad;
       }
@@ -434,7 +440,7 @@ void backward_block(const NormProblem<T>& problem, const BackwardTensors<T>& ten
 template <typename T>
 NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<T>& problem,
                                         const BackwardTensors<T>& tensors, bool centred,
-                                        bool want_partials, std::int64_t begin, std::int64_t end,
+                                        Partials partials, std::int64_t begin, std::int64_t end,
                                         std::int64_t block_rows, double* partial) {
   const bool column_gain = problem.channels == 0 && problem.gain != nullptr;
   const std::int64_t width = problem.channels > 0 ? problem.channels : problem.n;
@@ -451,15 +457,25 @@ NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<T>& problem,
   };
   with_flag(centred, [&](auto centred_flag) {
     with_flag(column_gain, [&](auto column_gain_flag) {
-      if (!want_partials)
-        backward_rows<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value,
-                      Partials::None>(problem, tensors, begin, end, {});
-      else if (problem.channels > 0)
-        blocks(centred_flag, column_gain_flag,
-               std::integral_constant<Partials, Partials::Channel>{});
-      else
-        blocks(centred_flag, column_gain_flag,
-               std::integral_constant<Partials, Partials::Column>{});
+      using enum Partials;
+      switch (partials) {
+        case None:
+          backward_rows<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value, None>(
+              problem, tensors, begin, end, {});
+          break;
+        case Channel:
+          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, Channel>{});
+          break;
+        case ColumnGain:
+          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnGain>{});
+          break;
+        case ColumnBias:
+          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnBias>{});
+          break;
+        case ColumnBoth:
+          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnBoth>{});
+          break;
+      }
     });
   });
 }
@@ -470,7 +486,7 @@ void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>
   const std::int64_t rows = problem.rows, n = problem.n;
   if (dgain == nullptr && dbias == nullptr) {
     parallel_for(rows, n, [&](std::int64_t begin, std::int64_t end) {
-      backward_range(problem, tensors, centred, false, begin, end, 0, nullptr);
+      backward_range(problem, tensors, centred, Partials::None, begin, end, 0, nullptr);
     });
     return;
   }
@@ -481,11 +497,15 @@ void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>
       std::max(min_block_rows, (rows + max_partial_blocks - 1) / max_partial_blocks);
   const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
   const std::int64_t slot = 2 * width;
+  const Partials partials = problem.channels > 0 ? Partials::Channel
+                            : dgain == nullptr   ? Partials::ColumnBias
+                            : dbias == nullptr   ? Partials::ColumnGain
+                                                 : Partials::ColumnBoth;
   std::vector<double> fallback;
   double* partial =
       scratch<double, Buffer::BlockPartials>(static_cast<std::size_t>(blocks * slot), fallback);
   parallel_for(blocks, block_rows * n, [&](std::int64_t begin, std::int64_t end) {
-    backward_range(problem, tensors, centred, true, begin, end, block_rows, partial);
+    backward_range(problem, tensors, centred, partials, begin, end, block_rows, partial);
   });
   // Block partials added in block order: the same sums for any thread count.
   std::vector<double> total(static_cast<std::size_t>(slot), 0.0);
