@@ -81,6 +81,30 @@ TEST_CASE("fused normalisers match their composed twins, forward and backward") 
   }
 }
 
+TEST_CASE("fused normalisers match their twins on non-contiguous inputs") {
+  // x is drawn as [n, 6] and normalised as its transpose [6, n]: every row is strided. The
+  // output is transposed back so that the check sees x's shape.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
+    for (std::int64_t n : {7, 1000}) {
+      CAPTURE(n);
+      const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+      check_against_twin([](auto& x, auto& g, auto& b) { return nn::layer_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return nn::rms_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm(x.t(), 1, k, g, b).t(); },
+                         [k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm_composed(x.t(), 1, k, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return nn::l2_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+    }
+  }
+}
+
 TEST_CASE("gradcheck: fused normalisers, with and without gain and bias") {
   const Tensor x = leaf({4, 9}, 1, 2.0), g = leaf({9}, 2), b = leaf({9}, 3);
   CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm(in[0], 1, in[1], in[2]); }, {x, g, b});
