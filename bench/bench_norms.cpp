@@ -28,6 +28,8 @@
 // any implementation must move), so its GB/s say how far it is from that minimum.
 // Wall time throughout, since the work is threaded; sizing runs serve as warm-up.
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,27 +88,58 @@ void set_counters(benchmark::State& state, std::int64_t bytes) {
   state.counters["bytes_per_iteration"] = static_cast<double>(bytes);
 }
 
-// A fused norm: forward through the module, backward through its node alone (see above).
+// One pass of a fused norm: forward through the module, backward through its node alone (see
+// above); `node` is the node of a recorded forward, which the backward-only pass replays.
+void fused_pass_once(const Norm& norm, const std::shared_ptr<normgrad::autograd::Node>& node,
+                     const Tensor& x, const Tensor& dy, Pass pass) {
+  if (pass == Pass::Backward) {
+    const std::vector<Tensor> grads = node->apply(dy);
+    benchmark::DoNotOptimize(grads[0].data_ptr<float>());
+    return;
+  }
+  const Tensor y = norm(x);
+  benchmark::DoNotOptimize(y.data_ptr<float>());
+  if (pass == Pass::ForwardBackward) {
+    const std::vector<Tensor> grads = y.grad_fn()->apply(dy);
+    benchmark::DoNotOptimize(grads[0].data_ptr<float>());
+  }
+}
+
 void fused_pass(benchmark::State& state, const Norm& norm, Pass pass, Size size) {
   normgrad::Generator generator(1);
   const Tensor x = normgrad::randn({size.rows, size.hidden}, generator).requires_grad_();
   const Tensor dy = normgrad::randn({size.rows, size.hidden}, generator);
-  const Tensor recorded = norm(x);  // the graph the backward-only pass replays
-  const std::shared_ptr<normgrad::autograd::Node> node = recorded.grad_fn();
-  for (auto _ : state) {
-    if (pass == Pass::Backward) {
-      const std::vector<Tensor> grads = node->apply(dy);
-      benchmark::DoNotOptimize(grads[0].data_ptr<float>());
-      continue;
-    }
-    const Tensor y = norm(x);
-    benchmark::DoNotOptimize(y.data_ptr<float>());
-    if (pass == Pass::ForwardBackward) {
-      const std::vector<Tensor> grads = y.grad_fn()->apply(dy);
-      benchmark::DoNotOptimize(grads[0].data_ptr<float>());
-    }
-  }
+  const Tensor recorded = norm(x);
+  for (auto _ : state) fused_pass_once(norm, recorded.grad_fn(), x, dy, pass);
   set_counters(state, bytes_moved(pass, size));
+}
+
+// pRMSNorm against RMSNorm, paired: each iteration times one pass of each, in alternating
+// order, and keeps the ratio of the two times. On a shared machine a slow spell then hits both
+// sides of a pair alike, where separate benchmarks would see it in one and not the other. The
+// median ratio is the counter partial_over_full; the time shown is that of the pair.
+void partial_over_full(benchmark::State& state, Pass pass, Size size) {
+  const Norm norms[2] = {rms_norm(size.hidden), partial_rms_norm(size.hidden)};
+  normgrad::Generator generator(1);
+  const Tensor x = normgrad::randn({size.rows, size.hidden}, generator).requires_grad_();
+  const Tensor dy = normgrad::randn({size.rows, size.hidden}, generator);
+  const Tensor recorded[2] = {norms[0](x), norms[1](x)};
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    double seconds[2] = {0, 0};
+    const bool partial_first = ratios.size() % 2 == 1;
+    for (int turn = 0; turn < 2; ++turn) {
+      const int which = partial_first ? 1 - turn : turn;
+      const auto start = std::chrono::steady_clock::now();
+      fused_pass_once(norms[which], recorded[which].grad_fn(), x, dy, pass);
+      seconds[which] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    ratios.push_back(seconds[1] / seconds[0]);
+    state.SetIterationTime(seconds[0] + seconds[1]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["partial_over_full"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
 }
 
 // A composed norm: the backward runs through the engine, into x.grad and gain.grad.
@@ -159,6 +192,16 @@ void register_benchmarks() {
     register_norm("partial_rms_norm", partial_rms_norm, fused_pass, size);
   }
   register_norm("rms_norm_composed", rms_norm_composed, composed_pass, composed_size);
+  for (Size size : sizes)
+    for (Pass pass : {Pass::Forward, Pass::Backward, Pass::ForwardBackward}) {
+      const std::string label = std::string("partial_over_full/") + pass_name(pass) + "/" +
+                                std::to_string(size.rows) + "x" + std::to_string(size.hidden);
+      benchmark::RegisterBenchmark(
+          label.c_str(),
+          [pass, size](benchmark::State& state) { partial_over_full(state, pass, size); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
 }
 
 }  // namespace
