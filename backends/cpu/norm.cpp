@@ -20,13 +20,13 @@
 // count only), each block's double partial sums are built by whichever thread gets it, and the
 // block partials are added in block order, so they too are bit-identical for any thread count.
 //
-// Sums and precision. LayerNorm's forward statistics are summed in double lanes: its mean must
-// be exact to the last float32 digit (below). The other row sums (the RMS statistic, the
-// backward's row sums) are summed in T lanes over blocks of lane_block values, the block sums
-// in double: converting every float32 to double would double the vector work of loops that are
-// otherwise limited by memory, and a block adds at most 64 terms per float32 lane, an error
-// below 4e-6 of the sum of magnitudes. dgain and dbias likewise sum run_rows rows in T, then add
-// the run into the block's double partial sums.
+// Sums and precision. Row sums are summed in T lanes over blocks of lane_block values, the block
+// sums in double: converting every float32 to double would double the vector work of loops that
+// are otherwise limited by memory, and a block adds at most 64 terms per float32 lane, an error
+// below 4e-6 of the sum of magnitudes. LayerNorm's mean is summed as deviations from the row's
+// first value, and its variance from the mean split as below, so that both stay exact to the
+// last float32 digit for rows whose mean is far larger than their spread. dgain and dbias likewise
+// sum run_rows rows in T, then add the run into the block's double partial sums.
 //
 // In float32, the mean subtracted in the output loops is split into a float head and a float
 // tail (mu = head + tail to double precision): a - head is exact for values near the mean, so a
@@ -90,12 +90,19 @@ template <typename T> struct NormProblem {
 
 // ---- row sums --------------------------------------------------------------------------------
 
-// sum x, in double lanes (LayerNorm's mean).
-template <typename T> double sum_values(const T* x, std::int64_t count) {
-  double sum = 0;
+// sum (x - shift), in T lanes per block of lane_block values, the blocks in double. With the
+// shift one of the row's own values, x - shift is exact for values near it (within a factor of
+// 2, Sterbenz), so a row with a large mean and a small spread loses nothing here.
+template <typename T> double sum_of_deviations(const T* x, std::int64_t count, T shift) {
+  double total = 0;
+  for (std::int64_t first = 0; first < count; first += lane_block) {
+    const std::int64_t last = std::min(count, first + lane_block);
+    T sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (std::int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]);
-  return sum;
+    for (std::int64_t i = first; i < last; ++i) sum += x[i] - shift;
+    total += static_cast<double>(sum);
+  }
+  return total;
 }
 
 // sum x^2 in T lanes per block of lane_block values, the blocks in double.
@@ -111,16 +118,23 @@ template <typename T> double sum_of_squares(const T* x, std::int64_t count) {
   return total;
 }
 
-// sum (x - shift)^2, the deviation taken in double (exact for x near the shift).
+// sum ((x - head) - tail)^2, blocked like the sums above: the mean mu = head + tail is split
+// into a T head and the T rest, x - head is exact for x near the mean, and the deviations are
+// then as precise as T allows (the centred two-pass variance, never E[x^2] - E[x]^2).
 template <typename T>
-double sum_of_squared_deviations(const T* x, std::int64_t count, double shift) {
-  double sum = 0;
+double sum_of_squared_deviations(const T* x, std::int64_t count, T head, T tail) {
+  double total = 0;
+  for (std::int64_t first = 0; first < count; first += lane_block) {
+    const std::int64_t last = std::min(count, first + lane_block);
+    T sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (std::int64_t i = 0; i < count; ++i) {
-    const double deviation = static_cast<double>(x[i]) - shift;
-    sum += deviation * deviation;
+    for (std::int64_t i = first; i < last; ++i) {
+      const T deviation = (x[i] - head) - tail;
+      sum += deviation * deviation;
+    }
+    total += static_cast<double>(sum);
   }
-  return sum;
+  return total;
 }
 
 // ---- forward --------------------------------------------------------------------------------
@@ -158,9 +172,11 @@ void forward_rows(const NormProblem<T>& problem, T* y, T* mean, T* rstd, std::in
     const T* x_row = problem.x + row * n;
     double mu = 0, inverse_r = 0;
     if constexpr (centred) {
-      mu = n > 0 ? sum_values(x_row, n) / static_cast<double>(n) : 0.0;
-      const double variance =
-          n > 0 ? sum_of_squared_deviations(x_row, n, mu) / static_cast<double>(n) : 0.0;
+      const double count = static_cast<double>(n);
+      mu = static_cast<double>(x_row[0]) + sum_of_deviations(x_row, n, x_row[0]) / count;
+      const T mean_head = static_cast<T>(mu);
+      const T mean_tail = static_cast<T>(mu - static_cast<double>(mean_head));
+      const double variance = sum_of_squared_deviations(x_row, n, mean_head, mean_tail) / count;
       inverse_r = 1.0 / std::sqrt(variance + problem.eps);
     } else {
       const double mean_square = sum_of_squares(x_row, problem.k) / problem.divisor;
