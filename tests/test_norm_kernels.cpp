@@ -1,6 +1,7 @@
-// The fused CPU normalisers (backends/cpu/norm.cpp), called directly through the backend,
-// against their composed twins (nn/norms/composed.h): forward values, and for backward the
-// gradients that autograd takes of sum(composed(x) * dy) with respect to x, gain and bias.
+// The fused CPU normalisers (backends/cpu/norm_forward.cpp and norm_backward.cpp), called
+// directly through the backend, against their composed twins (nn/norms/composed.h): forward
+// values, and for backward the gradients that autograd takes of sum(composed(x) * dy) with
+// respect to x, gain and bias.
 // Every normaliser (LayerNorm, RMSNorm with eps inside and outside the sqrt, pRMSNorm with k
 // rounded both ways, L2Norm, the per-channel spatial form) over row lengths from 1 to 4097, in
 // float32 and float64; rows of zeros; rows with a large mean and a small spread; dgain/dbias

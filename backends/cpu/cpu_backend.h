@@ -2,8 +2,8 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm.cpp, batch_norm.cpp, indexing.cpp); this header only declares the class. Obtain the
-// instance via cpu_backend().
+// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, indexing.cpp); this header only
+// declares the class. Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
