@@ -3,15 +3,12 @@
 // L2Norm, BatchNorm and Identity (the "none" choice) — so that a layer can hold whichever one
 // its NormSpec names (factory.h) and call it without knowing which it is.
 
-#include "nn/module.h"
+#include "nn/layer.h"
 
 namespace normgrad::nn {
 
-class Norm : public Module {
- public:
-  // Not const: BatchNorm updates its running statistics in training mode.
-  virtual Tensor forward(const Tensor& x) = 0;
-};
+// A Layer that normalises; what make_norm returns.
+class Norm : public Layer {};
 
 // The "none" choice: passes its input through unchanged, with no parameters.
 class Identity : public Norm {

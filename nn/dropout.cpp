@@ -1,0 +1,58 @@
+#include "nn/dropout.h"
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/error.h"
+
+namespace normgrad::nn {
+
+namespace functional {
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& generator) {
+  NG_CHECK(x.defined(), "dropout", "the input is undefined");
+  NG_CHECK(p >= 0 && p <= 1, "dropout", "p must lie in [0, 1], got ", p);
+  NG_CHECK(is_floating(x.dtype()), "dropout", "expects a floating-point input, got ", x.dtype());
+  if (!training || p == 0) return x;
+  Tensor scaled_mask;
+  {
+    NoGradGuard no_grad;
+    const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
+    // Kept where a uniform draw on [0, 1) is at least p: probability 1 - p. For p = 1 nothing
+    // is kept, and the scale is never used.
+    const Tensor keep = ge(rand(x.shape(), generator, options), p);
+    scaled_mask = p < 1 ? keep * (1.0 / (1.0 - p)) : keep;
+  }
+  return x * scaled_mask;
+}
+
+}  // namespace functional
+
+Dropout::Dropout(double p, Generator* generator) : p_(p), generator_(generator) {
+  NG_CHECK(p >= 0 && p <= 1, "Dropout", "p must lie in [0, 1], got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  return functional::dropout(x, p_, is_training(),
+                             generator_ != nullptr ? *generator_ : default_generator());
+}
+
+GaussianNoise::GaussianNoise(double sigma, Generator* generator)
+    : sigma_(sigma), generator_(generator) {
+  NG_CHECK(sigma >= 0, "GaussianNoise", "sigma must be non-negative, got ", sigma);
+}
+
+Tensor GaussianNoise::forward(const Tensor& x) {
+  NG_CHECK(x.defined(), "GaussianNoise", "the input is undefined");
+  NG_CHECK(is_floating(x.dtype()), "GaussianNoise", "expects a floating-point input, got ",
+           x.dtype());
+  if (!is_training() || sigma_ == 0) return x;
+  Tensor noise;
+  {
+    NoGradGuard no_grad;
+    Generator& generator = generator_ != nullptr ? *generator_ : default_generator();
+    noise = randn(x.shape(), generator, {.dtype = x.dtype(), .device = x.device()}) * sigma_;
+  }
+  return x + noise;
+}
+
+}  // namespace normgrad::nn
