@@ -87,6 +87,22 @@ struct NormParams {
   std::int64_t channels = 0;
 };
 
+// One Adam or AdamW step (Kingma & Ba 2015; Loshchilov & Hutter 2019 for the decoupled decay),
+// with the bias corrections of step t folded into two scalars:
+//   g = grad (+ weight_decay * w unless decoupled)
+//   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
+//   w = w - lr * (m / bias_correction1) / (sqrt(v / bias_correction2) + eps)
+//       (- lr * weight_decay * w first, when decoupled)
+struct AdamParams {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled = false;      // AdamW
+  double bias_correction1 = 1;  // 1 - beta1^t
+  double bias_correction2 = 1;  // 1 - beta2^t
+};
+
 // Bytes held by a device's allocator. Sizes are those of the blocks handed out (rounded up).
 struct MemoryStats {
   std::size_t allocated_bytes = 0;       // in live tensors
@@ -202,6 +218,13 @@ class Backend {
                                    const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
                                    const TensorRef& mean, const TensorRef& rstd,
                                    const TensorRef* gain, bool batch_statistics) = 0;
+
+  // ---- optimizers -------------------------------------------------------------------------
+  // One fused pass over a parameter: reads w, grad, m and v once, writes w, m and v. All four
+  // are contiguous, of one shape and dtype.
+  virtual void adam_update(const AdamParams& params, const TensorRef& weight,
+                           const TensorRef& grad, const TensorRef& exp_avg,
+                           const TensorRef& exp_avg_sq) = 0;
 
   // ---- indexing ---------------------------------------------------------------------------
   // out = in.index_select(dim, index): out[.., i, ..] = in[.., index[i], ..]. index is int64

@@ -12,6 +12,8 @@ SGD::SGD(std::vector<Tensor> parameters, SGDOptions options)
   NG_CHECK(options.momentum >= 0, "SGD", "momentum must be non-negative, got ", options.momentum);
   NG_CHECK(options.weight_decay >= 0, "SGD", "weight decay must be non-negative, got ",
            options.weight_decay);
+  NG_CHECK(!options.nesterov || options.momentum > 0, "SGD",
+           "Nesterov momentum needs momentum > 0, got ", options.momentum);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor& parameter = parameters_[i];
     NG_CHECK(parameter.defined() && parameter.is_leaf() && parameter.requires_grad(), "SGD",
@@ -35,7 +37,7 @@ void SGD::step() {
         velocity_[i] = grad.clone();
       else
         velocity_[i].mul_(options_.momentum).add_(grad);
-      grad = velocity_[i];
+      grad = options_.nesterov ? grad + velocity_[i] * options_.momentum : velocity_[i];
     }
     parameter.add_(grad, -options_.lr);
   }

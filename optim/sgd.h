@@ -1,8 +1,9 @@
 #pragma once
-// Stochastic gradient descent with optional momentum and weight decay:
+// Stochastic gradient descent with optional momentum (plain or Nesterov) and weight decay:
 //   g = grad + weight_decay * w
 //   v = momentum * v + g          (v starts at g)
 //   w = w - lr * v                (v = g when momentum is 0)
+//   w = w - lr * (g + momentum * v)   with Nesterov momentum, as PyTorch writes it
 
 #include <vector>
 
@@ -14,6 +15,7 @@ struct SGDOptions {
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  bool nesterov = false;  // needs momentum > 0
 };
 
 class SGD {

@@ -25,14 +25,16 @@ TEST_CASE("Linear computes x W^T + b with PyTorch's initial bounds, and its grad
   CHECK_FALSE(no_bias.bias.defined());
   CHECK(no_bias.named_parameters().size() == 1);
   CHECK_ERROR(nn::Linear(0, 3), "Linear", "positive");
-  CHECK_ERROR(linear.forward(zeros({2, 15}, {.dtype = DType::Float64})), "linear", "in_features = 16");
+  CHECK_ERROR(linear.forward(zeros({2, 15}, {.dtype = DType::Float64})), "linear",
+              "in_features = 16");
 }
 
 TEST_CASE("Embedding looks rows up, and its padding row stays zero and gets no gradient") {
   manual_seed(4);
   nn::Embedding embedding(6, 3, {.padding_index = 2, .dtype = DType::Float64});
   CHECK(all_close(embedding.weight.select(0, 2), std::vector<double>(3, 0.0), 0, 0));
-  const Tensor indices = tensor({0.0, 2.0, 5.0, 2.0, 1.0, 0.0}, {.dtype = DType::Int64}).view({2, 3});
+  const Tensor indices =
+      tensor({0.0, 2.0, 5.0, 2.0, 1.0, 0.0}, {.dtype = DType::Int64}).view({2, 3});
   const Tensor rows = embedding.forward(indices);
   REQUIRE(rows.shape() == Shape{2, 3, 3});
   CHECK(all_close(rows.select(0, 0).select(0, 2), embedding.weight.select(0, 5), 0, 0));
@@ -44,7 +46,8 @@ TEST_CASE("Embedding looks rows up, and its padding row stays zero and gets no g
   CHECK(all_close(grad.select(0, 3), std::vector<double>(3, 0.0), 0, 0));  // unused
   nn::Embedding last(4, 2, {.padding_index = -1});
   CHECK(all_close(last.weight.select(0, 3), std::vector<double>(2, 0.0), 0, 0));
-  CHECK_ERROR(nn::Embedding(4, 2, {.padding_index = 4}), "Embedding", "padding_index 4", "4 embeddings");
+  CHECK_ERROR(nn::Embedding(4, 2, {.padding_index = 4}), "Embedding", "padding_index 4",
+              "4 embeddings");
   CHECK_ERROR(embedding.forward(tensor({7.0}, {.dtype = DType::Int64})), "index 7", "size 6");
 }
 
@@ -76,7 +79,8 @@ TEST_CASE("Dropout keeps 1 - p of the values, scaled by 1 / (1 - p), and only in
   CHECK(all_close(dropout.forward(x), x, 0, 0));
   CHECK(all_close(nn::Dropout(1.0).forward(x), zeros({200, 100}, {.dtype = DType::Float64}), 0, 0));
   CHECK_ERROR(nn::Dropout(1.5), "Dropout", "[0, 1]", "1.5");
-  CHECK_ERROR(nn::functional::dropout(zeros({2}, {.dtype = DType::Int64}), 0.5, true), "dropout", "int64");
+  CHECK_ERROR(nn::functional::dropout(zeros({2}, {.dtype = DType::Int64}), 0.5, true), "dropout",
+              "int64");
 }
 
 TEST_CASE("GaussianNoise adds N(0, sigma^2) in training and nothing in evaluation") {

@@ -2,7 +2,7 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, indexing.cpp); this header only
+// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, adam.cpp, indexing.cpp); this header only
 // declares the class. Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
@@ -63,6 +63,9 @@ class CpuBackend final : public Backend {
                            const TensorRef& dy, const TensorRef& x, const TensorRef& mean,
                            const TensorRef& rstd, const TensorRef* gain,
                            bool batch_statistics) override;
+
+  void adam_update(const AdamParams& params, const TensorRef& weight, const TensorRef& grad,
+                   const TensorRef& exp_avg, const TensorRef& exp_avg_sq) override;
 
   void index_select(const TensorRef& out, const TensorRef& in, int dim,
                     const TensorRef& index) override;

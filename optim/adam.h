@@ -1,0 +1,56 @@
+#pragma once
+// Adam (Kingma & Ba 2015) and AdamW (decoupled weight decay, Loshchilov & Hutter 2019), with
+// the update of each parameter one fused backend pass (backend.h, AdamParams):
+//   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
+//   w = w - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+// eps is outside the square root, as in the paper and in PyTorch. beta1 can change during
+// training (the paper's CIFAR schedule moves it from 0.9 to 0.5 halfway).
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace normgrad::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled_weight_decay = false;  // true: AdamW
+};
+
+class Adam {
+ public:
+  // The parameters must be leaves that require grad.
+  Adam(std::vector<Tensor> parameters, AdamOptions options = {});
+
+  void zero_grad();
+  // Parameters without a gradient are left alone, and their step count does not advance.
+  void step();
+
+  const AdamOptions& options() const { return options_; }
+  void set_lr(double lr);
+  void set_beta1(double beta1);
+  // The optimizer's state per parameter: its step count and moment estimates (undefined
+  // until its first step).
+  std::int64_t step_count(std::size_t index) const { return steps_.at(index); }
+  const Tensor& exp_avg(std::size_t index) const { return exp_avg_.at(index); }
+  const Tensor& exp_avg_sq(std::size_t index) const { return exp_avg_sq_.at(index); }
+
+ private:
+  std::vector<Tensor> parameters_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<std::int64_t> steps_;
+  AdamOptions options_;
+};
+
+// AdamW: Adam with decoupled weight decay (default 0.01, as in PyTorch).
+inline Adam AdamW(std::vector<Tensor> parameters, AdamOptions options = {.weight_decay = 0.01}) {
+  options.decoupled_weight_decay = true;
+  return Adam(std::move(parameters), options);
+}
+
+}  // namespace normgrad::optim

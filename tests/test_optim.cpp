@@ -1,0 +1,153 @@
+// Adam/AdamW, SGD with Nesterov momentum, gradient clipping and learning-rate schedules,
+// against steps worked out by hand on tiny problems.
+
+#include <cmath>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+
+namespace {
+
+Tensor parameter(std::vector<double> values) {
+  const auto size = static_cast<std::int64_t>(values.size());
+  return from_vector(values, {size}).requires_grad_();
+}
+
+void set_grad(Tensor& w, std::vector<double> values) {
+  w.zero_grad();
+  const auto size = static_cast<std::int64_t>(values.size());
+  (w * from_vector(values, {size})).sum().backward();
+}
+
+// Adam by hand, one scalar at a time (eps outside the square root, bias-corrected moments).
+struct ScalarAdam {
+  double w, m = 0, v = 0;
+  int t = 0;
+  void step(double g, double lr, double beta1, double beta2, double eps, double decay,
+            bool decoupled) {
+    ++t;
+    if (decoupled)
+      w -= lr * decay * w;
+    else
+      g += decay * w;
+    m = beta1 * m + (1 - beta1) * g;
+    v = beta2 * v + (1 - beta2) * g * g;
+    const double m_hat = m / (1 - std::pow(beta1, t)), v_hat = v / (1 - std::pow(beta2, t));
+    w -= lr * m_hat / (std::sqrt(v_hat) + eps);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Adam, Adam with L2 decay and AdamW follow the update worked out by hand") {
+  const std::vector<std::vector<double>> grads = {
+      {0.5, -1.0, 0.0}, {-0.2, 0.3, 2.0}, {0.1, 0.1, -0.4}};
+  for (const bool decoupled : {false, true}) {
+    for (const double decay : {0.0, 0.1}) {
+      CAPTURE(decoupled);
+      CAPTURE(decay);
+      Tensor w = parameter({1.0, -2.0, 0.5});
+      optim::Adam adam(
+          {w},
+          {.lr = 0.1, .eps = 1e-3, .weight_decay = decay, .decoupled_weight_decay = decoupled});
+      std::vector<ScalarAdam> expected = {{1.0}, {-2.0}, {0.5}};
+      for (const auto& g : grads) {
+        set_grad(w, g);
+        adam.step();
+        for (std::size_t i = 0; i < 3; ++i)
+          expected[i].step(g[i], 0.1, 0.9, 0.999, 1e-3, decay, decoupled);
+        CHECK(all_close(w, {expected[0].w, expected[1].w, expected[2].w}, 1e-12, 1e-14));
+      }
+      CHECK(adam.step_count(0) == 3);
+      CHECK(adam.exp_avg(0).shape() == Shape{3});
+    }
+  }
+}
+
+TEST_CASE("Adam: beta1 can change mid-training, and parameters without a gradient stay put") {
+  Tensor w = parameter({1.0}), idle = parameter({3.0});
+  optim::Adam adam({w, idle}, {.lr = 0.01});
+  ScalarAdam expected{1.0};
+  set_grad(w, {0.7});
+  adam.step();
+  expected.step(0.7, 0.01, 0.9, 0.999, 1e-8, 0, false);
+  adam.set_beta1(0.5);
+  set_grad(w, {-0.3});
+  adam.step();
+  // The first moment keeps its history; the new beta1 applies from here on.
+  expected.step(-0.3, 0.01, 0.5, 0.999, 1e-8, 0, false);
+  CHECK(all_close(w, {expected.w}, 1e-12, 1e-14));
+  CHECK(all_close(idle, {3.0}, 0, 0));
+  CHECK(adam.step_count(1) == 0);
+}
+
+TEST_CASE("the fused float32 Adam step matches the same step composed from tensor ops") {
+  Generator generator(2);
+  const Tensor start = randn({1000}, generator), g = randn({1000}, generator);
+  Tensor w = start.clone().requires_grad_();
+  optim::Adam adam({w}, {.lr = 0.05, .weight_decay = 0.01, .decoupled_weight_decay = true});
+  w.zero_grad();
+  (w * g).sum().backward();
+  adam.step();
+  const Tensor decayed = start - start * (0.05 * 0.01);
+  const Tensor m = g * 0.1, v = g * g * 0.001;
+  const Tensor composed = decayed - (m / 0.1) * 0.05 / (sqrt(v / 0.001) + 1e-8);
+  CHECK(all_close(w, composed, 1e-5, 1e-6));
+}
+
+TEST_CASE("SGD with Nesterov momentum follows the update worked out by hand") {
+  Tensor w = parameter({1.0, 2.0});
+  optim::SGD sgd({w}, {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  double w0 = 1.0, v = 0;
+  for (const double g : {0.5, -0.25, 1.0}) {
+    set_grad(w, {g, 0.0});
+    sgd.step();
+    v = v == 0 ? g : 0.9 * v + g;
+    w0 -= 0.1 * (g + 0.9 * v);
+    CHECK(all_close(w.select(0, 0), {w0}, 1e-12, 1e-14));
+  }
+  CHECK_ERROR(optim::SGD({w}, {.nesterov = true}), "SGD", "Nesterov", "momentum");
+}
+
+TEST_CASE("clip_grad_norm scales all gradients together only when their norm is too large") {
+  Tensor a = parameter({3.0}), b = parameter({0.0, 4.0}), none = parameter({1.0});
+  set_grad(a, {3.0});
+  set_grad(b, {0.0, 4.0});
+  CHECK(optim::clip_grad_norm({a, b, none}, 10.0) == doctest::Approx(5.0));
+  CHECK(all_close(b.grad(), {0.0, 4.0}, 0, 0));
+  CHECK(optim::clip_grad_norm({a, b, none}, 1.0) == doctest::Approx(5.0));
+  CHECK(all_close(a.grad(), {0.6}, 1e-6, 0));
+  CHECK(all_close(b.grad(), {0.0, 0.8}, 1e-6, 0));
+  CHECK_FALSE(none.grad().defined());
+  CHECK_ERROR(optim::clip_grad_norm({a}, 0.0), "clip_grad_norm", "positive");
+}
+
+TEST_CASE("learning-rate schedules give the rates worked out by hand") {
+  CHECK(optim::ConstantSchedule{0.1}(1000) == 0.1);
+  const optim::StepSchedule step{1.0, 10, 0.5};
+  CHECK(step(9) == 1.0);
+  CHECK(step(10) == 0.5);
+  CHECK(step(25) == 0.25);
+  const optim::InverseSqrtSchedule transformer{2.0, 4};
+  CHECK(transformer(0) == doctest::Approx(0.5));   // warm-up: 2 * 1/4
+  CHECK(transformer(3) == doctest::Approx(2.0));   // the peak at step = warmup
+  CHECK(transformer(15) == doctest::Approx(1.0));  // 2 * sqrt(4 / 16)
+  const optim::ConstantThenLinearDecaySchedule cifar{0.003, 100, 200};
+  CHECK(cifar(99) == 0.003);
+  CHECK(cifar(150) == doctest::Approx(0.0015));
+  CHECK(cifar(200) == 0.0);
+  CHECK_ERROR(step(-1), "StepSchedule", "-1");
+  CHECK_ERROR((optim::ConstantThenLinearDecaySchedule{1, 5, 5}(0)),
+              "ConstantThenLinearDecaySchedule", "5");
+}
+
+TEST_CASE("Adam refuses bad options and parameters") {
+  Tensor w = parameter({1.0});
+  CHECK_ERROR(optim::Adam({w}, {.beta1 = 1.0}), "Adam", "beta1", "[0, 1)");
+  CHECK_ERROR(optim::Adam({w}, {.eps = 0}), "Adam", "eps");
+  CHECK_ERROR(optim::Adam({w.detach()}, {}), "Adam", "parameter 0", "requires grad");
+  optim::Adam adam({w});
+  CHECK_ERROR(adam.set_lr(-1), "Adam", "-1");
+}
