@@ -20,6 +20,7 @@
 #include "nn/functional.h"
 #include "nn/layer.h"
 #include "nn/linear.h"
+#include "nn/losses.h"
 #include "nn/sequential.h"
 #include "optim/adam.h"
 #include "optim/clip.h"

@@ -87,6 +87,16 @@ struct NormParams {
   std::int64_t channels = 0;
 };
 
+// Softmax cross-entropy per row of logits x (n classes) with target class t, fused. With the
+// log-normaliser lse = log sum_j exp(x_j) and label smoothing e (PyTorch's form: the target
+// distribution q = (1 - e) onehot(t) + e / n):
+//   loss = (1 - e) (lse - x_t) + e (lse - mean_j x_j),   dx_j = dloss (exp(x_j - lse) - q_j)
+// Rows whose target is ignore_index get loss 0 and dx 0.
+struct CrossEntropyParams {
+  std::int64_t ignore_index = -100;
+  double label_smoothing = 0;
+};
+
 // One Adam or AdamW step (Kingma & Ba 2015; Loshchilov & Hutter 2019 for the decoupled decay),
 // with the bias corrections of step t folded into two scalars:
 //   g = grad (+ weight_decay * w unless decoupled)
@@ -218,6 +228,18 @@ class Backend {
                                    const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
                                    const TensorRef& mean, const TensorRef& rstd,
                                    const TensorRef* gain, bool batch_statistics) = 0;
+
+  // ---- losses -----------------------------------------------------------------------------
+  // logits: contiguous [rows, n]; targets: int64 [rows], each in [0, n) or ignore_index
+  // (checked: an Error names the first bad one). loss and log_normaliser: [rows].
+  virtual void cross_entropy_forward(const CrossEntropyParams& params, const TensorRef& loss,
+                                     const TensorRef& log_normaliser, const TensorRef& logits,
+                                     const TensorRef& targets) = 0;
+  // dlogits: [rows, n]; dloss: [rows] (the upstream gradient of each row's loss).
+  virtual void cross_entropy_backward(const CrossEntropyParams& params, const TensorRef& dlogits,
+                                      const TensorRef& dloss, const TensorRef& logits,
+                                      const TensorRef& targets,
+                                      const TensorRef& log_normaliser) = 0;
 
   // ---- optimizers -------------------------------------------------------------------------
   // One fused pass over a parameter: reads w, grad, m and v once, writes w, m and v. All four

@@ -2,8 +2,8 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, adam.cpp, indexing.cpp); this header only
-// declares the class. Obtain the instance via cpu_backend().
+// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, indexing.cpp);
+// this header only declares the class. Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -63,6 +63,13 @@ class CpuBackend final : public Backend {
                            const TensorRef& dy, const TensorRef& x, const TensorRef& mean,
                            const TensorRef& rstd, const TensorRef* gain,
                            bool batch_statistics) override;
+
+  void cross_entropy_forward(const CrossEntropyParams& params, const TensorRef& loss,
+                             const TensorRef& log_normaliser, const TensorRef& logits,
+                             const TensorRef& targets) override;
+  void cross_entropy_backward(const CrossEntropyParams& params, const TensorRef& dlogits,
+                              const TensorRef& dloss, const TensorRef& logits,
+                              const TensorRef& targets, const TensorRef& log_normaliser) override;
 
   void adam_update(const AdamParams& params, const TensorRef& weight, const TensorRef& grad,
                    const TensorRef& exp_avg, const TensorRef& exp_avg_sq) override;

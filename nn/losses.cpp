@@ -1,0 +1,101 @@
+#include "nn/losses.h"
+
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/primitives.h"
+#include "autograd/record.h"
+#include "core/error.h"
+#include "core/tensor_internal.h"
+
+namespace normgrad::nn {
+
+namespace {
+
+// Checks shapes and options; returns the class count C.
+std::int64_t check(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options,
+                   const char* name) {
+  NG_CHECK(logits.defined() && targets.defined(), name, "logits and targets must be defined");
+  autograd::primitive::check_floating(logits, name);
+  NG_CHECK(targets.dtype() == DType::Int64, name, "targets must be int64 class indices, got ",
+           targets.dtype());
+  NG_CHECK(logits.dim() >= 1 && logits.size(-1) > 0, name,
+           "logits need a non-empty class dim last, got ", logits.shape());
+  NG_CHECK(Shape(logits.shape().begin(), logits.shape().end() - 1) == targets.shape(), name,
+           "targets of shape ", targets.shape(), " do not match logits of shape ", logits.shape(),
+           " without its class dim");
+  NG_CHECK(options.label_smoothing >= 0 && options.label_smoothing <= 1, name,
+           "label_smoothing must lie in [0, 1], got ", options.label_smoothing);
+  return logits.size(-1);
+}
+
+// The per-row losses and their mean over the rows that are not ignored, or their sum.
+Tensor reduce(const Tensor& per_row, const Tensor& targets, const CrossEntropyOptions& options) {
+  if (options.reduction == Reduction::None) return per_row;
+  if (options.reduction == Reduction::Sum) return per_row.sum();
+  const double counted = ne(targets, static_cast<double>(options.ignore_index)).sum().item();
+  return per_row.sum() / counted;  // 0 / 0 = NaN when every row is ignored, as PyTorch
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
+  const std::int64_t classes = check(logits, targets, options, "cross_entropy");
+  const std::int64_t rows = targets.numel();
+  const Tensor x = logits.contiguous().detach().view({rows, classes});
+  const Tensor target_rows = targets.contiguous().view({rows});
+  Tensor losses = detail::make_tensor({rows}, logits.dtype(), logits.device());
+  Tensor log_normaliser = detail::make_tensor({rows}, logits.dtype(), logits.device());
+  const backend::CrossEntropyParams params{.ignore_index = options.ignore_index,
+                                           .label_smoothing = options.label_smoothing};
+  if (rows > 0)
+    detail::backend_of(logits).cross_entropy_forward(params, detail::ref(losses),
+                                                     detail::ref(log_normaliser), detail::ref(x),
+                                                     detail::ref(target_rows));
+  if (autograd::needs_grad(logits))
+    autograd::record(
+        "CrossEntropyBackward", losses, {logits}, {x, target_rows, log_normaliser},
+        [params, shape = logits.shape()](const Tensor& dloss, const autograd::SavedTensors& s) {
+          autograd::Grads grads(1);
+          grads[0] = detail::make_tensor(shape, dloss.dtype(), dloss.device());
+          if (s[0].numel() == 0) return grads;
+          const Tensor upstream = dloss.contiguous();
+          detail::backend_of(dloss).cross_entropy_backward(
+              params, detail::ref(grads[0].view(s[0].shape())), detail::ref(upstream),
+              detail::ref(s[0]), detail::ref(s[1]), detail::ref(s[2]));
+          return grads;
+        });
+  return reduce(losses.view(targets.shape()), targets, options);
+}
+
+Tensor cross_entropy_composed(const Tensor& logits, const Tensor& targets,
+                              CrossEntropyOptions options) {
+  check(logits, targets, options, "cross_entropy");
+  const Tensor log_probabilities = logits.log_softmax(-1);
+  // Ignored rows pick class 0 and are then masked out.
+  const Tensor kept = ne(targets, static_cast<double>(options.ignore_index));
+  const Tensor safe_targets = where(kept, targets, zeros(targets.shape(), {.dtype = DType::Int64}));
+  const Tensor picked = gather(log_probabilities, -1, safe_targets.unsqueeze(-1)).squeeze(-1);
+  Tensor per_row = -picked * (1 - options.label_smoothing);
+  if (options.label_smoothing != 0)
+    per_row = per_row - log_probabilities.mean({-1}) * options.label_smoothing;
+  return reduce(per_row * kept.to(logits.dtype()), targets, options);
+}
+
+Tensor nll_loss(const Tensor& log_probabilities, const Tensor& targets,
+                CrossEntropyOptions options) {
+  check(log_probabilities, targets, options, "nll_loss");
+  NG_CHECK(options.label_smoothing == 0, "nll_loss",
+           "label smoothing belongs to cross_entropy; got ", options.label_smoothing);
+  const std::int64_t classes = log_probabilities.size(-1);
+  const Tensor kept = ne(targets, static_cast<double>(options.ignore_index));
+  const Tensor in_range = (ge(targets, 0.0) * lt(targets, static_cast<double>(classes)));
+  NG_CHECK((kept - kept * in_range).sum().item() == 0, "nll_loss",
+           "a target is not a class in [0, ", classes, ") nor the ignore_index ",
+           options.ignore_index);
+  const Tensor safe_targets = where(kept, targets, zeros(targets.shape(), {.dtype = DType::Int64}));
+  const Tensor picked = gather(log_probabilities, -1, safe_targets.unsqueeze(-1)).squeeze(-1);
+  return reduce(-picked * kept.to(log_probabilities.dtype()), targets, options);
+}
+
+}  // namespace normgrad::nn
