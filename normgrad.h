@@ -19,6 +19,7 @@
 #include "nn/embedding.h"
 #include "nn/functional.h"
 #include "nn/layer.h"
+#include "nn/checkpoint.h"
 #include "nn/linear.h"
 #include "nn/losses.h"
 #include "nn/sequential.h"

@@ -5,9 +5,11 @@
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 include(NormgradBLAS)  # defines normgrad::blas
 
+# nlohmann-json reads and writes the safetensors header of checkpoints (header-only, used
+# inside the library's .cpp files only).
+find_package(nlohmann_json 3 REQUIRED)
 if(NORMGRAD_BUILD_TESTS)
   find_package(doctest REQUIRED)
-  find_package(nlohmann_json 3 REQUIRED)
 endif()
 if(NORMGRAD_BUILD_BENCH)
   find_package(benchmark REQUIRED)
