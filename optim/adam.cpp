@@ -25,23 +25,12 @@ void check_options(const AdamOptions& options) {
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
-    : parameters_(std::move(parameters)),
+    : Optimizer(std::move(parameters), "Adam"),
       exp_avg_(parameters_.size()),
       exp_avg_sq_(parameters_.size()),
       steps_(parameters_.size(), 0),
       options_(options) {
   check_options(options_);
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const Tensor& parameter = parameters_[i];
-    NG_CHECK(parameter.defined() && parameter.is_leaf() && parameter.requires_grad(), "Adam",
-             "parameter ", i, " must be a leaf tensor that requires grad");
-    NG_CHECK(is_floating(parameter.dtype()), "Adam", "parameter ", i,
-             " must be floating-point, got ", parameter.dtype());
-  }
-}
-
-void Adam::zero_grad() {
-  for (Tensor& parameter : parameters_) parameter.zero_grad();
 }
 
 void Adam::set_lr(double lr) {
@@ -52,6 +41,37 @@ void Adam::set_lr(double lr) {
 void Adam::set_beta1(double beta1) {
   NG_CHECK(beta1 >= 0 && beta1 < 1, "Adam", "beta1 must lie in [0, 1), got ", beta1);
   options_.beta1 = beta1;
+}
+
+nn::StateDict Adam::state_dict() const {
+  nn::StateDict state;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!exp_avg_[i].defined()) continue;
+    state["exp_avg." + std::to_string(i)] = exp_avg_[i].clone();
+    state["exp_avg_sq." + std::to_string(i)] = exp_avg_sq_[i].clone();
+  }
+  state["steps"] = from_vector(steps_, {static_cast<std::int64_t>(steps_.size())});
+  return state;
+}
+
+void Adam::load_state_dict(const nn::StateDict& state) {
+  const auto steps = state.find("steps");
+  NG_CHECK(steps != state.end(), "Adam", "the state has no \"steps\" entry");
+  NG_CHECK(steps->second.dtype() == DType::Int64 &&
+               steps->second.shape() == Shape{static_cast<std::int64_t>(parameters_.size())},
+           "Adam", "\"steps\" must be int64 [", parameters_.size(), "], got ",
+           steps->second.dtype(), " ", steps->second.shape());
+  nn::StateDict moments = state;
+  moments.erase("steps");
+  std::vector<Tensor> exp_avg(parameters_.size()), exp_avg_sq(parameters_.size());
+  detail::load_slots(moments, parameters_, {"exp_avg", "exp_avg_sq"}, {&exp_avg, &exp_avg_sq},
+                     "Adam");
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    NG_CHECK(exp_avg[i].defined() == exp_avg_sq[i].defined(), "Adam", "parameter ", i,
+             " has only one of exp_avg and exp_avg_sq");
+  exp_avg_ = std::move(exp_avg);
+  exp_avg_sq_ = std::move(exp_avg_sq);
+  steps_ = steps->second.to_vector<std::int64_t>();
 }
 
 void Adam::step() {
@@ -80,9 +100,9 @@ void Adam::step() {
         .bias_correction2 = 1 - std::pow(options_.beta2, static_cast<double>(t)),
     };
     const Tensor contiguous_grad = grad.contiguous();
-    detail::backend_of(parameter).adam_update(
-        params, detail::ref(parameter), detail::ref(contiguous_grad), detail::ref(exp_avg_[i]),
-        detail::ref(exp_avg_sq_[i]));
+    normgrad::detail::backend_of(parameter).adam_update(
+        params, normgrad::detail::ref(parameter), normgrad::detail::ref(contiguous_grad),
+        normgrad::detail::ref(exp_avg_[i]), normgrad::detail::ref(exp_avg_sq_[i]));
     parameter.storage()->bump_version();  // the update is in place, like add_()
   }
 }

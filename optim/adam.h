@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include "optim/optimizer.h"
 
 namespace normgrad::optim {
 
@@ -22,18 +22,21 @@ struct AdamOptions {
   bool decoupled_weight_decay = false;  // true: AdamW
 };
 
-class Adam {
+class Adam : public Optimizer {
  public:
   // The parameters must be leaves that require grad.
   Adam(std::vector<Tensor> parameters, AdamOptions options = {});
 
-  void zero_grad();
   // Parameters without a gradient are left alone, and their step count does not advance.
-  void step();
+  void step() override;
 
   const AdamOptions& options() const { return options_; }
-  void set_lr(double lr);
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
   void set_beta1(double beta1);
+  // "exp_avg.<i>", "exp_avg_sq.<i>", and "steps" (int64 [parameters]).
+  nn::StateDict state_dict() const override;
+  void load_state_dict(const nn::StateDict& state) override;
   // The optimizer's state per parameter: its step count and moment estimates (undefined
   // until its first step).
   std::int64_t step_count(std::size_t index) const { return steps_.at(index); }
@@ -41,7 +44,6 @@ class Adam {
   const Tensor& exp_avg_sq(std::size_t index) const { return exp_avg_sq_.at(index); }
 
  private:
-  std::vector<Tensor> parameters_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
   std::vector<std::int64_t> steps_;
   AdamOptions options_;

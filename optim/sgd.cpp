@@ -7,22 +7,29 @@
 namespace normgrad::optim {
 
 SGD::SGD(std::vector<Tensor> parameters, SGDOptions options)
-    : parameters_(std::move(parameters)), velocity_(parameters_.size()), options_(options) {
+    : Optimizer(std::move(parameters), "SGD"), velocity_(parameters_.size()), options_(options) {
   NG_CHECK(options.lr >= 0, "SGD", "learning rate must be non-negative, got ", options.lr);
   NG_CHECK(options.momentum >= 0, "SGD", "momentum must be non-negative, got ", options.momentum);
   NG_CHECK(options.weight_decay >= 0, "SGD", "weight decay must be non-negative, got ",
            options.weight_decay);
   NG_CHECK(!options.nesterov || options.momentum > 0, "SGD",
            "Nesterov momentum needs momentum > 0, got ", options.momentum);
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const Tensor& parameter = parameters_[i];
-    NG_CHECK(parameter.defined() && parameter.is_leaf() && parameter.requires_grad(), "SGD",
-             "parameter ", i, " must be a leaf tensor that requires grad");
-  }
 }
 
-void SGD::zero_grad() {
-  for (Tensor& parameter : parameters_) parameter.zero_grad();
+void SGD::set_lr(double lr) {
+  NG_CHECK(lr >= 0, "SGD", "learning rate must be non-negative, got ", lr);
+  options_.lr = lr;
+}
+
+nn::StateDict SGD::state_dict() const {
+  nn::StateDict state;
+  for (std::size_t i = 0; i < velocity_.size(); ++i)
+    if (velocity_[i].defined()) state["velocity." + std::to_string(i)] = velocity_[i].clone();
+  return state;
+}
+
+void SGD::load_state_dict(const nn::StateDict& state) {
+  detail::load_slots(state, parameters_, {"velocity"}, {&velocity_}, "SGD");
 }
 
 void SGD::step() {

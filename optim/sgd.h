@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/tensor.h"
+#include "optim/optimizer.h"
 
 namespace normgrad::optim {
 
@@ -18,19 +18,20 @@ struct SGDOptions {
   bool nesterov = false;  // needs momentum > 0
 };
 
-class SGD {
+class SGD : public Optimizer {
  public:
   // The parameters must be leaves that require grad.
   SGD(std::vector<Tensor> parameters, SGDOptions options);
 
-  void zero_grad();  // drops every parameter's gradient
-  void step();       // parameters without a gradient are left alone
+  void step() override;  // parameters without a gradient are left alone
 
   const SGDOptions& options() const { return options_; }
-  void set_lr(double lr) { options_.lr = lr; }
+  double lr() const override { return options_.lr; }
+  void set_lr(double lr) override;
+  nn::StateDict state_dict() const override;  // "velocity.<i>"
+  void load_state_dict(const nn::StateDict& state) override;
 
  private:
-  std::vector<Tensor> parameters_;
   std::vector<Tensor> velocity_;  // one per parameter, created on its first step
   SGDOptions options_;
 };

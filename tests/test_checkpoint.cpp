@@ -188,3 +188,100 @@ TEST_CASE("a checkpoint that does not fit the module is refused, and the module 
   for (const auto& [name, tensor] : model->state_dict())
     CHECK(all_close(tensor, before.at(name), 0, 0));
 }
+
+namespace {
+
+// A small model with dropout, trained on batches drawn from `generator`: every random number
+// (data and dropout) comes from it, so its (seed, offset) is part of the training state.
+struct Run {
+  Generator generator{11};
+  std::shared_ptr<nn::Sequential> model;
+  std::unique_ptr<optim::Adam> adam;
+  Run() {
+    manual_seed(21);
+    model = std::make_shared<nn::Sequential>();
+    model->push_back(std::make_shared<nn::Linear>(6, 8));
+    model->push_back(nn::make_norm("rmsnorm", 8));
+    model->push_back(std::make_shared<nn::Tanh>());
+    model->push_back(std::make_shared<nn::Dropout>(0.3, &generator));
+    model->push_back(std::make_shared<nn::Linear>(8, 1));
+    adam = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 0.01});
+  }
+  double train_step() {
+    const Tensor x = randn({16, 6}, generator);
+    const Tensor y = x.sum({1}, true).tanh();
+    const Tensor loss = nn::functional::mse_loss(model->forward(x), y);
+    adam->zero_grad();
+    loss.backward();
+    adam->step();
+    return loss.item();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a resumed run continues with exactly the losses of an uninterrupted one") {
+  TemporaryFolder folder;
+  Run uninterrupted;
+  std::vector<double> expected;
+  for (int step = 0; step < 10; ++step) expected.push_back(uninterrupted.train_step());
+
+  {
+    Run first_half;
+    for (int step = 0; step < 5; ++step) CHECK(first_half.train_step() == expected[step]);
+    optim::save_training_state(folder.file("run.safetensors"), *first_half.model, *first_half.adam,
+                               first_half.generator, 5);
+  }
+  Run resumed;
+  resumed.generator.manual_seed(999);  // different, until the state is loaded
+  const std::int64_t step = optim::load_training_state(
+      folder.file("run.safetensors"), *resumed.model, *resumed.adam, resumed.generator);
+  CHECK(step == 5);
+  CHECK(resumed.adam->step_count(0) == 5);
+  for (int s = 5; s < 10; ++s) CHECK(resumed.train_step() == expected[s]);  // bit for bit
+}
+
+TEST_CASE("a training state that does not fit changes neither the model nor the optimizer") {
+  TemporaryFolder folder;
+  Run run;
+  run.train_step();
+  optim::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
+                             1);
+  auto state = nn::load_tensors(folder.file("run.safetensors"));
+  state.erase("model.4.bias");
+  nn::save_tensors(state, folder.file("broken.safetensors"));
+  Run other;
+  other.train_step();
+  other.train_step();
+  const auto model_before = other.model->state_dict();
+  const auto optimizer_before = other.adam->state_dict();
+  CHECK_ERROR(optim::load_training_state(folder.file("broken.safetensors"), *other.model,
+                                         *other.adam, other.generator),
+              "load_training_state", "broken.safetensors", "4.bias");
+  for (const auto& [name, tensor] : other.model->state_dict())
+    CHECK(all_close(tensor, model_before.at(name), 0, 0));
+  for (const auto& [name, tensor] : other.adam->state_dict())
+    CHECK(all_close(tensor, optimizer_before.at(name), 0, 0));
+  nn::save_tensors({{"w", ones({1})}}, folder.file("plain.safetensors"));
+  CHECK_ERROR(optim::load_training_state(folder.file("plain.safetensors"), *other.model,
+                                         *other.adam, other.generator),
+              "load_training_state", "training state");
+}
+
+TEST_CASE(
+    "optimizer state: SGD's velocity and Adam's moments round-trip, and bad state is refused") {
+  Tensor w = ones({3}).requires_grad_();
+  optim::SGD sgd({w}, {.lr = 0.1, .momentum = 0.9});
+  (w * 2.0).sum().backward();
+  sgd.step();
+  const auto state = sgd.state_dict();
+  REQUIRE(state.count("velocity.0") == 1);
+  optim::SGD copy({w}, {.lr = 0.1, .momentum = 0.9});
+  copy.load_state_dict(state);
+  CHECK(all_close(copy.state_dict().at("velocity.0"), state.at("velocity.0"), 0, 0));
+  CHECK_ERROR(copy.load_state_dict({{"velocity.0", ones({4})}}), "SGD", "velocity.0", "[4]");
+  CHECK_ERROR(copy.load_state_dict({{"velocity.7", ones({3})}}), "SGD", "parameter 7");
+  CHECK_ERROR(copy.load_state_dict({{"moment.0", ones({3})}}), "SGD", "unexpected", "moment.0");
+  optim::Adam adam({w});
+  CHECK_ERROR(adam.load_state_dict({}), "Adam", "steps");
+}

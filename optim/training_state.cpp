@@ -1,0 +1,69 @@
+#include "optim/training_state.h"
+
+#include <bit>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "nn/checkpoint.h"
+
+namespace normgrad::optim {
+
+namespace {
+
+const std::string model_prefix = "model.", optimizer_prefix = "optimizer.";
+
+// The entries of `state` under `prefix`, with the prefix removed.
+nn::StateDict with_prefix_removed(const nn::StateDict& state, const std::string& prefix) {
+  nn::StateDict part;
+  for (const auto& [name, tensor] : state)
+    if (name.rfind(prefix, 0) == 0) part[name.substr(prefix.size())] = tensor;
+  return part;
+}
+
+}  // namespace
+
+void save_training_state(const std::string& path, const nn::Module& model,
+                         const Optimizer& optimizer, const Generator& generator,
+                         std::int64_t step) {
+  nn::StateDict state;
+  for (const auto& [name, tensor] : model.state_dict()) state[model_prefix + name] = tensor;
+  for (const auto& [name, tensor] : optimizer.state_dict()) state[optimizer_prefix + name] = tensor;
+  // (seed, offset) are unsigned; their bits travel as int64.
+  state["rng"] =
+      from_vector(std::vector<std::int64_t>{std::bit_cast<std::int64_t>(generator.seed()),
+                                            std::bit_cast<std::int64_t>(generator.offset())},
+                  {2});
+  state["step"] = from_vector(std::vector<std::int64_t>{step}, {});
+  nn::save_tensors(state, path, {{"content", "normgrad training state"}});
+}
+
+std::int64_t load_training_state(const std::string& path, nn::Module& model, Optimizer& optimizer,
+                                 Generator& generator) {
+  const nn::StateDict state = nn::load_tensors(path);
+  for (const char* key : {"rng", "step"})
+    NG_CHECK(state.count(key) && state.at(key).dtype() == DType::Int64, "load_training_state", "'",
+             path, "' has no int64 \"", key, "\" entry: is it a training state?");
+  NG_CHECK(state.at("rng").shape() == Shape{2} && state.at("step").numel() == 1,
+           "load_training_state", "'", path, "': \"rng\" must be [2] and \"step\" one value");
+  for (const auto& [name, tensor] : state)
+    NG_CHECK(name == "rng" || name == "step" || name.rfind(model_prefix, 0) == 0 ||
+                 name.rfind(optimizer_prefix, 0) == 0,
+             "load_training_state", "'", path, "': unexpected entry \"", name, "\"");
+  // The optimizer checks its part before changing; if the model then refuses its part, the
+  // optimizer's previous state is put back, so nothing changes unless everything fits.
+  const nn::StateDict previous = optimizer.state_dict();
+  optimizer.load_state_dict(with_prefix_removed(state, optimizer_prefix));
+  try {
+    model.load_state_dict(with_prefix_removed(state, model_prefix), /*strict=*/true);
+  } catch (const Error& error) {
+    optimizer.load_state_dict(previous);
+    NG_CHECK(false, "load_training_state", "'", path, "': ", error.what());
+  }
+  const std::vector<std::int64_t> rng = state.at("rng").to_vector<std::int64_t>();
+  generator.manual_seed(std::bit_cast<std::uint64_t>(rng[0]));
+  generator.set_offset(std::bit_cast<std::uint64_t>(rng[1]));
+  return state.at("step").item<std::int64_t>();
+}
+
+}  // namespace normgrad::optim

@@ -1,0 +1,29 @@
+#pragma once
+// Training state in one checkpoint: the model's parameters and buffers ("model.*"), the
+// optimizer's state ("optimizer.*"), the random generator's (seed, offset) ("rng"), and the
+// step. A run resumed from it draws the same random numbers and takes the same steps as the
+// run that was interrupted, so its losses are exactly those the uninterrupted run had.
+//
+//   optim::save_training_state("run.safetensors", model, adam, generator, step);
+//   ... later, in a fresh process ...
+//   std::int64_t step = optim::load_training_state("run.safetensors", model, adam, generator);
+
+#include <cstdint>
+#include <string>
+
+#include "core/generator.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+
+namespace normgrad::optim {
+
+// Atomic, as nn::save_tensors.
+void save_training_state(const std::string& path, const nn::Module& model,
+                         const Optimizer& optimizer, const Generator& generator, std::int64_t step);
+
+// Restores model, optimizer and generator and returns the step. The file is checked against
+// all three before any of them changes.
+std::int64_t load_training_state(const std::string& path, nn::Module& model, Optimizer& optimizer,
+                                 Generator& generator);
+
+}  // namespace normgrad::optim
