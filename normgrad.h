@@ -14,6 +14,7 @@
 #include "autograd/graph_dot.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "nn/conv.h"
 #include "nn/functional.h"
 #include "optim/sgd.h"
 #include "nn/init.h"
@@ -27,3 +28,4 @@
 #include "nn/norms/norm.h"
 #include "nn/norms/rms_norm.h"
 #include "nn/norms/weight_norm.h"
+#include "nn/pooling.h"
