@@ -123,6 +123,24 @@ TEST_CASE("conv2d: values and gradients equal the composed twin in float32 and f
   }
 }
 
+// Ten samples of 64 channels at 32 x 32 with a 3x3 kernel have 0.59 Mi column values each,
+// so conv2d works in chunks of 7 and 3 samples; the chunk seams must not show.
+TEST_CASE("conv2d: a batch split into im2col chunks equals the composed twin") {
+  Generator generator(13);
+  const TensorOptions options{.dtype = DType::Float64};
+  const Tensor x0 = randn({10, 64, 32, 32}, generator, options);
+  const Tensor w0 = randn({4, 64, 3, 3}, generator, options);
+  const Tensor dy = randn({10, 4, 32, 32}, generator, options);
+  std::vector<Tensor> results;
+  for (const bool fused : {true, false}) {
+    const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    const Tensor y = fused ? conv2d(x, w, Tensor(), 1, 1) : conv2d_composed(x, w, Tensor(), {1, 1});
+    (y * dy).sum().backward();
+    results.insert(results.end(), {y.detach(), x.grad(), w.grad()});
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(all_close(results[i], results[i + 3], 1e-11, 1e-11));
+}
+
 TEST_CASE("conv2d: a small case worked out by hand") {
   // x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], a 2x2 kernel of ones, padding 1, stride 2: the
   // windows at the corners of the padded 5x5 image see one pixel each, plus bias 0.5.
