@@ -226,3 +226,55 @@ TEST_CASE("conv2d: errors name the op and the shapes") {
   nn::Conv2d conv(3, 4, 3);
   CHECK_ERROR(conv.forward(randn({2, 5, 8, 8})), "conv2d", "input channels");
 }
+
+namespace {
+
+// A miniature of the paper's ConvPool-CNN-C (PAPER.md 5.6): 3x3 convolutions with padding 1
+// and 0, a 2x2 max-pool, a 1x1 convolution and global average pooling.
+struct TinyConvPoolNet : nn::Module {
+  std::shared_ptr<nn::Conv2d> conv1, conv2, nin;
+  std::shared_ptr<nn::MaxPool2d> pool;
+  std::shared_ptr<nn::GlobalAvgPool2d> global_pool;
+
+  explicit TinyConvPoolNet(Generator& generator) {
+    conv1 = register_module(
+        "conv1", std::make_shared<nn::Conv2d>(3, 8, 3, nn::Conv2dOptions{.padding = 1}, generator));
+    pool = register_module("pool", std::make_shared<nn::MaxPool2d>(2));
+    conv2 = register_module("conv2",
+                            std::make_shared<nn::Conv2d>(8, 8, 3, nn::Conv2dOptions{}, generator));
+    nin = register_module("nin",
+                          std::make_shared<nn::Conv2d>(8, 2, 1, nn::Conv2dOptions{}, generator));
+    global_pool = register_module("global_pool", std::make_shared<nn::GlobalAvgPool2d>());
+  }
+
+  Tensor forward(const Tensor& x) const {
+    Tensor h = pool->forward(relu(conv1->forward(x)));
+    h = relu(conv2->forward(h));
+    return global_pool->forward(nin->forward(h));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Conv2d and pooling: a small ConvPool network fits its targets under SGD") {
+  Generator generator(61);
+  TinyConvPoolNet net(generator);
+  CHECK(net.named_parameters().size() == 6);
+  const Tensor x = randn({16, 3, 8, 8}, generator);
+  // Targets the network can reach: a fixed function of the input's channel means.
+  const Tensor means = mean(x, {2, 3});
+  const Tensor target =
+      cat({means.narrow(1, 0, 1) - means.narrow(1, 1, 1), means.narrow(1, 2, 1) * 2.0}, 1).detach();
+  optim::SGD sgd(net.parameters(), {.lr = 0.2, .momentum = 0.9});
+  double first = 0, last = 0;
+  for (int step = 0; step < 150; ++step) {
+    sgd.zero_grad();
+    const Tensor loss = nn::functional::mse_loss(net.forward(x), target);
+    loss.backward();
+    sgd.step();
+    if (step == 0) first = loss.item();
+    last = loss.item();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.2 * first);
+}
