@@ -2,6 +2,7 @@
 // twins built from slices with maximum or sums, values worked out by hand, the modules, and
 // the errors.
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -118,6 +119,19 @@ TEST_CASE("max_pool2d: values, first maximum on ties, and gradients that add up"
   peak.requires_grad_();
   max_pool2d(peak, 3, 1, 1).sum().backward();
   CHECK(all_close(peak.grad(), {0, 0, 0, 0, 9, 0, 0, 0, 0}));
+
+  // A window of -inf still sends its gradient to a pixel (its first), as PyTorch does; a NaN
+  // wins its window.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor low = tensor({-inf, -inf, -inf, -inf, 1, std::nan(""), 2, 3}, {.dtype = DType::Float64})
+                   .reshape({1, 2, 2, 2})
+                   .requires_grad_();
+  const Tensor pooled = max_pool2d(low, 2);
+  const std::vector<double> values = pooled.to_vector<double>();
+  CHECK(values[0] == -inf);
+  CHECK(std::isnan(values[1]));
+  pooled.backward(ones({1, 2, 1, 1}, {.dtype = DType::Float64}));
+  CHECK(all_close(low.grad(), {1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
 TEST_CASE("avg_pool2d: the padding counts as zeros") {

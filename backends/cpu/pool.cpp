@@ -7,7 +7,6 @@
 //   avg: dx[p] = sum of dy[o] / (kh kw) over the windows o that contain p.
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -52,20 +51,24 @@ void max_plane(const PoolPlanes& p, const Window2d& k, const T* in, T* out, std:
     const Span rows = span(oh * k.stride_h - k.padding_h, k.kernel_h, k.dilation_h, p.height);
     for (std::int64_t ow = 0; ow < p.out_w; ++ow) {
       const Span cols = span(ow * k.stride_w - k.padding_w, k.kernel_w, k.dilation_w, p.width);
+      // The window's first in-image pixel is the candidate to beat, so a window of -inf still
+      // names a pixel. A window wholly in the padding (possible only with dilation) gives -inf
+      // and index -1, which backward skips.
       std::int64_t best_index = -1;
-      T best = T(0);
+      T best = -std::numeric_limits<T>::infinity();
+      if (rows.first < rows.last && cols.first < cols.last) {
+        best_index = rows.first * p.width + cols.first;
+        best = in[best_index];
+      }
       for (std::int64_t h = rows.first; h < rows.last; h += k.dilation_h)
         for (std::int64_t w = cols.first; w < cols.last; w += k.dilation_w) {
           const T value = in[h * p.width + w];
           // Strictly greater keeps the first maximum; a NaN wins and stays.
-          if (best_index < 0 || value > best || (std::isnan(value) && !std::isnan(best))) {
-            best = value;
-            best_index = h * p.width + w;
-          }
+          const bool take = (value > best) | ((value != value) & (best == best));
+          best = take ? value : best;
+          best_index = take ? h * p.width + w : best_index;
         }
-      // A window wholly in the padding (possible only with dilation) gives -inf and index -1,
-      // which backward skips.
-      out[oh * p.out_w + ow] = best_index < 0 ? -std::numeric_limits<T>::infinity() : best;
+      out[oh * p.out_w + ow] = best;
       indices[oh * p.out_w + ow] = best_index;
     }
   }
