@@ -154,6 +154,29 @@ TEST_CASE("conv2d: a small case worked out by hand") {
   CHECK(all_close(conv2d(x, w, Tensor(), 1, 0, 2), {20.0}));
 }
 
+TEST_CASE("conv2d: strided views as input, weight and upstream gradient") {
+  Generator generator(17);
+  const TensorOptions options{.dtype = DType::Float64};
+  // x [2, 3, 6, 5] stored channels-last; the weight [4, 3, 2, 3] stored with kh and kw swapped.
+  const Tensor x_view = randn({2, 6, 5, 3}, generator, options).permute({0, 3, 1, 2});
+  const Tensor w_view = randn({4, 3, 3, 2}, generator, options).transpose(2, 3);
+  const Tensor b = randn({4}, generator, options);
+  // y is [2, 4, 4, 5]: rows (6 + 2 - 2) / 2 + 1, columns (5 + 2 - 3) / 1 + 1.
+  const Tensor dy_view = randn({2, 4, 5, 4}, generator, options).transpose(2, 3);
+  REQUIRE_FALSE(x_view.is_contiguous());
+  REQUIRE_FALSE(w_view.is_contiguous());
+  REQUIRE_FALSE(dy_view.is_contiguous());
+  std::vector<Tensor> results;
+  for (const bool contiguous : {false, true}) {
+    Tensor x = (contiguous ? x_view.contiguous() : x_view).detach().requires_grad_();
+    Tensor w = (contiguous ? w_view.contiguous() : w_view).detach().requires_grad_();
+    const Tensor y = conv2d(x, w, b, {2, 1}, 1);
+    y.backward(contiguous ? dy_view.contiguous() : dy_view);
+    results.insert(results.end(), {y.detach(), x.grad(), w.grad()});
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(all_close(results[i], results[i + 3], 0, 0));
+}
+
 // im2col and col2im split the work by (sample, channel) plane, each written by one thread,
 // so they add in the same order on any thread count. OpenBLAS may block its GEMM differently
 // for another thread count, which moves the last bits, hence the float64 tolerance: a race or

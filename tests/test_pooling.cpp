@@ -134,6 +134,26 @@ TEST_CASE("max_pool2d: values, first maximum on ties, and gradients that add up"
   CHECK(all_close(low.grad(), {1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
+TEST_CASE("max_pool2d and avg_pool2d: strided views as input and upstream gradient") {
+  Generator generator(19);
+  const TensorOptions options{.dtype = DType::Float64};
+  const Tensor x_view = randn({2, 7, 6, 3}, generator, options).permute({0, 3, 1, 2});
+  const Tensor dy_view = randn({2, 3, 3, 4}, generator, options).transpose(2, 3);  // [2, 3, 4, 3]
+  REQUIRE_FALSE(x_view.is_contiguous());
+  for (const bool is_max : {true, false}) {
+    CAPTURE(is_max);
+    std::vector<Tensor> results;
+    for (const bool contiguous : {false, true}) {
+      Tensor x = (contiguous ? x_view.contiguous() : x_view).detach().requires_grad_();
+      const Tensor y = is_max ? max_pool2d(x, 3, 2, 1) : avg_pool2d(x, 3, 2, 1);
+      y.backward(contiguous ? dy_view.contiguous() : dy_view);
+      results.insert(results.end(), {y.detach(), x.grad()});
+    }
+    CHECK(all_close(results[0], results[2], 0, 0));
+    CHECK(all_close(results[1], results[3], 0, 0));
+  }
+}
+
 TEST_CASE("avg_pool2d: the padding counts as zeros") {
   const Tensor x = ones({1, 1, 2, 2}, {.dtype = DType::Float64});
   // Kernel 2, stride 2, padding 1: each window holds one pixel and three padding zeros.
