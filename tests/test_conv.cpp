@@ -301,3 +301,15 @@ TEST_CASE("Conv2d and pooling: a small ConvPool network fits its targets under S
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.2 * first);
 }
+
+TEST_CASE("conv2d and pooling: an empty batch gives empty results and gradients") {
+  Tensor x = zeros({0, 3, 6, 6}, {.dtype = DType::Float64}).requires_grad_();
+  Tensor w = ones({4, 3, 3, 3}, {.dtype = DType::Float64}).requires_grad_();
+  Tensor b = ones({4}, {.dtype = DType::Float64}).requires_grad_();
+  const Tensor y = conv2d(x, w, b, 1, 1);
+  CHECK(y.shape() == Shape{0, 4, 6, 6});
+  (y.sum() + max_pool2d(x, 2).sum() + avg_pool2d(x, 2).sum()).backward();
+  CHECK(x.grad().shape() == Shape{0, 3, 6, 6});
+  CHECK(all_close(w.grad(), zeros({4, 3, 3, 3}, {.dtype = DType::Float64})));
+  CHECK(all_close(b.grad(), {0, 0, 0, 0}));
+}

@@ -106,7 +106,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d 
           Grads grads(3);
           Tensor dw =
               need_weight ? zeros({o, k}, {.dtype = dy.dtype(), .device = dy.device()}) : Tensor();
-          if (need_x) grads[0] = zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
+          // col2im overwrites dx chunk by chunk; zeros only when there is no chunk (O = 0).
+          if (need_x)
+            grads[0] = grad.numel() > 0
+                           ? detail::make_tensor(image.shape(), dy.dtype(), dy.device())
+                           : zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
           const std::int64_t chunk_size = samples_per_chunk(plan, k);
           for (std::int64_t first = 0; first < n && grad.numel() > 0; first += chunk_size) {
             const std::int64_t count = std::min(chunk_size, n - first);

@@ -40,9 +40,8 @@ struct Planes {
 Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2d& window,
                  const char* op) {
   NG_CHECK(image.rank() == 4 && columns.rank() == 3, op,
-           "expects image [N, C, H, W] and columns "
-           "[N, C kh kw, OH OW], got ",
-           image.shape, " and ", columns.shape);
+           "expects image [N, C, H, W] and columns [N, C kh kw, OH OW], got ", image.shape, " and ",
+           columns.shape);
   NG_CHECK(image.dtype == columns.dtype, op, "dtypes differ: ", image.dtype, " and ",
            columns.dtype);
   const std::int64_t taps = window.kernel_h * window.kernel_w;
