@@ -125,8 +125,8 @@ struct Size2d {
 };
 
 // Cross-correlation, as in PyTorch: weight [O, C, kh, kw], bias [O] or undefined;
-//   y[n, o, oh, ow] = b[o] + sum_{c,i,j} w[o, c, i, j] x[n, c, oh sh - ph + i dh, ow sw - pw + j
-//   dw]
+//   y[n, o, oh, ow] = b[o] + sum_{c,i,j} w[o, c, i, j] x[n, c, h, w],
+//   h = oh sh - ph + i dh,  w = ow sw - pw + j dw,
 // with zeros outside the image. Output size: OH = (H + 2 ph - dh (kh - 1) - 1) / sh + 1.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               Size2d stride = 1, Size2d padding = 0, Size2d dilation = 1);

@@ -229,10 +229,12 @@ class Backend {
   // (sample, channel) plane is summed by one thread in a fixed order: deterministic.
   virtual void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) = 0;
   // out = the largest input in each window (padding never wins; a NaN does), indices (int64,
-  // out's shape) = its position h W + w within its plane, the first one on ties.
+  // out's shape) = its position h W + w within its plane, the first one on ties. A window
+  // wholly in the padding (possible only with dilation) gives -inf and index -1.
   virtual void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                           const Window2d& window) = 0;
-  // dx (overwritten, [N, C, H, W]) = dy added at the positions `indices` names, plane by plane.
+  // dx (overwritten, [N, C, H, W]) = dy added at the positions `indices` names (-1: nowhere),
+  // plane by plane.
   virtual void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                    const TensorRef& indices) = 0;
   // out = the sum of each window's in-image values divided by kh kw: the padding counts as
