@@ -17,6 +17,7 @@
 #include "nn/activation.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
+#include "nn/conv.h"
 #include "nn/functional.h"
 #include "nn/layer.h"
 #include "nn/checkpoint.h"
@@ -40,3 +41,4 @@
 #include "nn/norms/norm.h"
 #include "nn/norms/rms_norm.h"
 #include "nn/norms/weight_norm.h"
+#include "nn/pooling.h"

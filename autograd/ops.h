@@ -5,6 +5,7 @@
 // argmax, carry no gradient.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -114,5 +115,30 @@ Tensor scatter_add(const Tensor& x, std::int64_t dim, const Tensor& index, const
 // Rows of weight [num_embeddings, dim] picked by indices of any shape; the result has shape
 // indices.shape + [dim]. The backward pass adds into the picked rows (an index-add).
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+// ---- convolution and pooling over [N, C, H, W] images --------------------------------------
+// A size for the two spatial dims (rows, columns); one number stands for both.
+struct Size2d {
+  std::int64_t h, w;
+  Size2d(std::int64_t both) : h(both), w(both) {}  // NOLINT: implicit, as in conv2d(x, w, b, 2)
+  Size2d(std::int64_t rows, std::int64_t columns) : h(rows), w(columns) {}
+};
+
+// Cross-correlation, as in PyTorch: weight [O, C, kh, kw], bias [O] or undefined;
+//   y[n, o, oh, ow] = b[o] + sum_{c,i,j} w[o, c, i, j] x[n, c, h, w],
+//   h = oh sh - ph + i dh,  w = ow sw - pw + j dw,
+// with zeros outside the image. Output size: OH = (H + 2 ph - dh (kh - 1) - 1) / sh + 1.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Size2d stride = 1, Size2d padding = 0, Size2d dilation = 1);
+// The largest value of each kernel x kernel window; the gradient goes to the first maximum.
+// stride defaults to kernel; the padding (at most half the kernel) never wins.
+Tensor max_pool2d(const Tensor& x, Size2d kernel, std::optional<Size2d> stride = std::nullopt,
+                  Size2d padding = 0);
+// The mean of each window, the padding counted as zeros: every window divides by kh kw
+// (PyTorch's default, count_include_pad = true).
+Tensor avg_pool2d(const Tensor& x, Size2d kernel, std::optional<Size2d> stride = std::nullopt,
+                  Size2d padding = 0);
+// The mean over H and W: [N, C, H, W] -> [N, C].
+Tensor global_avg_pool2d(const Tensor& x);
 
 }  // namespace normgrad

@@ -113,6 +113,18 @@ struct AdamParams {
   double bias_correction2 = 1;  // 1 - beta2^t
 };
 
+// A 2-d window sliding over the last two dims of an [N, C, H, W] image (convolution and
+// pooling). Output position (oh, ow) sees the input rows oh * stride_h - padding_h +
+// i * dilation_h for i in [0, kernel_h), and likewise for columns; positions outside the image
+// are padding. The output has OH = (H + 2 padding_h - dilation_h (kernel_h - 1) - 1) / stride_h
+// + 1 rows (floor division), which the op layer has checked to be at least 1.
+struct Window2d {
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t padding_h = 0, padding_w = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+};
+
 // Bytes held by a device's allocator. Sizes are those of the blocks handed out (rounded up).
 struct MemoryStats {
   std::size_t allocated_bytes = 0;       // in live tensors
@@ -247,6 +259,35 @@ class Backend {
   virtual void adam_update(const AdamParams& params, const TensorRef& weight,
                            const TensorRef& grad, const TensorRef& exp_avg,
                            const TensorRef& exp_avg_sq) = 0;
+
+  // ---- convolution and pooling -----------------------------------------------------------
+  // All operands are contiguous; images are [N, C, H, W], the outputs [N, C, OH, OW] (Window2d
+  // gives OH and OW; the kernels read them from the output's shape).
+  //
+  // im2col: columns [N, C kh kw, OH OW], row (c, i, j) = c kh kw + i kw + j, column
+  // (oh, ow) = oh OW + ow, holding the input value that kernel tap (i, j) of channel c sees at
+  // output (oh, ow), or 0 where that tap falls in the padding. A convolution is then one GEMM
+  // per sample: y[n] = W [O, C kh kw] @ columns[n].
+  virtual void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) = 0;
+  // The adjoint of im2col: image (overwritten) = the sum, over every column entry, of the
+  // entry added at the pixel it was read from; entries in the padding are dropped. Each
+  // (sample, channel) plane is summed by one thread in a fixed order: deterministic.
+  virtual void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) = 0;
+  // out = the largest input in each window (padding never wins; a NaN does), indices (int64,
+  // out's shape) = its position h W + w within its plane, the first one on ties. A window
+  // wholly in the padding (possible only with dilation) gives -inf and index -1.
+  virtual void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
+                          const Window2d& window) = 0;
+  // dx (overwritten, [N, C, H, W]) = dy added at the positions `indices` names (-1: nowhere),
+  // plane by plane.
+  virtual void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                                   const TensorRef& indices) = 0;
+  // out = the sum of each window's in-image values divided by kh kw: the padding counts as
+  // zeros (PyTorch's default count_include_pad = true).
+  virtual void avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) = 0;
+  // dx (overwritten) = the sum over the windows that contain a pixel of dy / (kh kw).
+  virtual void avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                                   const Window2d& window) = 0;
 
   // ---- indexing ---------------------------------------------------------------------------
   // out = in.index_select(dim, index): out[.., i, ..] = in[.., index[i], ..]. index is int64

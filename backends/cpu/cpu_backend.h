@@ -2,8 +2,9 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, indexing.cpp);
-// this header only declares the class. Obtain the instance via cpu_backend().
+// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
+// pool.cpp, indexing.cpp); this header only declares the class. Obtain the instance via
+// cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -73,6 +74,16 @@ class CpuBackend final : public Backend {
 
   void adam_update(const AdamParams& params, const TensorRef& weight, const TensorRef& grad,
                    const TensorRef& exp_avg, const TensorRef& exp_avg_sq) override;
+
+  void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) override;
+  void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;
+  void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
+                  const Window2d& window) override;
+  void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                           const TensorRef& indices) override;
+  void avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) override;
+  void avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                           const Window2d& window) override;
 
   void index_select(const TensorRef& out, const TensorRef& in, int dim,
                     const TensorRef& index) override;

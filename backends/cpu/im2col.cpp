@@ -1,0 +1,125 @@
+// im2col and col2im (backend.h gives the layout). Work is split over (sample, channel)
+// planes: plane (n, c) owns the rows c kh kw .. (c + 1) kh kw of columns[n], so in both
+// directions every thread writes memory no other thread touches, and col2im adds into a
+// plane in one fixed order, whatever the thread count.
+//
+// For kernel tap (i, j), output column ow reads input column w = ow stride_w + j dilation_w
+// - padding_w. Rather than test every w, the run of ow whose w lies inside the image is
+// worked out once per tap (valid_run), and the rest of the row is padding.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/strided_loop.h"
+#include "core/error.h"
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+// The outputs [first, last) of `outputs` whose input position o * stride + base lies in
+// [0, size).
+struct Run {
+  std::int64_t first = 0, last = 0;
+};
+
+Run valid_run(std::int64_t base, std::int64_t stride, std::int64_t size, std::int64_t outputs) {
+  const std::int64_t first = base >= 0 ? 0 : (-base + stride - 1) / stride;
+  const std::int64_t last = base >= size ? 0 : (size - 1 - base) / stride + 1;
+  Run run{std::min(first, outputs), std::min(last, outputs)};
+  if (run.last < run.first) run.last = run.first;
+  return run;
+}
+
+struct Planes {
+  std::int64_t planes, height, width, out_h, out_w;
+};
+
+Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2d& window,
+                 const char* op) {
+  NG_CHECK(image.rank() == 4 && columns.rank() == 3, op,
+           "expects image [N, C, H, W] and columns [N, C kh kw, OH OW], got ", image.shape, " and ",
+           columns.shape);
+  NG_CHECK(image.dtype == columns.dtype, op, "dtypes differ: ", image.dtype, " and ",
+           columns.dtype);
+  const std::int64_t taps = window.kernel_h * window.kernel_w;
+  NG_CHECK(columns.shape[0] == image.shape[0] && columns.shape[1] == image.shape[1] * taps, op,
+           "columns ", columns.shape, " do not match image ", image.shape);
+  const auto out_size = [](std::int64_t size, std::int64_t kernel, std::int64_t stride,
+                           std::int64_t padding, std::int64_t dilation) {
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+  };
+  Planes p{image.shape[0] * image.shape[1], image.shape[2], image.shape[3],
+           out_size(image.shape[2], window.kernel_h, window.stride_h, window.padding_h,
+                    window.dilation_h),
+           out_size(image.shape[3], window.kernel_w, window.stride_w, window.padding_w,
+                    window.dilation_w)};
+  NG_CHECK(columns.shape[2] == p.out_h * p.out_w, op, "columns ", columns.shape,
+           " do not hold the ", p.out_h, " x ", p.out_w, " outputs of image ", image.shape);
+  return p;
+}
+
+// One (sample, channel) plane: image [H, W] and its kh kw rows of columns [OH OW]. With
+// to_image, the columns are added into the image (col2im); otherwise they are filled (im2col).
+template <bool to_image, typename T>
+void plane_loop(const Planes& p, const Window2d& k, T* image, T* columns) {
+  const std::int64_t outputs = p.out_h * p.out_w;
+  for (std::int64_t i = 0; i < k.kernel_h; ++i)
+    for (std::int64_t j = 0; j < k.kernel_w; ++j) {
+      T* column_row = columns + (i * k.kernel_w + j) * outputs;
+      const std::int64_t w_base = j * k.dilation_w - k.padding_w;
+      const Run run = valid_run(w_base, k.stride_w, p.width, p.out_w);
+      for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
+        T* out = column_row + oh * p.out_w;
+        const std::int64_t h = oh * k.stride_h + i * k.dilation_h - k.padding_h;
+        if (h < 0 || h >= p.height) {
+          if constexpr (!to_image) std::fill(out, out + p.out_w, T(0));
+          continue;
+        }
+        T* row = image + h * p.width;  // output ow reads row[ow stride_w + w_base]
+        if constexpr (to_image) {
+          for (std::int64_t ow = run.first; ow < run.last; ++ow)
+            row[ow * k.stride_w + w_base] += out[ow];
+        } else {
+          std::fill(out, out + run.first, T(0));
+          for (std::int64_t ow = run.first; ow < run.last; ++ow)
+            out[ow] = row[ow * k.stride_w + w_base];
+          std::fill(out + run.last, out + p.out_w, T(0));
+        }
+      }
+    }
+}
+
+template <bool to_image>
+void run_planes(const TensorRef& image, const TensorRef& columns, const Window2d& window,
+                const char* op) {
+  const Planes p = planes_of(image, columns, window, op);
+  const std::int64_t plane_size = p.height * p.width;
+  const std::int64_t plane_columns = window.kernel_h * window.kernel_w * p.out_h * p.out_w;
+  dispatch_floating(image.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* image_data = image.ptr<T>();
+    T* column_data = columns.ptr<T>();
+    parallel_for(p.planes, plane_columns, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t plane = begin; plane < end; ++plane) {
+        T* image_plane = image_data + plane * plane_size;
+        if constexpr (to_image) std::fill(image_plane, image_plane + plane_size, T(0));
+        plane_loop<to_image>(p, window, image_plane, column_data + plane * plane_columns);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void CpuBackend::im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) {
+  run_planes<false>(image, columns, window, "cpu im2col");
+}
+
+void CpuBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
+  run_planes<true>(image, columns, window, "cpu col2im");
+}
+
+}  // namespace normgrad::backend::cpu

@@ -1,0 +1,315 @@
+// conv2d (autograd/functions/conv.cpp, backends/cpu/im2col.cpp) against finite differences,
+// against a composed twin built from slices and matmul (values and gradients), against a
+// value worked out by hand, and the Conv2d module and the errors.
+
+#include <cmath>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+using testing::leaf;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+
+struct Geometry {
+  Size2d stride = 1, padding = 0, dilation = 1;
+};
+
+// Zeros around the last two dims of x, built from cat so that it is differentiable.
+Tensor pad_zeros(const Tensor& x, Size2d padding) {
+  const TensorOptions options{.dtype = x.dtype()};
+  Tensor padded = x;
+  if (padding.h > 0) {
+    const Tensor rows = zeros({x.size(0), x.size(1), padding.h, x.size(3)}, options);
+    padded = cat({rows, padded, rows}, 2);
+  }
+  if (padding.w > 0) {
+    const Tensor cols = zeros({x.size(0), x.size(1), padded.size(2), padding.w}, options);
+    padded = cat({cols, padded, cols}, 3);
+  }
+  return padded;
+}
+
+// The composed twin: y = b + sum over taps (i, j) of W[:, :, i, j] @ (the strided slice of
+// the padded input that tap (i, j) sees), one matmul per tap.
+Tensor conv2d_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, Geometry g) {
+  const Tensor padded = pad_zeros(x, g.padding);
+  const std::int64_t n = x.size(0), c = x.size(1), o = weight.size(0);
+  const std::int64_t kh = weight.size(2), kw = weight.size(3);
+  const std::int64_t out_h = (padded.size(2) - g.dilation.h * (kh - 1) - 1) / g.stride.h + 1;
+  const std::int64_t out_w = (padded.size(3) - g.dilation.w * (kw - 1) - 1) / g.stride.w + 1;
+  Tensor y;
+  for (std::int64_t i = 0; i < kh; ++i)
+    for (std::int64_t j = 0; j < kw; ++j) {
+      const std::int64_t h0 = i * g.dilation.h, w0 = j * g.dilation.w;
+      const Tensor seen = padded.slice(2, h0, h0 + (out_h - 1) * g.stride.h + 1, g.stride.h)
+                              .slice(3, w0, w0 + (out_w - 1) * g.stride.w + 1, g.stride.w)
+                              .reshape({n, c, out_h * out_w});
+      const Tensor tap = matmul(weight.select(3, j).select(2, i), seen);
+      y = y.defined() ? y + tap : tap;
+    }
+  y = y.reshape({n, o, out_h, out_w});
+  if (bias.defined()) y = y + bias.reshape({1, o, 1, 1});
+  return y;
+}
+
+struct ConvCase {
+  Shape input, weight;
+  Geometry geometry;
+  bool bias;
+};
+
+const std::vector<ConvCase> cases = {
+    {{2, 3, 7, 6}, {4, 3, 2, 3}, {2, 1, 2}, true},                 // stride 2, pad 1, dil 2
+    {{2, 3, 7, 6}, {4, 3, 2, 3}, {2, 1, 2}, false},                // the same without bias
+    {{1, 2, 5, 8}, {3, 2, 3, 1}, {{2, 1}, {0, 2}, {1, 3}}, true},  // per-dim settings
+    {{2, 4, 5, 3}, {6, 4, 1, 1}, {}, true},                        // 1x1 ("network in network")
+    {{2, 3, 6, 6}, {5, 3, 3, 3}, {1, 1, 1}, true},                 // the paper's 3x3, pad 1
+    {{1, 2, 4, 4}, {2, 2, 4, 4}, {1, 0, 1}, true},                 // kernel covers the input
+};
+
+}  // namespace
+
+TEST_CASE("conv2d: gradients match finite differences in float64") {
+  for (const ConvCase& c : cases) {
+    const Geometry g = c.geometry;
+    CAPTURE(c.input);
+    CAPTURE(c.weight);
+    Inputs inputs{leaf(c.input, 3), leaf(c.weight, 4, 0.5)};
+    if (c.bias) inputs.push_back(leaf({c.weight[0]}, 5));
+    CHECK_GRADIENTS(
+        [g](const Inputs& in) {
+          return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), g.stride, g.padding,
+                        g.dilation);
+        },
+        inputs);
+  }
+}
+
+TEST_CASE("conv2d: values and gradients equal the composed twin in float32 and float64") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-12;
+    for (const ConvCase& c : cases) {
+      CAPTURE(dtype);
+      CAPTURE(c.input);
+      CAPTURE(c.weight);
+      Generator generator(11);
+      const TensorOptions options{.dtype = dtype};
+      const Tensor x0 = randn(c.input, generator, options);
+      const Tensor w0 = randn(c.weight, generator, options);
+      const Tensor b0 = c.bias ? randn({c.weight[0]}, generator, options) : Tensor();
+      struct Result {
+        Tensor y, dx, dw, db;
+      };
+      const auto run = [&](bool fused) {
+        const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+        const Tensor b = c.bias ? b0.clone().requires_grad_() : Tensor();
+        const Geometry g = c.geometry;
+        Tensor y =
+            fused ? conv2d(x, w, b, g.stride, g.padding, g.dilation) : conv2d_composed(x, w, b, g);
+        Generator dy_generator(12);
+        (y * randn(y.shape(), dy_generator, options)).sum().backward();
+        return Result{y.detach(), x.grad(), w.grad(), c.bias ? b.grad() : Tensor()};
+      };
+      const Result fused = run(true), composed = run(false);
+      CHECK(all_close(fused.y, composed.y, tolerance, tolerance));
+      CHECK(all_close(fused.dx, composed.dx, tolerance, tolerance));
+      CHECK(all_close(fused.dw, composed.dw, tolerance, tolerance));
+      if (c.bias) CHECK(all_close(fused.db, composed.db, tolerance, tolerance));
+    }
+  }
+}
+
+// Ten samples of 64 channels at 32 x 32 with a 3x3 kernel have 0.59 Mi column values each,
+// so conv2d works in chunks of 7 and 3 samples; the chunk seams must not show.
+TEST_CASE("conv2d: a batch split into im2col chunks equals the composed twin") {
+  Generator generator(13);
+  const TensorOptions options{.dtype = DType::Float64};
+  const Tensor x0 = randn({10, 64, 32, 32}, generator, options);
+  const Tensor w0 = randn({4, 64, 3, 3}, generator, options);
+  const Tensor dy = randn({10, 4, 32, 32}, generator, options);
+  std::vector<Tensor> results;
+  for (const bool fused : {true, false}) {
+    const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    const Tensor y = fused ? conv2d(x, w, Tensor(), 1, 1) : conv2d_composed(x, w, Tensor(), {1, 1});
+    (y * dy).sum().backward();
+    results.insert(results.end(), {y.detach(), x.grad(), w.grad()});
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(all_close(results[i], results[i + 3], 1e-11, 1e-11));
+}
+
+TEST_CASE("conv2d: a small case worked out by hand") {
+  // x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], a 2x2 kernel of ones, padding 1, stride 2: the
+  // windows at the corners of the padded 5x5 image see one pixel each, plus bias 0.5.
+  const Tensor x = arange(1, 10, 1, {.dtype = DType::Float64}).reshape({1, 1, 3, 3});
+  const Tensor w = ones({1, 1, 2, 2}, {.dtype = DType::Float64});
+  const Tensor b = full({1}, 0.5, {.dtype = DType::Float64});
+  const Tensor y = conv2d(x, w, b, 2, 1);
+  CHECK(y.shape() == Shape{1, 1, 2, 2});
+  CHECK(all_close(y, {1.5, 5.5, 11.5, 28.5}));
+  // Dilation 2 with a 2x2 kernel reads the four corners: 1 + 3 + 7 + 9.
+  CHECK(all_close(conv2d(x, w, Tensor(), 1, 0, 2), {20.0}));
+}
+
+TEST_CASE("conv2d: strided views as input, weight and upstream gradient") {
+  Generator generator(17);
+  const TensorOptions options{.dtype = DType::Float64};
+  // x [2, 3, 6, 5] stored channels-last; the weight [4, 3, 2, 3] stored with kh and kw swapped.
+  const Tensor x_view = randn({2, 6, 5, 3}, generator, options).permute({0, 3, 1, 2});
+  const Tensor w_view = randn({4, 3, 3, 2}, generator, options).transpose(2, 3);
+  const Tensor b = randn({4}, generator, options);
+  // y is [2, 4, 4, 5]: rows (6 + 2 - 2) / 2 + 1, columns (5 + 2 - 3) / 1 + 1.
+  const Tensor dy_view = randn({2, 4, 5, 4}, generator, options).transpose(2, 3);
+  REQUIRE_FALSE(x_view.is_contiguous());
+  REQUIRE_FALSE(w_view.is_contiguous());
+  REQUIRE_FALSE(dy_view.is_contiguous());
+  std::vector<Tensor> results;
+  for (const bool contiguous : {false, true}) {
+    Tensor x = (contiguous ? x_view.contiguous() : x_view).detach().requires_grad_();
+    Tensor w = (contiguous ? w_view.contiguous() : w_view).detach().requires_grad_();
+    const Tensor y = conv2d(x, w, b, {2, 1}, 1);
+    y.backward(contiguous ? dy_view.contiguous() : dy_view);
+    results.insert(results.end(), {y.detach(), x.grad(), w.grad()});
+  }
+  for (std::size_t i = 0; i < 3; ++i) CHECK(all_close(results[i], results[i + 3], 0, 0));
+}
+
+// im2col and col2im split the work by (sample, channel) plane, each written by one thread,
+// so they add in the same order on any thread count. OpenBLAS may block its GEMM differently
+// for another thread count, which moves the last bits, hence the float64 tolerance: a race or
+// an overlap between threads' planes would show as errors of order 1.
+TEST_CASE("conv2d: 1 and 2 threads agree") {
+  Generator generator(21);
+  const TensorOptions options{.dtype = DType::Float64};
+  Tensor x = randn({8, 16, 20, 20}, generator, options).requires_grad_();
+  Tensor w = randn({16, 16, 3, 3}, generator, options).requires_grad_();
+  const auto run = [&](int threads) {
+    set_num_threads(threads);
+    x.zero_grad();
+    w.zero_grad();
+    const Tensor y = conv2d(x, w, Tensor(), 2, 1, 2);
+    y.square().sum().backward();
+    return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+  };
+  const int before = get_num_threads();
+  const auto one = run(1), two = run(2);
+  set_num_threads(before);
+  for (std::size_t i = 0; i < one.size(); ++i) CHECK(all_close(one[i], two[i], 1e-12, 1e-12));
+}
+
+TEST_CASE("Conv2d module: shapes, parameters and the default initialisation") {
+  Generator generator(7);
+  nn::Conv2d conv(3, 8, 3, {.padding = 1}, generator);
+  const auto named = conv.named_parameters();
+  REQUIRE(named.size() == 2);
+  CHECK(named[0].first == "weight");
+  CHECK(named[1].first == "bias");
+  CHECK(conv.weight.shape() == Shape{8, 3, 3, 3});
+  CHECK(conv.bias.shape() == Shape{8});
+  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = 27, for weight and bias.
+  const double bound = 1 / std::sqrt(27.0);
+  for (const Tensor& p : {conv.weight, conv.bias}) {
+    CHECK(max(abs(p)).item() <= bound);
+    CHECK(max(abs(p)).item() > 0.5 * bound);
+  }
+  CHECK(conv.forward(randn({2, 3, 10, 10}, generator)).shape() == Shape{2, 8, 10, 10});
+
+  nn::Conv2d nin(8, 4, 1, {.bias = false, .dtype = DType::Float64});
+  CHECK_FALSE(nin.bias.defined());
+  CHECK(nin.parameters().size() == 1);
+  CHECK(nin.forward(randn({2, 8, 5, 5}, {.dtype = DType::Float64})).shape() == Shape{2, 4, 5, 5});
+
+  nn::Conv2d strided(2, 2, {3, 2}, {.stride = {2, 1}, .padding = {0, 1}}, generator);
+  CHECK(strided.forward(randn({1, 2, 7, 4}, generator)).shape() == Shape{1, 2, 3, 5});
+}
+
+TEST_CASE("conv2d: errors name the op and the shapes") {
+  const Tensor x = randn({2, 3, 5, 5});
+  const Tensor w = randn({4, 3, 3, 3});
+  CHECK_ERROR(conv2d(randn({3, 5, 5}), w), "conv2d", "[N, C, H, W]", "[3, 5, 5]");
+  CHECK_ERROR(conv2d(x, randn({4, 3, 3})), "conv2d", "weight [O, C, kh, kw]", "[4, 3, 3]");
+  CHECK_ERROR(conv2d(x, randn({4, 2, 3, 3})), "conv2d", "input channels", "[4, 2, 3, 3]",
+              "[2, 3, 5, 5]");
+  CHECK_ERROR(conv2d(x, randn({4, 3, 7, 3})), "conv2d", "larger than the padded input",
+              "[2, 3, 5, 5]");
+  CHECK_ERROR(conv2d(x, randn({4, 3, 3, 3}), Tensor(), 1, 0, 3), "conv2d",
+              "larger than the padded input");
+  CHECK_ERROR(conv2d(x, w, Tensor(), 0), "conv2d", "stride must be positive");
+  CHECK_ERROR(conv2d(x, w, Tensor(), {1, -1}), "conv2d", "stride must be positive", "[1, -1]");
+  CHECK_ERROR(conv2d(x, w, Tensor(), 1, -1), "conv2d", "padding must be non-negative");
+  CHECK_ERROR(conv2d(x, w, Tensor(), 1, 0, 0), "conv2d", "dilation must be positive");
+  CHECK_ERROR(conv2d(x, w.to(DType::Float64)), "conv2d", "dtypes differ");
+  CHECK_ERROR(conv2d(x, w, randn({3})), "conv2d", "bias [4]", "[3]");
+  CHECK_ERROR(conv2d(x.to(DType::Int64), w.to(DType::Int64)), "conv2d", "floating");
+  CHECK_ERROR(nn::Conv2d(0, 4, 3), "Conv2d", "positive");
+  CHECK_ERROR(nn::Conv2d(3, 4, {3, 0}), "Conv2d", "kernel size must be positive");
+  nn::Conv2d conv(3, 4, 3);
+  CHECK_ERROR(conv.forward(randn({2, 5, 8, 8})), "conv2d", "input channels");
+}
+
+namespace {
+
+// A miniature of the paper's ConvPool-CNN-C (PAPER.md 5.6): 3x3 convolutions with padding 1
+// and 0, a 2x2 max-pool, a 1x1 convolution and global average pooling.
+struct TinyConvPoolNet : nn::Module {
+  std::shared_ptr<nn::Conv2d> conv1, conv2, nin;
+  std::shared_ptr<nn::MaxPool2d> pool;
+  std::shared_ptr<nn::GlobalAvgPool2d> global_pool;
+
+  explicit TinyConvPoolNet(Generator& generator) {
+    conv1 = register_module(
+        "conv1", std::make_shared<nn::Conv2d>(3, 8, 3, nn::Conv2dOptions{.padding = 1}, generator));
+    pool = register_module("pool", std::make_shared<nn::MaxPool2d>(2));
+    conv2 = register_module("conv2",
+                            std::make_shared<nn::Conv2d>(8, 8, 3, nn::Conv2dOptions{}, generator));
+    nin = register_module("nin",
+                          std::make_shared<nn::Conv2d>(8, 2, 1, nn::Conv2dOptions{}, generator));
+    global_pool = register_module("global_pool", std::make_shared<nn::GlobalAvgPool2d>());
+  }
+
+  Tensor forward(const Tensor& x) const {
+    Tensor h = pool->forward(relu(conv1->forward(x)));
+    h = relu(conv2->forward(h));
+    return global_pool->forward(nin->forward(h));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Conv2d and pooling: a small ConvPool network fits its targets under SGD") {
+  Generator generator(61);
+  TinyConvPoolNet net(generator);
+  CHECK(net.named_parameters().size() == 6);
+  const Tensor x = randn({16, 3, 8, 8}, generator);
+  // Targets the network can reach: a fixed function of the input's channel means.
+  const Tensor means = mean(x, {2, 3});
+  const Tensor target =
+      cat({means.narrow(1, 0, 1) - means.narrow(1, 1, 1), means.narrow(1, 2, 1) * 2.0}, 1).detach();
+  optim::SGD sgd(net.parameters(), {.lr = 0.2, .momentum = 0.9});
+  double first = 0, last = 0;
+  for (int step = 0; step < 150; ++step) {
+    sgd.zero_grad();
+    const Tensor loss = nn::functional::mse_loss(net.forward(x), target);
+    loss.backward();
+    sgd.step();
+    if (step == 0) first = loss.item();
+    last = loss.item();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.2 * first);
+}
+
+TEST_CASE("conv2d and pooling: an empty batch gives empty results and gradients") {
+  Tensor x = zeros({0, 3, 6, 6}, {.dtype = DType::Float64}).requires_grad_();
+  Tensor w = ones({4, 3, 3, 3}, {.dtype = DType::Float64}).requires_grad_();
+  Tensor b = ones({4}, {.dtype = DType::Float64}).requires_grad_();
+  const Tensor y = conv2d(x, w, b, 1, 1);
+  CHECK(y.shape() == Shape{0, 4, 6, 6});
+  (y.sum() + max_pool2d(x, 2).sum() + avg_pool2d(x, 2).sum()).backward();
+  CHECK(x.grad().shape() == Shape{0, 3, 6, 6});
+  CHECK(all_close(w.grad(), zeros({4, 3, 3, 3}, {.dtype = DType::Float64})));
+  CHECK(all_close(b.grad(), {0, 0, 0, 0}));
+}

@@ -1,0 +1,209 @@
+// Pooling (autograd/functions/pool.cpp, backends/cpu/pool.cpp): finite differences, composed
+// twins built from slices with maximum or sums, values worked out by hand, the modules, and
+// the errors.
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+using testing::leaf;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+
+// x padded by `value` around its last two dims, built from cat so that it is differentiable.
+Tensor pad(const Tensor& x, Size2d padding, double value) {
+  const TensorOptions options{.dtype = x.dtype()};
+  Tensor padded = x;
+  if (padding.h > 0) {
+    const Tensor rows = full({x.size(0), x.size(1), padding.h, x.size(3)}, value, options);
+    padded = cat({rows, padded, rows}, 2);
+  }
+  if (padding.w > 0) {
+    const Tensor cols = full({x.size(0), x.size(1), padded.size(2), padding.w}, value, options);
+    padded = cat({cols, padded, cols}, 3);
+  }
+  return padded;
+}
+
+// The composed twin: the window's taps as strided slices of the padded input, combined with
+// maximum (padding -inf) or summed and divided by kh kw (padding 0).
+Tensor pool_composed(const Tensor& x, Size2d kernel, Size2d stride, Size2d padding, bool is_max) {
+  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  const Tensor padded = pad(x, padding, fill);
+  const std::int64_t out_h = (padded.size(2) - kernel.h) / stride.h + 1;
+  const std::int64_t out_w = (padded.size(3) - kernel.w) / stride.w + 1;
+  Tensor y;
+  for (std::int64_t i = 0; i < kernel.h; ++i)
+    for (std::int64_t j = 0; j < kernel.w; ++j) {
+      const Tensor tap = padded.slice(2, i, i + (out_h - 1) * stride.h + 1, stride.h)
+                             .slice(3, j, j + (out_w - 1) * stride.w + 1, stride.w);
+      y = !y.defined() ? tap : is_max ? maximum(y, tap) : y + tap;
+    }
+  return is_max ? y : y / static_cast<double>(kernel.h * kernel.w);
+}
+
+struct PoolCase {
+  Shape input;
+  Size2d kernel, stride, padding;
+};
+
+const std::vector<PoolCase> cases = {
+    {{2, 3, 8, 8}, 2, 2, 0},                 // the paper's 2x2, stride 2
+    {{2, 2, 7, 6}, 3, 2, 1},                 // overlapping windows with padding
+    {{1, 3, 6, 9}, {2, 3}, {1, 2}, {1, 1}},  // non-square everything
+    {{2, 2, 5, 5}, 3, 1, 1},                 // stride 1: every pixel in up to 9 windows
+};
+
+}  // namespace
+
+TEST_CASE("max_pool2d and avg_pool2d: gradients match finite differences in float64") {
+  for (const PoolCase& c : cases) {
+    CAPTURE(c.input);
+    const Inputs inputs{leaf(c.input, 8)};
+    CHECK_GRADIENTS(
+        [c](const Inputs& in) { return max_pool2d(in[0], c.kernel, c.stride, c.padding); }, inputs);
+    CHECK_GRADIENTS(
+        [c](const Inputs& in) { return avg_pool2d(in[0], c.kernel, c.stride, c.padding); }, inputs);
+  }
+  CHECK_GRADIENTS([](const Inputs& in) { return global_avg_pool2d(in[0]); },
+                  Inputs{leaf({2, 3, 4, 5}, 9)});
+}
+
+TEST_CASE("max_pool2d and avg_pool2d: values and gradients equal the composed twins") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    const double tolerance = dtype == DType::Float32 ? 1e-6 : 1e-13;
+    for (const PoolCase& c : cases)
+      for (const bool is_max : {true, false}) {
+        CAPTURE(dtype);
+        CAPTURE(c.input);
+        CAPTURE(is_max);
+        Generator generator(31);
+        const TensorOptions options{.dtype = dtype};
+        const Tensor x0 = randn(c.input, generator, options);
+        const auto run = [&](bool fused) {
+          const Tensor x = x0.clone().requires_grad_();
+          const Tensor y = !fused   ? pool_composed(x, c.kernel, c.stride, c.padding, is_max)
+                           : is_max ? max_pool2d(x, c.kernel, c.stride, c.padding)
+                                    : avg_pool2d(x, c.kernel, c.stride, c.padding);
+          Generator dy_generator(32);
+          (y * randn(y.shape(), dy_generator, options)).sum().backward();
+          return std::vector<Tensor>{y.detach(), x.grad()};
+        };
+        const auto fused = run(true), composed = run(false);
+        CHECK(all_close(fused[0], composed[0], tolerance, tolerance));
+        CHECK(all_close(fused[1], composed[1], tolerance, tolerance));
+      }
+  }
+}
+
+TEST_CASE("max_pool2d: values, first maximum on ties, and gradients that add up") {
+  const Tensor x =
+      tensor({1, 5, 2, 0, 3, 4, 7, 7, 9, 1, 2, 2, 0, 8, 2, 6}, {.dtype = DType::Float64})
+          .reshape({1, 1, 4, 4})
+          .requires_grad_();
+  const Tensor y = max_pool2d(x, 2);
+  CHECK(y.shape() == Shape{1, 1, 2, 2});
+  CHECK(all_close(y, {5, 7, 9, 6}));
+  y.sum().backward();
+  // The tie 7, 7 in the top-right window sends its gradient to the first 7 only.
+  CHECK(all_close(x.grad(), {0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1}));
+
+  // One large pixel wins all nine overlapping windows, and its gradients add: 9.
+  Tensor peak = zeros({1, 1, 3, 3}, {.dtype = DType::Float64});
+  peak.detach().select(2, 1).select(2, 1).fill_(1);
+  peak.requires_grad_();
+  max_pool2d(peak, 3, 1, 1).sum().backward();
+  CHECK(all_close(peak.grad(), {0, 0, 0, 0, 9, 0, 0, 0, 0}));
+
+  // A window of -inf still sends its gradient to a pixel (its first), as PyTorch does; a NaN
+  // wins its window.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor low = tensor({-inf, -inf, -inf, -inf, 1, std::nan(""), 2, 3}, {.dtype = DType::Float64})
+                   .reshape({1, 2, 2, 2})
+                   .requires_grad_();
+  const Tensor pooled = max_pool2d(low, 2);
+  const std::vector<double> values = pooled.to_vector<double>();
+  CHECK(values[0] == -inf);
+  CHECK(std::isnan(values[1]));
+  pooled.backward(ones({1, 2, 1, 1}, {.dtype = DType::Float64}));
+  CHECK(all_close(low.grad(), {1, 0, 0, 0, 0, 1, 0, 0}));
+}
+
+TEST_CASE("max_pool2d and avg_pool2d: strided views as input and upstream gradient") {
+  Generator generator(19);
+  const TensorOptions options{.dtype = DType::Float64};
+  const Tensor x_view = randn({2, 7, 6, 3}, generator, options).permute({0, 3, 1, 2});
+  const Tensor dy_view = randn({2, 3, 3, 4}, generator, options).transpose(2, 3);  // [2, 3, 4, 3]
+  REQUIRE_FALSE(x_view.is_contiguous());
+  for (const bool is_max : {true, false}) {
+    CAPTURE(is_max);
+    std::vector<Tensor> results;
+    for (const bool contiguous : {false, true}) {
+      Tensor x = (contiguous ? x_view.contiguous() : x_view).detach().requires_grad_();
+      const Tensor y = is_max ? max_pool2d(x, 3, 2, 1) : avg_pool2d(x, 3, 2, 1);
+      y.backward(contiguous ? dy_view.contiguous() : dy_view);
+      results.insert(results.end(), {y.detach(), x.grad()});
+    }
+    CHECK(all_close(results[0], results[2], 0, 0));
+    CHECK(all_close(results[1], results[3], 0, 0));
+  }
+}
+
+TEST_CASE("avg_pool2d: the padding counts as zeros") {
+  const Tensor x = ones({1, 1, 2, 2}, {.dtype = DType::Float64});
+  // Kernel 2, stride 2, padding 1: each window holds one pixel and three padding zeros.
+  CHECK(all_close(avg_pool2d(x, 2, 2, 1), {0.25, 0.25, 0.25, 0.25}));
+  // Kernel 3, stride 1, padding 1: each window holds all four pixels.
+  CHECK(all_close(avg_pool2d(x, 3, 1, 1), {4.0 / 9, 4.0 / 9, 4.0 / 9, 4.0 / 9}));
+}
+
+// Every (sample, channel) plane is pooled, and its gradient summed, by one thread in a fixed
+// order: the same bits for any thread count.
+TEST_CASE("max_pool2d and avg_pool2d: 1 and 2 threads give identical results") {
+  Generator generator(51);
+  Tensor x = randn({8, 32, 24, 24}, generator).requires_grad_();
+  const auto run = [&](int threads) {
+    set_num_threads(threads);
+    x.zero_grad();
+    const Tensor y = max_pool2d(x, 3, 1, 1) + avg_pool2d(x, 3, 1, 1);
+    y.square().sum().backward();
+    return std::vector<Tensor>{y.detach(), x.grad()};
+  };
+  const int before = get_num_threads();
+  const auto one = run(1), two = run(2);
+  set_num_threads(before);
+  CHECK(all_close(one[0], two[0], 0, 0));
+  CHECK(all_close(one[1], two[1], 0, 0));
+}
+
+TEST_CASE("global_avg_pool2d and the pooling modules") {
+  Generator generator(41);
+  const Tensor x = randn({2, 3, 8, 8}, generator);
+  CHECK(all_close(global_avg_pool2d(x), mean(x, {2, 3}), 1e-6, 1e-7));
+  CHECK(nn::GlobalAvgPool2d().forward(x).shape() == Shape{2, 3});
+  CHECK(nn::MaxPool2d(2).forward(x).shape() == Shape{2, 3, 4, 4});
+  CHECK(all_close(nn::MaxPool2d(3, 2, 1).forward(x), max_pool2d(x, 3, 2, 1), 0, 0));
+  CHECK(nn::AvgPool2d(Size2d{2, 4}).forward(x).shape() == Shape{2, 3, 4, 2});
+  CHECK(all_close(nn::AvgPool2d(2, 1).forward(x), avg_pool2d(x, 2, 1), 0, 0));
+  CHECK(nn::Flatten().forward(x).shape() == Shape{2, 192});
+  CHECK(nn::Flatten(0, 1).forward(x).shape() == Shape{6, 8, 8});
+  CHECK(nn::MaxPool2d(2).parameters().empty());
+}
+
+TEST_CASE("pooling: errors name the op and the arguments") {
+  const Tensor x = randn({2, 3, 5, 5});
+  CHECK_ERROR(max_pool2d(randn({3, 5, 5}), 2), "max_pool2d", "[N, C, H, W]", "[3, 5, 5]");
+  CHECK_ERROR(avg_pool2d(randn({5, 5}), 2), "avg_pool2d", "[N, C, H, W]", "[5, 5]");
+  CHECK_ERROR(max_pool2d(x, 2, 0), "max_pool2d", "stride must be positive");
+  CHECK_ERROR(avg_pool2d(x, 2, Size2d{1, -2}), "avg_pool2d", "stride must be positive", "[1, -2]");
+  CHECK_ERROR(max_pool2d(x, 2, 2, 2), "max_pool2d", "at most half the kernel");
+  CHECK_ERROR(avg_pool2d(x, 0), "avg_pool2d", "kernel size must be positive");
+  CHECK_ERROR(max_pool2d(x, 6), "max_pool2d", "larger than the padded input", "[2, 3, 5, 5]");
+  CHECK_ERROR(max_pool2d(x.to(DType::Int64), 2), "max_pool2d", "floating");
+  CHECK_ERROR(global_avg_pool2d(randn({2, 3})), "global_avg_pool2d", "[N, C, H, W]");
+}
