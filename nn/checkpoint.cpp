@@ -88,7 +88,9 @@ void write_atomically(const std::string& path, const std::string& header,
   const std::filesystem::path target(path);
   const std::filesystem::path folder =
       target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  std::string temporary = (folder / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  // mkstemp replaces the six trailing X of its template with a unique suffix.
+  std::string temporary =
+      (folder / ("." + target.filename().string() + ".tmp-" + std::string(6, 'X'))).string();
   const int fd = ::mkstemp(temporary.data());
   NG_CHECK(fd >= 0, "save", system_error("cannot create a temporary file in", folder.string()));
   try {

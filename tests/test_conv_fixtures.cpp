@@ -3,38 +3,23 @@
 // sum(y * dy), through the ops and, for conv2d, through the Conv2d module with the fixture's
 // parameters loaded. Both sides compute in float64, so agreement is asked to about 1e-10.
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "helpers.h"
+#include "fixture_helpers.h"
 
 using namespace normgrad;
-using nlohmann::json;
+using testing::json;
 
 namespace {
 
-constexpr double rtol = 1e-10;
-constexpr double atol = 1e-12;
-
-const json& fixture() {
-  static const json parsed = [] {
-    std::ifstream file(std::string(NORMGRAD_FIXTURES_DIR) + "/conv.json");
-    REQUIRE(file.good());
-    return json::parse(file);
-  }();
-  return parsed;
-}
+const json& fixture() { return testing::fixture_file("conv.json"); }
 
 Tensor tensor_of(const json& c, const char* key, const char* shape_key) {
   return from_vector(c[key].get<std::vector<double>>(), c[shape_key].get<Shape>());
 }
 
 void check_close(const Tensor& actual, const json& c, const char* key) {
-  INFO("fixture key: " << key);
-  REQUIRE(actual.defined());
-  CHECK(actual.dtype() == DType::Float64);
-  CHECK(testing::all_close(actual, c[key].get<std::vector<double>>(), rtol, atol));
+  testing::check_fixture_close(actual, c, key);
 }
 
 Size2d size_of(const json& c, const char* key) {

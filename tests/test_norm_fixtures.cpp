@@ -4,42 +4,25 @@
 // composed twins. Agreement is asked to about 1e-10 relative: both sides compute in float64,
 // so anything looser would hide a wrong formula behind rounding.
 
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "helpers.h"
+#include "fixture_helpers.h"
 
 using namespace normgrad;
-using nlohmann::json;
+using testing::json;
 
 namespace {
 
-constexpr double rtol = 1e-10;
-// Values that are zero up to rounding on one side (LayerNorm's dgain when n = 1) need a floor.
-constexpr double atol = 1e-12;
-
-const json& fixture() {
-  static const json parsed = [] {
-    std::ifstream file(std::string(NORMGRAD_FIXTURES_DIR) + "/norms.json");
-    REQUIRE(file.good());
-    return json::parse(file);
-  }();
-  return parsed;
-}
+const json& fixture() { return testing::fixture_file("norms.json"); }
 
 Tensor tensor(const json& values, const Shape& shape) {
   return from_vector(values.get<std::vector<double>>(), shape);
 }
 
-// Checks `actual` against the fixture's `key`, naming the key when it fails.
 void check_close(const Tensor& actual, const json& c, const char* key) {
-  INFO("fixture key: " << key);
-  REQUIRE(actual.defined());
-  CHECK(actual.dtype() == DType::Float64);
-  CHECK(testing::all_close(actual, c[key].get<std::vector<double>>(), rtol, atol));
+  testing::check_fixture_close(actual, c, key);
 }
 
 nn::EpsPlacement placement(const json& c) {
