@@ -8,6 +8,8 @@ include(NormgradBLAS)  # defines normgrad::blas
 # nlohmann-json reads and writes the safetensors header of checkpoints (header-only, used
 # inside the library's .cpp files only).
 find_package(nlohmann_json 3 REQUIRED)
+# zlib reads the gzip-compressed IDX files of MNIST-format datasets (data/idx.cpp).
+find_package(ZLIB REQUIRED)
 if(NORMGRAD_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()

@@ -1,0 +1,47 @@
+#include "data/mnist.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/idx.h"
+
+namespace normgrad::data {
+
+namespace {
+
+// The file with this stem, compressed or not.
+std::string find_file(const std::string& folder, const std::string& stem) {
+  for (const char* suffix : {".gz", ""}) {
+    const std::filesystem::path path = std::filesystem::path(folder) / (stem + suffix);
+    if (std::filesystem::exists(path)) return path.string();
+  }
+  NG_CHECK(false, "load_mnist", "no file '", stem, "' or '", stem, ".gz' in '", folder,
+           "' (Fashion-MNIST: apt-get install dataset-fashion-mnist)");
+  return "";
+}
+
+}  // namespace
+
+ImageDataset load_mnist(const std::string& folder, Split split) {
+  const std::string prefix = split == Split::Train ? "train" : "t10k";
+  const std::string image_path = find_file(folder, prefix + "-images-idx3-ubyte");
+  const std::string label_path = find_file(folder, prefix + "-labels-idx1-ubyte");
+  const IdxArray images = read_idx(image_path);
+  const IdxArray labels = read_idx(label_path);
+  NG_CHECK(images.shape.size() == 3, "load_mnist", "'", image_path,
+           "' should hold images [N, rows, columns], got dims ", images.shape);
+  NG_CHECK(labels.shape.size() == 1 && labels.shape[0] == images.shape[0], "load_mnist", "'",
+           label_path, "' holds dims ", labels.shape, ", but '", image_path, "' has ",
+           images.shape[0], " images");
+  const std::int64_t count = images.shape[0], pixels = images.shape[1] * images.shape[2];
+  std::vector<float> image_values(images.values.size());
+  for (std::size_t i = 0; i < image_values.size(); ++i)
+    image_values[i] = static_cast<float>(images.values[i]) / 255.0f;
+  std::vector<std::int64_t> label_values(labels.values.begin(), labels.values.end());
+  for (std::size_t i = 0; i < label_values.size(); ++i)
+    NG_CHECK(label_values[i] < 10, "load_mnist", "'", label_path, "': label ", label_values[i],
+             " of image ", i, " is not a class in [0, 10)");
+  return {from_vector(image_values, {count, pixels}), from_vector(label_values, {count})};
+}
+
+}  // namespace normgrad::data

@@ -1,0 +1,24 @@
+#pragma once
+// MNIST-format datasets (MNIST, Fashion-MNIST): the four IDX files of a folder, as tensors.
+// Debian's dataset-fashion-mnist package installs Fashion-MNIST in kFashionMnistFolder.
+
+#include <string>
+
+#include "core/tensor.h"
+
+namespace normgrad::data {
+
+inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
+
+enum class Split { Train, Test };
+
+struct ImageDataset {
+  Tensor images;  // float32 [N, rows * columns], pixel values scaled to [0, 1]
+  Tensor labels;  // int64 [N], in [0, 10)
+};
+
+// Reads <folder>/{train,t10k}-{images-idx3,labels-idx1}-ubyte(.gz). The two files must agree
+// on N, and every label must be a class in [0, 10); otherwise an Error says which file is wrong.
+ImageDataset load_mnist(const std::string& folder, Split split);
+
+}  // namespace normgrad::data
