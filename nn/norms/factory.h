@@ -13,7 +13,8 @@
 //   placement=outside  the RMS family's eps outside the square root (default inside)
 //   rounding=floor  pRMSNorm's k = floor(n p) as in the paper's code (default ceil(n p))
 //   bias=on|off     a bias after the gain (default: on for LayerNorm and BatchNorm, off for
-//                   the RMS family and L2Norm, as in the paper's code)
+//                   the RMS family and L2Norm, as in the paper's code); for BatchNorm, off
+//                   drops the gain too (its affine option)
 // for example "prmsnorm:0.0625,eps=1e-8,placement=outside".
 //
 // "none" and "weightnorm" give an Identity: WeightNorm reparameterises a layer's weight
