@@ -32,6 +32,23 @@ constexpr bool column_bias_partial(Partials p) {
 }
 
 // The per-row coefficients of dx, from the row sums.
+// Calls function(std::integral_constant<Partials, p>{}) for a run-time p.
+template <typename Function> void with_partials(Partials partials, Function&& function) {
+  using enum Partials;
+  switch (partials) {
+    case None:
+      return function(std::integral_constant<Partials, None>{});
+    case ColumnGain:
+      return function(std::integral_constant<Partials, ColumnGain>{});
+    case ColumnBias:
+      return function(std::integral_constant<Partials, ColumnBias>{});
+    case ColumnBoth:
+      return function(std::integral_constant<Partials, ColumnBoth>{});
+    case Channel:
+      return function(std::integral_constant<Partials, Channel>{});
+  }
+}
+
 template <typename T> struct RowCoefficients {
   T head = 0, tail = 0;   // LayerNorm: the mean, split as in the forward
   T inverse_r = 0;        // rstd
@@ -277,25 +294,15 @@ NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<T>& problem,
   };
   with_flag(centred, [&](auto centred_flag) {
     with_flag(column_gain, [&](auto column_gain_flag) {
-      using enum Partials;
-      switch (partials) {
-        case None:
-          backward_rows<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value, None>(
-              problem, tensors, begin, end, {});
-          break;
-        case Channel:
-          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, Channel>{});
-          break;
-        case ColumnGain:
-          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnGain>{});
-          break;
-        case ColumnBias:
-          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnBias>{});
-          break;
-        case ColumnBoth:
-          blocks(centred_flag, column_gain_flag, std::integral_constant<Partials, ColumnBoth>{});
-          break;
-      }
+      constexpr bool centred_value = decltype(centred_flag)::value;
+      constexpr bool column_gain_value = decltype(column_gain_flag)::value;
+      with_partials(partials, [&](auto partials_flag) {
+        if constexpr (decltype(partials_flag)::value == Partials::None)
+          backward_rows<T, centred_value, column_gain_value, Partials::None>(problem, tensors,
+                                                                             begin, end, {});
+        else
+          blocks(centred_flag, column_gain_flag, partials_flag);
+      });
     });
   });
 }
