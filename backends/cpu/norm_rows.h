@@ -4,7 +4,7 @@
 // and the RMS family (RMSNorm, pRMSNorm, L2Norm) over contiguous rows of n values a_1..a_n
 // (backend.h gives the contract).
 //
-// Forward, per row (statistics accumulated in double, for float32 input too):
+// Forward, per row (statistics in T lanes per block, the blocks summed in double; see below):
 //   LayerNorm:  mu = sum(a) / n, var = sum((a - mu)^2) / n   (centred two-pass, never the
 //               cancelling E[a^2] - E[a]^2),  r = sqrt(var + eps)
 //   RMS family: mu = 0, q = sum_{i<=k} a_i^2 / divisor,  r = sqrt(q + eps) or sqrt(q) + eps
