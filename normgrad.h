@@ -45,3 +45,7 @@
 #include "nn/norms/rms_norm.h"
 #include "nn/norms/weight_norm.h"
 #include "nn/pooling.h"
+#include "nn/gru.h"
+#include "nn/lstm.h"
+#include "nn/recurrent.h"
+#include "nn/recurrent_functional.h"

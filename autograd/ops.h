@@ -106,6 +106,10 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t size, std::int64_t dim =
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes,
                           std::int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim = 0);
+// The slices x.select(dim, i) for every i, as views. Unlike T separate select() calls, whose
+// backward passes each build a zero tensor of x's full size, their gradients land in one
+// buffer shaped like x: a time loop over unbind(x, 0) costs O(T), not O(T^2), in backward.
+std::vector<Tensor> unbind(const Tensor& x, std::int64_t dim = 0);
 
 // ---- indexing (indices are int64) ---------------------------------------------------------
 Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index);

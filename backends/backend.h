@@ -260,6 +260,41 @@ class Backend {
                            const TensorRef& grad, const TensorRef& exp_avg,
                            const TensorRef& exp_avg_sq) = 0;
 
+  // ---- recurrent cells --------------------------------------------------------------------
+  // The pointwise part of one time step, fused, over B rows of H units; every operand is
+  // contiguous and `mask` ([B], x's dtype) is null or says which rows take the step: a row
+  // whose mask is 0 keeps its previous state, and its pre-activations get zero gradient.
+  //
+  // GRU in the form of Nematus (PAPER.md 5.2): gx and gh [B, 3H] hold the input-side and the
+  // state-side pre-activations of [reset r | update u | candidate c], each already normalised:
+  //   r = sigmoid(gx_r + gh_r),  u = sigmoid(gx_u + gh_u),  c = tanh(gx_c + r gh_c),
+  //   h = u h_prev + (1 - u) c.
+  // activations [B, 3H] receives [r | u | c] for the backward pass.
+  virtual void gru_cell_forward(const TensorRef& h, const TensorRef& activations,
+                                const TensorRef& gx, const TensorRef& gh,
+                                const TensorRef& h_prev, const TensorRef* mask) = 0;
+  // With d = dh on rows that took the step:
+  //   dc~ = d (1 - u) (1 - c^2),  dgx_c = dc~,  dgh_c = r dc~,
+  //   dgx_r = dgh_r = dc~ gh_c r (1 - r),  dgx_u = dgh_u = d (h_prev - c) u (1 - u),
+  //   dh_prev = d u   (dh_prev = dh on rows that kept their state).
+  virtual void gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
+                                 const TensorRef& dh_prev, const TensorRef& dh,
+                                 const TensorRef& activations, const TensorRef& gh,
+                                 const TensorRef& h_prev, const TensorRef* mask) = 0;
+  // LSTM cell state: gates [B, 4H] holds the pre-activations [i | f | g | o] (PyTorch's order);
+  //   c = sigmoid(f) c_prev + sigmoid(i) tanh(g).
+  // o is not read: the output h = sigmoid(o) tanh(norm(c)) comes after the cell's norm.
+  // activations [B, 3H] receives [sigmoid(i) | sigmoid(f) | tanh(g)].
+  virtual void lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
+                                 const TensorRef& gates, const TensorRef& c_prev,
+                                 const TensorRef* mask) = 0;
+  // dgates [B, 4H] (its o part is 0) and dc_prev [B, H] from dc:
+  //   di = dc tanh(g) si (1 - si),  df = dc c_prev sf (1 - sf),  dg = dc si (1 - tanh(g)^2),
+  //   dc_prev = dc sf   (dc_prev = dc on rows that kept their state).
+  virtual void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
+                                  const TensorRef& dc, const TensorRef& activations,
+                                  const TensorRef& c_prev, const TensorRef* mask) = 0;
+
   // ---- convolution and pooling -----------------------------------------------------------
   // All operands are contiguous; images are [N, C, H, W], the outputs [N, C, OH, OW] (Window2d
   // gives OH and OW; the kernels read them from the output's shape).

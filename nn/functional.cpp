@@ -12,11 +12,17 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   NG_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), "linear", "input of shape ",
            input.shape(), " does not end in in_features = ", weight.size(1), " (weight ",
            weight.shape(), ")");
-  Tensor output = matmul(input, weight.t());
-  if (!bias.defined()) return output;
-  NG_CHECK(bias.shape() == Shape{weight.size(0)}, "linear", "bias must have shape [",
-           weight.size(0), "], got ", bias.shape());
-  return output + bias;
+  NG_CHECK(!bias.defined() || bias.shape() == Shape{weight.size(0)}, "linear",
+           "bias must have shape [", weight.size(0), "], got ", bias.shape());
+  // Leading dims are flattened into rows, so that [T, B, in] is one GEMM (and its weight
+  // gradient one more), not T batched ones summed afterwards.
+  const Tensor rows = input.dim() > 2 ? input.reshape({-1, input.size(-1)}) : input;
+  Tensor output = matmul(rows, weight.t());
+  if (bias.defined()) output = output + bias;
+  if (input.dim() <= 2) return output;
+  Shape shape = input.shape();
+  shape.back() = weight.size(0);
+  return output.view(shape);
 }
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {

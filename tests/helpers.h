@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -56,6 +57,48 @@ std::string error_of(Body&& body) {
   return "";
 }
 
+// Checks the gradients that one backward pass gives every parameter of `module` (all float64)
+// against central differences, for L = sum(v * forward()) with a fixed random v: the module
+// form of gradcheck, which perturbs the parameters in place. Returns "" when all agree, else
+// the first mismatch.
+template <typename Forward>
+std::string module_gradient_mismatch(normgrad::nn::Module& module, Forward&& forward,
+                                     double eps = 1e-6, double rtol = 1e-4, double atol = 1e-6) {
+  const Tensor first = forward();
+  Generator generator(7);
+  const Tensor v = randn(first.shape(), generator, {.dtype = DType::Float64});
+  module.zero_grad();
+  (first * v).sum().backward();
+  const auto loss = [&] {
+    NoGradGuard no_grad;
+    return (forward() * v).sum().item();
+  };
+  for (const auto& entry : module.named_parameters()) {
+    const std::string& name = entry.first;
+    const Tensor& parameter = entry.second;
+    if (parameter.dtype() != DType::Float64 || !parameter.is_contiguous())
+      return name + " is not a contiguous float64 parameter";
+    const std::vector<double> analytic =
+        parameter.grad().defined() ? parameter.grad().to_vector<double>()
+                                   : std::vector<double>(parameter.numel(), 0.0);
+    double* values = parameter.data_ptr<double>();
+    for (std::int64_t i = 0; i < parameter.numel(); ++i) {
+      const double saved = values[i];
+      const double h = eps * std::max(1.0, std::fabs(saved));
+      values[i] = saved + h;
+      const double plus = loss();
+      values[i] = saved - h;
+      const double minus = loss();
+      values[i] = saved;
+      const double numeric = (plus - minus) / (2 * h);
+      if (!(std::fabs(analytic[i] - numeric) <= atol + rtol * std::fabs(numeric)))
+        return name + "[" + std::to_string(i) + "]: analytic " + std::to_string(analytic[i]) +
+               ", numeric " + std::to_string(numeric);
+    }
+  }
+  return "";
+}
+
 }  // namespace testing
 
 // Passes when the gradient check passes; on failure, prints the worst mismatch.
@@ -67,6 +110,14 @@ std::string error_of(Body&& body) {
   } while (false)
 
 // Checks that `expression` throws normgrad::Error whose message contains every fragment.
+// Passes when testing::module_gradient_mismatch finds none.
+#define CHECK_MODULE_GRADIENTS(module, forward)                                    \
+  do {                                                                             \
+    const std::string module_mismatch = ::testing::module_gradient_mismatch(module, forward); \
+    INFO("module gradients: " << module_mismatch);                                 \
+    CHECK(module_mismatch.empty());                                                \
+  } while (false)
+
 #define CHECK_ERROR(expression, ...)                                               \
   do {                                                                             \
     const std::string error_message = ::testing::error_of([&] { (void)(expression); }); \

@@ -1,6 +1,15 @@
 // Joining and splitting along a dim. cat copies each input into its window of the result;
 // its backward hands each input the matching window of dy (a view, no copy). split and
 // chunk are windows (narrow views) to begin with.
+//
+// unbind is a view too, but its T slices share one backward buffer. The graph it builds:
+//   x -> token (a 0-d tensor, "UnbindBackward") -> slice i ("UnbindSliceBackward"), each i.
+// A slice's backward copies its dy into window i of the shared buffer and passes a zero on to
+// the token. The engine runs the token's node only after every slice's node that a gradient
+// reached, so by then the buffer is complete; it hands the buffer to x, zeroing the windows
+// that no gradient reached.
+
+#include <memory>
 
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
@@ -107,6 +116,63 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
   NG_CHECK(x.dim() > 0, "chunk", "cannot chunk a 0-d tensor");
   const std::int64_t length = x.shape()[wrap_dim(dim, x.dim(), "chunk")];
   return split(x, std::max<std::int64_t>((length + chunks - 1) / chunks, 1), dim);
+}
+
+namespace {
+
+// The gradient of x that unbind's slices fill, window by window, during one backward pass.
+struct UnbindGradient {
+  Tensor sum;                // x's shape; allocated by the first slice that gets a gradient
+  std::vector<bool> filled;  // which windows a slice has written
+};
+
+}  // namespace
+
+std::vector<Tensor> unbind(const Tensor& x, std::int64_t dim) {
+  autograd::primitive::check_defined(x, "unbind");
+  NG_CHECK(x.dim() > 0, "unbind", "cannot unbind a 0-d tensor");
+  const int d = wrap_dim(dim, x.dim(), "unbind");
+  const std::int64_t count = x.shape()[d];
+  std::vector<Tensor> slices;
+  slices.reserve(count);
+  if (!needs_grad(x)) {
+    for (std::int64_t i = 0; i < count; ++i) slices.push_back(x.select(d, i));
+    return slices;
+  }
+  auto gradient = std::make_shared<UnbindGradient>();
+  gradient->filled.assign(count, false);
+  Tensor token = detail::make_tensor({}, x.dtype(), x.device());
+  detail::backend_of(token).fill(detail::ref(token), 0);
+  record("UnbindBackward", token, {x}, {},
+         [gradient, d, shape = x.shape()](const Tensor& dtoken, const SavedTensors&) {
+           Tensor sum = std::move(gradient->sum);
+           if (!sum.defined()) sum = detail::make_tensor(shape, dtoken.dtype(), dtoken.device());
+           for (std::size_t i = 0; i < gradient->filled.size(); ++i) {
+             Tensor window = sum.select(d, static_cast<std::int64_t>(i));
+             if (!gradient->filled[i]) detail::backend_of(window).fill(detail::ref(window), 0);
+             gradient->filled[i] = false;  // ready for another backward pass (retain_graph)
+           }
+           return Grads{sum};
+         });
+  for (std::int64_t i = 0; i < count; ++i) {
+    Tensor slice;
+    {
+      NoGradGuard no_grad;
+      slice = x.select(d, i);
+    }
+    record("UnbindSliceBackward", slice, {token}, {},
+           [gradient, d, i, shape = x.shape()](const Tensor& dy, const SavedTensors&) {
+             if (!gradient->sum.defined())
+               gradient->sum = detail::make_tensor(shape, dy.dtype(), dy.device());
+             detail::copy_values(gradient->sum.select(d, i), dy);
+             gradient->filled[i] = true;
+             Tensor zero = detail::make_tensor({}, dy.dtype(), dy.device());
+             detail::backend_of(zero).fill(detail::ref(zero), 0);
+             return Grads{zero};
+           });
+    slices.push_back(slice);
+  }
+  return slices;
 }
 
 }  // namespace normgrad

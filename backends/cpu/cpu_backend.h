@@ -3,8 +3,8 @@
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
 // norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
-// pool.cpp, indexing.cpp); this header only declares the class. Obtain the instance via
-// cpu_backend().
+// pool.cpp, indexing.cpp, recurrent_cells.cpp); this header only declares the class. Obtain the
+// instance via cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -74,6 +74,18 @@ class CpuBackend final : public Backend {
 
   void adam_update(const AdamParams& params, const TensorRef& weight, const TensorRef& grad,
                    const TensorRef& exp_avg, const TensorRef& exp_avg_sq) override;
+
+  void gru_cell_forward(const TensorRef& h, const TensorRef& activations, const TensorRef& gx,
+                        const TensorRef& gh, const TensorRef& h_prev,
+                        const TensorRef* mask) override;
+  void gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh, const TensorRef& dh_prev,
+                         const TensorRef& dh, const TensorRef& activations, const TensorRef& gh,
+                         const TensorRef& h_prev, const TensorRef* mask) override;
+  void lstm_cell_forward(const TensorRef& c, const TensorRef& activations, const TensorRef& gates,
+                         const TensorRef& c_prev, const TensorRef* mask) override;
+  void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev, const TensorRef& dc,
+                          const TensorRef& activations, const TensorRef& c_prev,
+                          const TensorRef* mask) override;
 
   void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) override;
   void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;

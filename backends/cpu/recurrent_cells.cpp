@@ -1,0 +1,206 @@
+// The fused pointwise parts of GRU and LSTM time steps (backend.h gives the formulas). One
+// step of a recurrent layer is a GEMM for the state side and then this: one pass over the
+// pre-activations in place of a dozen elementwise ops, each with its own temporary. Rows are
+// independent, so OpenMP splits them, and every row's arithmetic is the same for any thread
+// count.
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/strided_loop.h"
+#include "backends/cpu/vector_exp.h"
+#include "core/error.h"
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+// In place over a unit-stride run; float32 uses the vector kernels of vector_exp.h.
+void sigmoid_in_place(float* values, std::int64_t count) { sigmoid_row(values, values, count); }
+void tanh_in_place(float* values, std::int64_t count) { tanh_row(values, values, count); }
+void sigmoid_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = 1.0 / (1.0 + std::exp(-values[j]));
+}
+void tanh_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = std::tanh(values[j]);
+}
+
+// Checks that every operand is contiguous with the expected [rows, width] shape and the dtype
+// of the first; the op layer guarantees this, so a failure here is a bug in normgrad.
+void check_rows(const char* op, std::int64_t rows,
+                std::initializer_list<std::pair<const TensorRef*, std::int64_t>> operands) {
+  const DType dtype = operands.begin()->first->dtype;
+  for (const auto& [operand, width] : operands) {
+    NG_CHECK(operand->shape == Shape({rows, width}) &&
+                 operand->strides == Strides({width, 1}) && operand->dtype == dtype,
+             op, "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
+             operand->shape, ", strides ", operand->strides, ", dtype ", operand->dtype);
+  }
+}
+
+void check_mask(const char* op, const TensorRef* mask, std::int64_t rows, DType dtype) {
+  if (!mask) return;
+  NG_CHECK(mask->shape == Shape({rows}) && mask->strides == Strides({1}) && mask->dtype == dtype,
+           op, "expects a contiguous mask [", rows, "] of dtype ", dtype, ", got shape ",
+           mask->shape, ", dtype ", mask->dtype);
+}
+
+template <typename T> bool takes_step(const TensorRef* mask, std::int64_t row) {
+  return !mask || mask->ptr<const T>()[row] != T(0);
+}
+
+}  // namespace
+
+void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
+                                  const TensorRef& gx, const TensorRef& gh,
+                                  const TensorRef& h_prev, const TensorRef* mask) {
+  const char* op = "cpu gru_cell_forward";
+  const std::int64_t rows = h.shape.empty() ? 0 : h.shape[0];
+  const std::int64_t H = h.rank() == 2 ? h.shape[1] : 0;
+  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H},
+                        {&h_prev, H}});
+  check_mask(op, mask, rows, h.dtype);
+  dispatch_floating(h.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* x = gx.ptr<const T>() + row * 3 * H;
+        const T* s = gh.ptr<const T>() + row * 3 * H;
+        const T* previous = h_prev.ptr<const T>() + row * H;
+        T* a = activations.ptr<T>() + row * 3 * H;  // [r | u | c]
+        T* out = h.ptr<T>() + row * H;
+#pragma omp simd
+        for (std::int64_t j = 0; j < 2 * H; ++j) a[j] = x[j] + s[j];
+        sigmoid_in_place(a, 2 * H);
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) a[2 * H + j] = x[2 * H + j] + a[j] * s[2 * H + j];
+        tanh_in_place(a + 2 * H, H);
+        if (!takes_step<T>(mask, row)) {
+          for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T u = a[H + j], c = a[2 * H + j];
+          out[j] = c + u * (previous[j] - c);
+        }
+      }
+    });
+  });
+}
+
+void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
+                                   const TensorRef& dh_prev, const TensorRef& dh,
+                                   const TensorRef& activations, const TensorRef& gh,
+                                   const TensorRef& h_prev, const TensorRef* mask) {
+  const char* op = "cpu gru_cell_backward";
+  const std::int64_t rows = dh.shape.empty() ? 0 : dh.shape[0];
+  const std::int64_t H = dh.rank() == 2 ? dh.shape[1] : 0;
+  check_rows(op, rows, {{&dh, H}, {&dgx, 3 * H}, {&dgh, 3 * H}, {&dh_prev, H},
+                        {&activations, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
+  check_mask(op, mask, rows, dh.dtype);
+  dispatch_floating(dh.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 16 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* d = dh.ptr<const T>() + row * H;
+        const T* a = activations.ptr<const T>() + row * 3 * H;
+        const T* s = gh.ptr<const T>() + row * 3 * H;
+        const T* previous = h_prev.ptr<const T>() + row * H;
+        T* dx = dgx.ptr<T>() + row * 3 * H;
+        T* ds = dgh.ptr<T>() + row * 3 * H;
+        T* dprevious = dh_prev.ptr<T>() + row * H;
+        if (!takes_step<T>(mask, row)) {
+          for (std::int64_t j = 0; j < 3 * H; ++j) dx[j] = ds[j] = T(0);
+          for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T r = a[j], u = a[H + j], c = a[2 * H + j];
+          const T candidate = d[j] * (T(1) - u) * (T(1) - c * c);
+          const T reset = candidate * s[2 * H + j] * r * (T(1) - r);
+          const T update = d[j] * (previous[j] - c) * u * (T(1) - u);
+          dx[j] = ds[j] = reset;
+          dx[H + j] = ds[H + j] = update;
+          dx[2 * H + j] = candidate;
+          ds[2 * H + j] = candidate * r;
+          dprevious[j] = d[j] * u;
+        }
+      }
+    });
+  });
+}
+
+void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
+                                   const TensorRef& gates, const TensorRef& c_prev,
+                                   const TensorRef* mask) {
+  const char* op = "cpu lstm_cell_forward";
+  const std::int64_t rows = c.shape.empty() ? 0 : c.shape[0];
+  const std::int64_t H = c.rank() == 2 ? c.shape[1] : 0;
+  check_rows(op, rows, {{&c, H}, {&activations, 3 * H}, {&gates, 4 * H}, {&c_prev, H}});
+  check_mask(op, mask, rows, c.dtype);
+  dispatch_floating(c.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 10 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* pre = gates.ptr<const T>() + row * 4 * H;
+        const T* previous = c_prev.ptr<const T>() + row * H;
+        T* a = activations.ptr<T>() + row * 3 * H;  // [sigmoid(i) | sigmoid(f) | tanh(g)]
+        T* out = c.ptr<T>() + row * H;
+        for (std::int64_t j = 0; j < 3 * H; ++j) a[j] = pre[j];
+        sigmoid_in_place(a, 2 * H);
+        tanh_in_place(a + 2 * H, H);
+        if (!takes_step<T>(mask, row)) {
+          for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) out[j] = a[H + j] * previous[j] + a[j] * a[2 * H + j];
+      }
+    });
+  });
+}
+
+void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
+                                    const TensorRef& dc, const TensorRef& activations,
+                                    const TensorRef& c_prev, const TensorRef* mask) {
+  const char* op = "cpu lstm_cell_backward";
+  const std::int64_t rows = dc.shape.empty() ? 0 : dc.shape[0];
+  const std::int64_t H = dc.rank() == 2 ? dc.shape[1] : 0;
+  check_rows(op, rows, {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H},
+                        {&c_prev, H}});
+  check_mask(op, mask, rows, dc.dtype);
+  dispatch_floating(dc.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* d = dc.ptr<const T>() + row * H;
+        const T* a = activations.ptr<const T>() + row * 3 * H;
+        const T* previous = c_prev.ptr<const T>() + row * H;
+        T* dpre = dgates.ptr<T>() + row * 4 * H;
+        T* dprevious = dc_prev.ptr<T>() + row * H;
+        for (std::int64_t j = 3 * H; j < 4 * H; ++j) dpre[j] = T(0);
+        if (!takes_step<T>(mask, row)) {
+          for (std::int64_t j = 0; j < 3 * H; ++j) dpre[j] = T(0);
+          for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T i = a[j], f = a[H + j], g = a[2 * H + j];
+          dpre[j] = d[j] * g * i * (T(1) - i);
+          dpre[H + j] = d[j] * previous[j] * f * (T(1) - f);
+          dpre[2 * H + j] = d[j] * i * (T(1) - g * g);
+          dprevious[j] = d[j] * f;
+        }
+      }
+    });
+  });
+}
+
+}  // namespace normgrad::backend::cpu

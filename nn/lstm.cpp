@@ -1,0 +1,48 @@
+#include "nn/lstm.h"
+
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "nn/recurrent_functional.h"
+
+namespace normgrad::nn {
+
+LstmCell::LstmCell(std::int64_t input_size, std::int64_t hidden_size, RecurrentCellOptions options,
+                   Generator& generator)
+    : RecurrentCell(input_size, hidden_size, 4, options, generator) {
+  input_norm_ = add_norm("input_norm", 4 * hidden_size);
+  state_norm_ = add_norm("state_norm", 4 * hidden_size);
+  cell_norm_ = add_norm("cell_norm", hidden_size);
+}
+
+Tensor LstmCell::input_side(const Tensor& x) { return input_norm_->forward(project_input(x)); }
+
+std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<Tensor>& state,
+                                   const Tensor& mask) {
+  NG_CHECK(state.size() == 2, type_name(), "expects the state {h, c}, got ", state.size(),
+           " tensors");
+  const Tensor& h = state[0];
+  const Tensor& c = state[1];
+  const std::int64_t hidden = hidden_size();
+  const Tensor gates = input_side + state_norm_->forward(project_state(h));
+  const Tensor c_new = options().fused ? functional::lstm_cell_state(gates, c, mask)
+                                       : functional::lstm_cell_state_composed(gates, c, mask);
+  const Tensor output_gate = sigmoid(gates.narrow(1, 3 * hidden, hidden));
+  Tensor h_new = output_gate * tanh(cell_norm_->forward(c_new));
+  if (mask.defined()) h_new = where(ne(mask.detach(), 0.0).unsqueeze(1), h_new, h);
+  return {h_new, c_new};
+}
+
+LstmState LstmCell::forward(const Tensor& x, const LstmState& previous, const Tensor& mask) {
+  NG_CHECK(x.defined() && x.dim() == 2, type_name(), "x must be [batch, ", input_size(), "], got ",
+           x.defined() ? x.shape() : Shape{});
+  const std::vector<Tensor> state = step(input_side(x), {previous.hidden, previous.cell}, mask);
+  return {state[0], state[1]};
+}
+
+Lstm::Lstm(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options,
+           Generator& generator)
+    : Recurrent(
+          [&] { return std::make_shared<LstmCell>(input_size, hidden_size, options.cell, generator); },
+          options) {}
+
+}  // namespace normgrad::nn

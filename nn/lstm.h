@@ -1,0 +1,51 @@
+#pragma once
+// LSTM with three norm slots, as the paper's attentive reader has it (PAPER.md 5.4, after the
+// LayerNorm paper's Eq. 20-22):
+//   [i, f, g, o] = N1(W_ih x + b_ih) + N2(W_hh h + b_hh)
+//   c' = sigmoid(f) c + sigmoid(i) tanh(g)
+//   h' = sigmoid(o) tanh(N3(c'))
+// N1 and N2 normalise the 4H pre-activations as one vector each, N3 the H cell values. Gate
+// order and parameter shapes are PyTorch's (W_ih [4H, input], W_hh [4H, H]), so with norm
+// "none" this is PyTorch's LSTM.
+//
+//   nn::Lstm reader(240, 240, {.cell = {.norm = "rmsnorm"}, .bidirectional = true});
+//   nn::RecurrentOutput out = reader.forward_lengths(x, lengths);  // out.hidden, out.cell
+
+#include <memory>
+
+#include "nn/recurrent.h"
+
+namespace normgrad::nn {
+
+struct LstmState {
+  Tensor hidden;  // [B, H]
+  Tensor cell;    // [B, H]
+};
+
+class LstmCell : public RecurrentCell {
+ public:
+  LstmCell(std::int64_t input_size, std::int64_t hidden_size, RecurrentCellOptions options = {},
+           Generator& generator = default_generator());
+  std::string type_name() const override { return "LstmCell"; }
+
+  // One step: x [B, input], the previous state, mask undefined or [B].
+  LstmState forward(const Tensor& x, const LstmState& previous, const Tensor& mask = Tensor());
+
+  Tensor input_side(const Tensor& x) override;
+  std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
+                           const Tensor& mask) override;
+  std::size_t state_count() const override { return 2; }
+
+ private:
+  std::shared_ptr<Norm> input_norm_, state_norm_, cell_norm_;
+};
+
+// An LSTM layer over time (recurrent.h), uni- or bidirectional.
+class Lstm : public Recurrent {
+ public:
+  Lstm(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options = {},
+       Generator& generator = default_generator());
+  std::string type_name() const override { return "LSTM"; }
+};
+
+}  // namespace normgrad::nn

@@ -1,0 +1,124 @@
+#pragma once
+// What GRU and LSTM layers share: options, the cell interface, and the layer that runs a cell
+// over time, in one or both directions, skipping the padded steps of shorter sequences.
+//
+//   nn::Gru encoder(512, 1024, {.cell = {.norm = "rmsnorm"}, .bidirectional = true});
+//   nn::RecurrentOutput out = encoder.forward(embedded, mask);   // embedded [T, B, 512]
+//   out.output;  // [T, B, 2048]: both directions' states at each step, 0 at padded steps
+//   out.hidden;  // [2, B, 1024]: each direction's last state
+//
+// How a step is computed (PAPER.md 5.2 and 5.4): the input side of every step, W_ih x + b_ih
+// and its norms, is one GEMM over all T B rows before the loop; the loop does only the
+// state side, W_hh h + b_hh and its norms, and the fused pointwise kernel of
+// recurrent_functional.h.
+//
+// Variable lengths: a mask ([T, B], or [B, T] when batch_first; nonzero = a real step) or a
+// lengths vector. A row's state does not change at its padded steps, so the reverse direction
+// starts at each sequence's own last step and `hidden` holds each sequence's final state.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/generator.h"
+#include "nn/module.h"
+#include "nn/norms/factory.h"
+#include "nn/norms/weight_norm.h"
+
+namespace normgrad::nn {
+
+struct RecurrentCellOptions {
+  // A NormSpec (norms/factory.h) for every norm slot of the cell: none, layernorm, rmsnorm,
+  // prmsnorm[:p], l2norm, or weightnorm (which reparameterises W_ih and W_hh instead).
+  std::string norm = "none";
+  bool bias = true;            // b_ih, added to the input side before its norm
+  bool recurrent_bias = true;  // b_hh, added to the state side before its norm (as PyTorch)
+  bool fused = true;           // false: the composed pointwise twin, for tests
+  DType dtype = DType::Float32;
+};
+
+struct RecurrentOptions {
+  RecurrentCellOptions cell = {};
+  bool bidirectional = false;
+  bool batch_first = false;  // input, mask and output [B, T, ...] instead of [T, B, ...]
+};
+
+// A cell with `gates` blocks of `hidden` units: W_ih [gates H, input], W_hh [gates H, H] and
+// their biases, initialised as PyTorch does, uniform on [-1/sqrt(H), 1/sqrt(H)].
+class RecurrentCell : public Module {
+ public:
+  RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, std::int64_t gates,
+                const RecurrentCellOptions& options, Generator& generator);
+
+  std::int64_t input_size() const { return input_size_; }
+  std::int64_t hidden_size() const { return hidden_size_; }
+  const NormSpec& norm_spec() const { return spec_; }
+  const RecurrentCellOptions& options() const { return options_; }
+
+  Tensor weight_ih() const;  // W_ih, through WeightNorm when the spec says so
+  Tensor weight_hh() const;
+  Tensor bias_ih;  // [gates H]; undefined without options.bias
+  Tensor bias_hh;  // [gates H]; undefined without options.recurrent_bias
+
+  // The input side of any number of steps at once: x [..., input] -> [..., gates H].
+  virtual Tensor input_side(const Tensor& x) = 0;
+  // One step, given its input side [B, gates H] and the state ({h}, or {h, c} for an LSTM),
+  // each [B, H]. mask: undefined or [B]; rows where it is 0 keep their state.
+  virtual std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
+                                   const Tensor& mask) = 0;
+  virtual std::size_t state_count() const = 0;
+
+ protected:
+  Tensor project_input(const Tensor& x) const;  // W_ih x + b_ih
+  Tensor project_state(const Tensor& h) const;  // W_hh h + b_hh
+  // A norm for this cell's spec over `features` values, registered as `name`.
+  std::shared_ptr<Norm> add_norm(const std::string& name, std::int64_t features);
+
+ private:
+  std::int64_t input_size_, hidden_size_;
+  RecurrentCellOptions options_;
+  NormSpec spec_;
+  Tensor weight_ih_, weight_hh_;  // plain weights, when not reparameterised
+  std::shared_ptr<WeightNorm> weight_ih_norm_, weight_hh_norm_;
+};
+
+struct RecurrentOutput {
+  Tensor output;  // [T, B, D H] ([B, T, D H] when batch_first); 0 at padded steps
+  Tensor hidden;  // [D, B, H]: each direction's final state
+  Tensor cell;    // [D, B, H]: an LSTM's final cell state; undefined for a GRU
+};
+
+// A mask [B, T] (or [T, B] unless batch_first) of 1 for the first lengths[b] steps of row b and
+// 0 after them. lengths: int64 [B], each in [0, max_length].
+Tensor sequence_mask(const Tensor& lengths, std::int64_t max_length, bool batch_first = true,
+                     DType dtype = DType::Float32);
+
+// A cell run over time: the base of Gru and Lstm.
+class Recurrent : public Module {
+ public:
+  using CellFactory = std::function<std::shared_ptr<RecurrentCell>()>;
+  Recurrent(const CellFactory& make_cell, const RecurrentOptions& options);
+
+  // input: [T, B, input] ([B, T, input] when batch_first). mask: undefined, or [T, B]
+  // ([B, T]). initial_hidden, initial_cell: undefined (zeros) or [D, B, H]; initial_cell is
+  // for an LSTM only.
+  RecurrentOutput forward(const Tensor& input, const Tensor& mask = Tensor(),
+                          const Tensor& initial_hidden = Tensor(),
+                          const Tensor& initial_cell = Tensor());
+  // The same with lengths (int64 [B]) in place of the mask.
+  RecurrentOutput forward_lengths(const Tensor& input, const Tensor& lengths,
+                                  const Tensor& initial_hidden = Tensor(),
+                                  const Tensor& initial_cell = Tensor());
+
+  std::int64_t directions() const { return options_.bidirectional ? 2 : 1; }
+  RecurrentCell& cell(std::int64_t direction = 0) const;  // 0 forward, 1 reverse
+  const RecurrentOptions& options() const { return options_; }
+
+ private:
+  RecurrentOptions options_;
+  std::vector<std::shared_ptr<RecurrentCell>> cells_;
+};
+
+}  // namespace normgrad::nn

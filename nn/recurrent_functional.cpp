@@ -1,0 +1,131 @@
+#include "nn/recurrent_functional.h"
+
+#include "autograd/ops.h"
+#include "autograd/primitives.h"
+#include "autograd/record.h"
+#include "core/error.h"
+#include "core/tensor_internal.h"
+
+namespace normgrad::nn::functional {
+
+namespace {
+
+// Checks a step's operands: x [B, gates H] and state [B, H] of one floating dtype and device,
+// and an optional mask [B]. Returns H.
+std::int64_t check_step(const Tensor& x, std::int64_t gates, const Tensor& state,
+                        const Tensor& mask, const char* op, const char* x_name) {
+  NG_CHECK(x.defined() && state.defined(), op, x_name, " and the previous state must be defined");
+  autograd::primitive::check_floating(x, op);
+  autograd::primitive::check_same_dtype(x, state, op);
+  autograd::primitive::check_same_device(x, state, op);
+  NG_CHECK(state.dim() == 2, op, "the previous state must be [batch, hidden], got ",
+           state.shape());
+  const std::int64_t batch = state.size(0), hidden = state.size(1);
+  NG_CHECK(x.shape() == Shape({batch, gates * hidden}), op, x_name, " must be [", batch, ", ",
+           gates * hidden, "] for a state of shape ", state.shape(), ", got ", x.shape());
+  if (mask.defined()) {
+    NG_CHECK(mask.shape() == Shape({batch}), op, "mask must be [", batch, "], got ", mask.shape());
+    autograd::primitive::check_same_device(x, mask, op);
+  }
+  return hidden;
+}
+
+// The mask as the kernels want it: contiguous, in the data's dtype, never requiring grad.
+Tensor kernel_mask(const Tensor& mask, DType dtype) {
+  if (!mask.defined()) return Tensor();
+  return ne(mask.detach(), 0.0).to(dtype).contiguous();
+}
+
+const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
+  if (!tensor.defined()) return nullptr;
+  storage = detail::ref(tensor);
+  return &storage;
+}
+
+// Where the mask is 0, the previous value; elsewhere the new one.
+Tensor keep_where_masked(const Tensor& updated, const Tensor& previous, const Tensor& mask) {
+  if (!mask.defined()) return updated;
+  return where(ne(mask.detach(), 0.0).unsqueeze(1), updated, previous);
+}
+
+}  // namespace
+
+Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const Tensor& mask) {
+  const char* op = "gru_step";
+  const std::int64_t hidden = check_step(gx, 3, h_prev, mask, op, "gx");
+  check_step(gh, 3, h_prev, mask, op, "gh");
+  const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
+  const Tensor previous = h_prev.contiguous().detach();
+  const Tensor m = kernel_mask(mask, gx.dtype());
+  const std::int64_t batch = h_prev.size(0);
+  Tensor h = detail::make_tensor({batch, hidden}, gx.dtype(), gx.device());
+  Tensor activations = detail::make_tensor({batch, 3 * hidden}, gx.dtype(), gx.device());
+  backend::TensorRef mask_ref;
+  detail::backend_of(h).gru_cell_forward(detail::ref(h), detail::ref(activations),
+                                         detail::ref(x), detail::ref(s), detail::ref(previous),
+                                         optional_ref(m, mask_ref));
+  if (autograd::needs_grad(gx, gh, h_prev))
+    autograd::record(
+        "GruStepBackward", h, {gx, gh, h_prev}, {activations, s, previous, m},
+        [](const Tensor& dh, const autograd::SavedTensors& saved) {
+          const Tensor upstream = dh.contiguous();
+          autograd::Grads grads{empty_like(saved[1]), empty_like(saved[1]), empty_like(upstream)};
+          backend::TensorRef saved_mask;
+          detail::backend_of(dh).gru_cell_backward(
+              detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
+              detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
+              detail::ref(saved[2]), optional_ref(saved[3], saved_mask));
+          return grads;
+        });
+  return h;
+}
+
+Tensor gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                         const Tensor& mask) {
+  const std::int64_t hidden = check_step(gx, 3, h_prev, mask, "gru_step", "gx");
+  check_step(gh, 3, h_prev, mask, "gru_step", "gh");
+  const std::vector<Tensor> x = split(gx, hidden, 1), s = split(gh, hidden, 1);
+  const Tensor reset = sigmoid(x[0] + s[0]);
+  const Tensor update = sigmoid(x[1] + s[1]);
+  const Tensor candidate = tanh(x[2] + reset * s[2]);
+  return keep_where_masked(candidate + update * (h_prev - candidate), h_prev, mask);
+}
+
+Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& mask) {
+  const char* op = "lstm_cell_state";
+  const std::int64_t hidden = check_step(gates, 4, c_prev, mask, op, "gates");
+  const Tensor pre = gates.contiguous().detach(), previous = c_prev.contiguous().detach();
+  const Tensor m = kernel_mask(mask, gates.dtype());
+  const std::int64_t batch = c_prev.size(0);
+  Tensor c = detail::make_tensor({batch, hidden}, gates.dtype(), gates.device());
+  Tensor activations = detail::make_tensor({batch, 3 * hidden}, gates.dtype(), gates.device());
+  backend::TensorRef mask_ref;
+  detail::backend_of(c).lstm_cell_forward(detail::ref(c), detail::ref(activations),
+                                          detail::ref(pre), detail::ref(previous),
+                                          optional_ref(m, mask_ref));
+  if (autograd::needs_grad(gates, c_prev))
+    autograd::record(
+        "LstmCellStateBackward", c, {gates, c_prev}, {activations, previous, m},
+        [](const Tensor& dc, const autograd::SavedTensors& saved) {
+          const Tensor upstream = dc.contiguous();
+          const std::int64_t rows = upstream.size(0), units = upstream.size(1);
+          autograd::Grads grads{
+              detail::make_tensor({rows, 4 * units}, upstream.dtype(), upstream.device()),
+              empty_like(upstream)};
+          backend::TensorRef saved_mask;
+          detail::backend_of(dc).lstm_cell_backward(
+              detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(upstream),
+              detail::ref(saved[0]), detail::ref(saved[1]), optional_ref(saved[2], saved_mask));
+          return grads;
+        });
+  return c;
+}
+
+Tensor lstm_cell_state_composed(const Tensor& gates, const Tensor& c_prev, const Tensor& mask) {
+  const std::int64_t hidden = check_step(gates, 4, c_prev, mask, "lstm_cell_state", "gates");
+  const std::vector<Tensor> pre = split(gates, hidden, 1);
+  const Tensor c = sigmoid(pre[1]) * c_prev + sigmoid(pre[0]) * tanh(pre[2]);
+  return keep_where_masked(c, c_prev, mask);
+}
+
+}  // namespace normgrad::nn::functional

@@ -1,0 +1,34 @@
+#pragma once
+// The pointwise halves of GRU and LSTM time steps, as differentiable ops. Each is one fused
+// backend kernel forward and one backward (backends/backend.h gives the formulas), with a
+// composed twin built from tensor ops that the tests hold it to.
+//
+// `mask` is optional: [B], any dtype, nonzero for the rows that take this step. A row whose
+// mask is 0 keeps its previous state exactly, which is how padded steps of shorter sequences
+// leave a recurrent layer's state unchanged.
+
+#include "core/tensor.h"
+
+namespace normgrad::nn::functional {
+
+// One GRU step in the form of Nematus (PAPER.md 5.2), after the pre-activations have been
+// computed and normalised. gx, gh: [B, 3H], the input-side and state-side terms of
+// [reset r | update u | candidate c]; h_prev: [B, H]. Returns
+//   r = sigmoid(gx_r + gh_r),  u = sigmoid(gx_u + gh_u),  c = tanh(gx_c + r gh_c),
+//   h = u h_prev + (1 - u) c.
+// The reset gate multiplies the state-side term after its norm, as Nematus has it. Without
+// norms this is exactly PyTorch's GRU cell (whose b_hn sits inside gh).
+Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                const Tensor& mask = Tensor());
+Tensor gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                         const Tensor& mask = Tensor());
+
+// An LSTM's new cell state: gates [B, 4H] holds the pre-activations [i | f | g | o] in
+// PyTorch's order, c_prev [B, H]. Returns c = sigmoid(f) c_prev + sigmoid(i) tanh(g); o is the
+// output gate, applied after the cell's norm (h = sigmoid(o) tanh(norm(c))), and gets no
+// gradient from here.
+Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& mask = Tensor());
+Tensor lstm_cell_state_composed(const Tensor& gates, const Tensor& c_prev,
+                                const Tensor& mask = Tensor());
+
+}  // namespace normgrad::nn::functional

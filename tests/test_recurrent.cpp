@@ -1,0 +1,261 @@
+// GRU and LSTM: the fused step kernels against their composed twins, gradient checks through
+// several time steps for every norm and with masks, padding that leaves states unchanged, the
+// layouts and directions, unbind's one-buffer backward, and errors for bad input.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "helpers.h"
+
+using namespace normgrad;
+using testing::all_close;
+using testing::leaf;
+
+namespace {
+
+constexpr DType f64 = DType::Float64;
+
+// [B] mask with row 1 skipping the step.
+Tensor step_mask(DType dtype = f64) { return tensor({1, 0, 1}, {.dtype = dtype}); }
+
+const std::vector<std::string> cell_norms = {"none", "layernorm", "rmsnorm", "prmsnorm:0.5",
+                                             "l2norm", "weightnorm"};
+
+nn::RecurrentOptions layer_options(const std::string& norm, bool bidirectional,
+                                   bool batch_first = false, bool fused = true) {
+  return {.cell = {.norm = norm, .fused = fused, .dtype = f64},
+          .bidirectional = bidirectional,
+          .batch_first = batch_first};
+}
+
+}  // namespace
+
+TEST_CASE("unbind gives select's slices and gathers their gradients in one buffer") {
+  const Tensor x = leaf({3, 2, 4});
+  const std::vector<Tensor> slices = unbind(x, 1);
+  REQUIRE(slices.size() == 2);
+  CHECK(all_close(slices[1], x.select(1, 1), 0, 0));
+  CHECK_GRADIENTS(
+      [](const std::vector<Tensor>& in) {
+        const std::vector<Tensor> s = unbind(in[0], 0);
+        return s[0] * s[2] + s[2];  // slice 1 gets no gradient: its window must be zero
+      },
+      {x});
+  // Only slice 2 used: the others' windows are zero, and backward can run twice.
+  const Tensor y = (unbind(x, 0)[2] * 3).sum();
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward();
+  std::vector<double> expected(24, 0.0);
+  for (int i = 16; i < 24; ++i) expected[i] = 6.0;
+  CHECK(all_close(x.grad(), expected, 0, 0));
+  CHECK_ERROR(unbind(scalar_tensor(1.0), 0), "unbind", "0-d");
+}
+
+TEST_CASE("gru_step: fused against composed, forward and gradients, with and without a mask") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const bool masked : {false, true}) {
+      INFO("dtype " << dtype << ", masked " << masked);
+      Generator generator(3);
+      const auto make = [&](const Shape& shape) {
+        return randn(shape, generator, {.dtype = dtype}).requires_grad_();
+      };
+      const Tensor gx = make({3, 15}), gh = make({3, 15}), h = make({3, 5});
+      const Tensor mask = masked ? step_mask(dtype) : Tensor();
+      const Tensor dy = randn({3, 5}, generator, {.dtype = dtype});
+      const Tensor fused = nn::functional::gru_step(gx, gh, h, mask);
+      fused.backward(dy);
+      const std::vector<Tensor> grads{gx.grad(), gh.grad(), h.grad()};
+      for (const Tensor& t : {gx, gh, h}) Tensor(t).zero_grad();
+      const Tensor composed = nn::functional::gru_step_composed(gx, gh, h, mask);
+      composed.backward(dy);
+      const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
+      CHECK(all_close(fused, composed, tolerance, tolerance));
+      CHECK(all_close(grads[0], gx.grad(), tolerance, tolerance));
+      CHECK(all_close(grads[1], gh.grad(), tolerance, tolerance));
+      CHECK(all_close(grads[2], h.grad(), tolerance, tolerance));
+      if (masked) CHECK(all_close(fused.select(0, 1), h.select(0, 1), 0, 0));  // kept exactly
+    }
+  }
+}
+
+TEST_CASE("gru_step and lstm_cell_state pass gradcheck, masked rows included") {
+  const Tensor mask = step_mask();
+  CHECK_GRADIENTS(
+      [&](const std::vector<Tensor>& in) {
+        return nn::functional::gru_step(in[0], in[1], in[2], mask);
+      },
+      {leaf({3, 12}, 1), leaf({3, 12}, 2), leaf({3, 4}, 3)});
+  CHECK_GRADIENTS(
+      [&](const std::vector<Tensor>& in) {
+        return nn::functional::lstm_cell_state(in[0], in[1], mask);
+      },
+      {leaf({3, 16}, 4), leaf({3, 4}, 5)});
+}
+
+TEST_CASE("lstm_cell_state: fused against composed") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    Generator generator(5);
+    const Tensor gates = randn({3, 20}, generator, {.dtype = dtype}).requires_grad_();
+    const Tensor c = randn({3, 5}, generator, {.dtype = dtype}).requires_grad_();
+    const Tensor dy = randn({3, 5}, generator, {.dtype = dtype});
+    const Tensor fused = nn::functional::lstm_cell_state(gates, c, step_mask(dtype));
+    fused.backward(dy);
+    const Tensor dgates = gates.grad(), dc = c.grad();
+    Tensor(gates).zero_grad();
+    Tensor(c).zero_grad();
+    const Tensor composed = nn::functional::lstm_cell_state_composed(gates, c, step_mask(dtype));
+    composed.backward(dy);
+    const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
+    CHECK(all_close(fused, composed, tolerance, tolerance));
+    CHECK(all_close(dgates, gates.grad(), tolerance, tolerance));
+    CHECK(all_close(dc, c.grad(), tolerance, tolerance));
+  }
+}
+
+TEST_CASE("GRU and LSTM layers pass gradcheck through several steps for every norm") {
+  const Tensor mask = tensor({{1, 1}, {1, 1}, {1, 0}}, {.dtype = f64});  // [T=3, B=2]
+  for (const std::string& norm : cell_norms) {
+    for (const bool lstm : {false, true}) {
+      INFO((lstm ? "LSTM, norm " : "GRU, norm ") << norm);
+      Generator generator(11);
+      std::shared_ptr<nn::Recurrent> layer;
+      if (lstm)
+        layer = std::make_shared<nn::Lstm>(3, 4, layer_options(norm, true), generator);
+      else
+        layer = std::make_shared<nn::Gru>(3, 4, layer_options(norm, true), generator);
+      const Tensor x = leaf({3, 2, 3}, 21), h0 = leaf({2, 2, 4}, 22, 0.5);
+      // Inputs and initial state, through outputs and final states together.
+      CHECK_GRADIENTS(
+          [&](const std::vector<Tensor>& in) {
+            const nn::RecurrentOutput out = layer->forward(in[0], mask, in[1]);
+            return cat({out.output.flatten(), out.hidden.flatten()});
+          },
+          {x, h0});
+      const auto forward = [&] {
+        const nn::RecurrentOutput out = layer->forward(x.detach(), mask, h0.detach());
+        return lstm ? cat({out.output.flatten(), out.cell.flatten()}) : out.output;
+      };
+      CHECK_MODULE_GRADIENTS(*layer, forward);
+    }
+  }
+}
+
+TEST_CASE("GRU layer: fused and composed steps agree, for a norm and a mask") {
+  const Tensor x = leaf({4, 3, 5}, 31);
+  const Tensor lengths = tensor({4, 2, 3}, {.dtype = DType::Int64});
+  for (const bool lstm : {false, true}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    std::shared_ptr<nn::Recurrent> fused, composed;
+    Generator g1(1), g2(1);
+    if (lstm) {
+      fused = std::make_shared<nn::Lstm>(5, 6, layer_options("rmsnorm", true), g1);
+      composed = std::make_shared<nn::Lstm>(5, 6, layer_options("rmsnorm", true, false, false), g2);
+    } else {
+      fused = std::make_shared<nn::Gru>(5, 6, layer_options("layernorm", true), g1);
+      composed = std::make_shared<nn::Gru>(5, 6, layer_options("layernorm", true, false, false), g2);
+    }
+    const nn::RecurrentOutput a = fused->forward_lengths(x, lengths);
+    const nn::RecurrentOutput b = composed->forward_lengths(x, lengths);
+    CHECK(all_close(a.output, b.output, 1e-13, 1e-13));
+    CHECK(all_close(a.hidden, b.hidden, 1e-13, 1e-13));
+    a.output.sum().backward();
+    b.output.sum().backward();
+    CHECK(all_close(fused->cell(1).bias_hh.grad(), composed->cell(1).bias_hh.grad(), 1e-12, 1e-12));
+  }
+}
+
+TEST_CASE("padded steps leave the state unchanged: a padded batch equals each sequence alone") {
+  const std::vector<std::int64_t> lengths{5, 2, 4};
+  const Tensor x = leaf({5, 3, 4}, 41);
+  for (const bool lstm : {false, true}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    Generator generator(2);
+    std::shared_ptr<nn::Recurrent> layer;
+    if (lstm)
+      layer = std::make_shared<nn::Lstm>(4, 3, layer_options("rmsnorm", true), generator);
+    else
+      layer = std::make_shared<nn::Gru>(4, 3, layer_options("rmsnorm", true), generator);
+    const nn::RecurrentOutput batch =
+        layer->forward_lengths(x, from_vector(lengths, {3}));
+    for (std::int64_t b = 0; b < 3; ++b) {
+      const Tensor alone_input = x.narrow(1, b, 1).narrow(0, 0, lengths[b]);
+      const nn::RecurrentOutput alone = layer->forward(alone_input);
+      CHECK(all_close(batch.output.narrow(1, b, 1).narrow(0, 0, lengths[b]), alone.output, 1e-12,
+                      1e-14));
+      CHECK(all_close(batch.hidden.narrow(1, b, 1), alone.hidden, 1e-12, 1e-14));
+      if (lstm) CHECK(all_close(batch.cell.narrow(1, b, 1), alone.cell, 1e-12, 1e-14));
+      // Outputs at padded steps are zero.
+      if (lengths[b] < 5)
+        CHECK(batch.output.narrow(1, b, 1).narrow(0, lengths[b], 5 - lengths[b]).abs().sum().item() ==
+              0.0);
+    }
+  }
+}
+
+TEST_CASE("batch_first is the time-major layer with its dims swapped") {
+  Generator g1(9), g2(9);
+  nn::Gru time_major(3, 4, layer_options("layernorm", true), g1);
+  nn::Gru batch_first(3, 4, layer_options("layernorm", true, true), g2);
+  const Tensor x = leaf({2, 5, 3}, 51);  // [B, T, I]
+  const Tensor lengths = tensor({5, 3}, {.dtype = DType::Int64});
+  const nn::RecurrentOutput a = batch_first.forward_lengths(x, lengths);
+  const nn::RecurrentOutput b = time_major.forward_lengths(x.transpose(0, 1), lengths);
+  CHECK(a.output.shape() == Shape({2, 5, 8}));
+  CHECK(all_close(a.output, b.output.transpose(0, 1).contiguous(), 1e-14, 1e-15));
+  CHECK(all_close(a.hidden, b.hidden, 1e-14, 1e-15));
+}
+
+TEST_CASE("cells: one step of the layer, and the parameters each norm adds") {
+  Generator generator(4);
+  nn::GruCell cell(3, 4, {.norm = "layernorm", .dtype = f64}, generator);
+  const Tensor x = leaf({2, 3}, 61), h = leaf({2, 4}, 62);
+  const Tensor one = cell.forward(x, h);
+  CHECK(one.shape() == Shape({2, 4}));
+  CHECK(all_close(one, cell.step(cell.input_side(x.unsqueeze(0)).squeeze(0), {h}, Tensor())[0],
+                  0, 0));
+  // W_ih, W_hh, b_ih, b_hh, and a gain and bias for each of the four LayerNorms.
+  CHECK(cell.named_parameters().size() == 12);
+  nn::GruCell plain(3, 4, {.dtype = f64});
+  CHECK(plain.named_parameters().size() == 4);
+  nn::LstmCell rms(3, 4, {.norm = "rmsnorm", .dtype = f64});
+  CHECK(rms.named_parameters().size() == 7);  // three gains, no biases
+  CHECK(rms.weight_ih().shape() == Shape({16, 3}));
+  nn::GruCell weight_normed(3, 4, {.norm = "weightnorm", .dtype = f64});
+  CHECK(weight_normed.named_parameters().size() == 6);  // direction and gain for each weight
+  const nn::LstmState state = rms.forward(x, {h, h});
+  CHECK(state.cell.shape() == Shape({2, 4}));
+}
+
+TEST_CASE("sequence_mask") {
+  const Tensor lengths = tensor({2, 0, 3}, {.dtype = DType::Int64});
+  CHECK(all_close(nn::sequence_mask(lengths, 3), {1, 1, 0, 0, 0, 0, 1, 1, 1}, 0, 0));
+  CHECK(all_close(nn::sequence_mask(lengths, 3, false), {1, 0, 1, 1, 0, 1, 0, 0, 1}, 0, 0));
+  CHECK_ERROR(nn::sequence_mask(lengths, 2), "sequence_mask", "length 3", "row 2");
+  CHECK_ERROR(nn::sequence_mask(tensor({1.0}), 2), "sequence_mask", "int64");
+}
+
+TEST_CASE("recurrent layers refuse bad input with clear errors") {
+  nn::Gru gru(3, 4);
+  nn::Lstm lstm(3, 4, {.bidirectional = true});
+  CHECK_ERROR(nn::Gru(3, 4, {.cell = {.norm = "batchnorm"}}), "RecurrentCell", "batchnorm",
+              "layernorm");
+  CHECK_ERROR(nn::Gru(3, 4, {.cell = {.norm = "rmsnrom"}}), "rmsnrom");
+  CHECK_ERROR(nn::Gru(0, 4), "input_size");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 7})), "GRU", "[steps, batch, 3]", "[5, 2, 7]");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 3}, {.dtype = f64})), "GRU", "float64");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 3}), zeros({2, 5})), "GRU", "mask", "[5, 2]");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 3}), Tensor(), zeros({2, 2, 4})), "initial_hidden",
+              "[1, 2, 4]");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})),
+              "no cell state");
+  CHECK_ERROR(lstm.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})),
+              "initial_cell", "[2, 2, 4]");
+  CHECK_ERROR(gru.forward_lengths(zeros({5, 2, 3}), tensor({5, 6}, {.dtype = DType::Int64})),
+              "length 6");
+  CHECK_ERROR(nn::functional::gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})),
+              "gru_step", "[2, 12]", "[2, 11]");
+  CHECK_ERROR(nn::functional::lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})),
+              "lstm_cell_state", "mask", "[2]");
+  CHECK_ERROR(lstm.cell(2), "direction 2");
+}
