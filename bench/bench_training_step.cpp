@@ -1,0 +1,104 @@
+// Times whole training steps (zero_grad, forward, loss, backward, Adam) of the models in
+// training_models.h, and reports the median step time and peak memory as one JSON line:
+//
+//   bench_training_step --model gru --norm rmsnorm --steps 5
+//   {"model":"gru","norm":"rmsnorm","threads":2,"step_seconds":[...],"median_seconds":...,
+//    "peak_tensor_bytes":...,"peak_rss_growth_bytes":...}
+//
+// peak_rss_growth_bytes is the process's peak resident set minus its resident set before the
+// model was built, the measure bench_training_step_torch.py takes too; peak_tensor_bytes is
+// the most that normgrad's allocator had handed out to tensors at once.
+// run_training_steps.py runs both and writes the table in RESULTS.md.
+
+#include <CLI/CLI.hpp>
+#include <normgrad/normgrad.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "training_models.h"
+
+namespace {
+
+using namespace normgrad;
+
+std::int64_t resident_bytes() {
+  std::ifstream status("/proc/self/statm");
+  std::int64_t pages = 0, resident = 0;
+  status >> pages >> resident;
+  return resident * 4096;
+}
+
+std::int64_t peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times training steps of the GRU language model or ConvPool-CNN-C"};
+  std::string model_name = "gru", norm = "none";
+  int steps = 5, warmup = 2;
+  std::int64_t batch = 0;
+  app.add_option("--model", model_name, "gru or cnn")->check(CLI::IsMember({"gru", "cnn"}));
+  app.add_option("--norm", norm, "a norm spec for every norm slot (none, layernorm, rmsnorm, ...)");
+  app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", batch, "batch size (default: 80 sentences for gru, 64 images for cnn)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const std::int64_t rss_before = resident_bytes();
+    Generator data(1);
+    std::function<Tensor()> loss;
+    std::shared_ptr<nn::Module> model;
+    if (model_name == "gru") {
+      // Batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000.
+      const std::int64_t sentences = batch > 0 ? batch : 80, length = 50, vocabulary = 8000;
+      auto lm = std::make_shared<bench::GruLanguageModel>(vocabulary, 256, 512, norm);
+      const Tensor tokens = randint(0, vocabulary, {length, sentences}, data);
+      const Tensor targets = randint(0, vocabulary, {length, sentences}, data);
+      loss = [lm, tokens, targets] { return lm->loss(tokens, targets); };
+      model = lm;
+    } else {
+      const std::int64_t images = batch > 0 ? batch : 64;
+      auto cnn = bench::conv_pool_cnn_c(norm);
+      const Tensor x = randn({images, 3, 32, 32}, data);
+      const Tensor labels = randint(0, 10, {images}, data);
+      loss = [cnn, x, labels] { return nn::cross_entropy(cnn->forward(x), labels); };
+      model = cnn;
+    }
+    optim::Adam adam(model->parameters(), {.lr = 1e-4});
+    std::vector<double> times;
+    for (int step = 0; step < warmup + steps; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      adam.zero_grad();
+      loss().backward();
+      adam.step();
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      if (step >= warmup) times.push_back(elapsed.count());
+    }
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
+              << R"(","threads":)" << get_num_threads() << R"(,"step_seconds":[)";
+    for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
+    std::cout << R"(],"median_seconds":)" << median
+              << R"(,"peak_tensor_bytes":)" << memory_stats().peak_allocated_bytes
+              << R"(,"peak_rss_growth_bytes":)" << peak_resident_bytes() - rss_before << "}\n";
+  } catch (const Error& error) {
+    std::cerr << "bench_training_step: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The PyTorch twin of bench_training_step: the same two models (training_models.h), the same
+step (zero_grad, forward, cross-entropy, backward, Adam), the same JSON line.
+
+    python3 bench/bench_training_step_torch.py --model gru --steps 5 --threads 2
+
+peak_rss_growth_bytes is the peak resident set minus the resident set after importing torch and
+before building the model, as bench_training_step measures it. Only the plain models (norm
+"none") exist here: PyTorch has no normalised GRU cell.
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import time
+
+import torch
+from torch import nn
+
+
+def resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+class GruLanguageModel(nn.Module):
+    def __init__(self, vocabulary, embedding_size, hidden):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, embedding_size)
+        self.gru = nn.GRU(embedding_size, hidden)
+        self.output = nn.Linear(hidden, vocabulary)
+
+    def loss(self, tokens, targets):
+        states, _ = self.gru(self.embedding(tokens))
+        logits = self.output(states)
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class GaussianNoise(nn.Module):
+    def __init__(self, sigma):
+        super().__init__()
+        self.sigma = sigma
+
+    def forward(self, x):
+        return x + self.sigma * torch.randn_like(x) if self.training else x
+
+
+def conv_pool_cnn_c():
+    layers = [GaussianNoise(0.15)]
+
+    def conv(inputs, outputs, kernel, padding):
+        layers.extend([nn.Conv2d(inputs, outputs, kernel, padding=padding), nn.LeakyReLU(0.1)])
+
+    conv(3, 96, 3, 1), conv(96, 96, 3, 1), conv(96, 96, 3, 1)
+    layers.extend([nn.MaxPool2d(2), nn.Dropout(0.5)])
+    conv(96, 192, 3, 1), conv(192, 192, 3, 1), conv(192, 192, 3, 1)
+    layers.extend([nn.MaxPool2d(2), nn.Dropout(0.5)])
+    conv(192, 192, 3, 0), conv(192, 192, 1, 0), conv(192, 192, 1, 0)
+    layers.extend([nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(192, 10)])
+    return nn.Sequential(*layers)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["gru", "cnn"], default="gru")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=0)
+    arguments = parser.parse_args()
+    torch.set_num_threads(arguments.threads)
+    torch.manual_seed(1)
+    rss_before = resident_bytes()
+    if arguments.model == "gru":
+        sentences, length, vocabulary = arguments.batch or 80, 50, 8000
+        model = GruLanguageModel(vocabulary, 256, 512)
+        tokens = torch.randint(0, vocabulary, (length, sentences))
+        targets = torch.randint(0, vocabulary, (length, sentences))
+
+        def loss():
+            return model.loss(tokens, targets)
+    else:
+        images = arguments.batch or 64
+        model = conv_pool_cnn_c()
+        x = torch.randn(images, 3, 32, 32)
+        labels = torch.randint(0, 10, (images,))
+
+        def loss():
+            return nn.functional.cross_entropy(model(x), labels)
+    adam = torch.optim.Adam(model.parameters(), lr=1e-4)
+    times = []
+    for step in range(arguments.warmup + arguments.steps):
+        start = time.perf_counter()
+        adam.zero_grad()
+        loss().backward()
+        adam.step()
+        if step >= arguments.warmup:
+            times.append(time.perf_counter() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({
+        "framework": f"PyTorch {torch.__version__}", "model": arguments.model, "norm": "none",
+        "threads": torch.get_num_threads(), "step_seconds": times,
+        "median_seconds": statistics.median(times), "peak_rss_growth_bytes": peak - rss_before,
+    }))
+
+
+if __name__ == "__main__":
+    main()
