@@ -48,3 +48,5 @@
 #include "nn/norms/rms_norm.h"
 #include "nn/norms/weight_norm.h"
 #include "nn/pooling.h"
+#include "nn/positional_encoding.h"
+#include "nn/transformer.h"
