@@ -19,10 +19,13 @@ using ParameterSlots = std::vector<normgrad::Tensor*>;
 
 // The slots of a normaliser's gain and bias, those it has.
 inline void add_norm_slots(ParameterSlots& slots, normgrad::nn::Norm& norm) {
-  if (auto* affine = dynamic_cast<normgrad::nn::AffineNorm*>(&norm)) {
-    if (affine->gain.defined()) slots.push_back(&affine->gain);
-    if (affine->bias.defined()) slots.push_back(&affine->bias);
-  }
+  const auto add = [&slots](normgrad::Tensor& gain, normgrad::Tensor& bias) {
+    if (gain.defined()) slots.push_back(&gain);
+    if (bias.defined()) slots.push_back(&bias);
+  };
+  if (auto* affine = dynamic_cast<normgrad::nn::AffineNorm*>(&norm))
+    add(affine->gain, affine->bias);
+  if (auto* batch = dynamic_cast<normgrad::nn::BatchNorm*>(&norm)) add(batch->gain, batch->bias);
 }
 
 // True when `slots` holds every parameter of `module` once, and nothing else.

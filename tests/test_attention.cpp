@@ -310,7 +310,8 @@ TEST_CASE("AdditiveAttention normalises U_c C + b and W_s s separately, each ove
 }
 
 TEST_CASE("AdditiveAttention: gradients match finite differences for each norm, with padding") {
-  for (const char* norm : {"none", "layernorm", "rmsnorm", "prmsnorm:0.5", "weightnorm"}) {
+  for (const char* norm :
+       {"none", "layernorm", "rmsnorm", "prmsnorm:0.5", "l2norm", "batchnorm", "weightnorm"}) {
     CAPTURE(norm);
     manual_seed(3);
     nn::AdditiveAttention attention(3, 2, 4,

@@ -229,8 +229,8 @@ TEST_CASE("TransformerDecoderLayer: gradients match finite differences, RMSNorm 
   }
 }
 
-TEST_CASE("TransformerEncoderLayer: gradients with LayerNorm, pRMSNorm and no norm") {
-  for (const char* norm : {"layernorm", "prmsnorm:0.5", "none"}) {
+TEST_CASE("TransformerEncoderLayer: gradients with the other normalisers and with none") {
+  for (const char* norm : {"layernorm", "prmsnorm:0.5", "l2norm", "batchnorm", "none"}) {
     CAPTURE(norm);
     manual_seed(5);
     nn::TransformerEncoderLayer layer(4, 2, 6, options_for(norm, nn::NormPlacement::Post));
