@@ -15,12 +15,14 @@
 // query [batch, query_len, d_model], key and value [batch, key_len, d_model]: self-attention
 // passes one tensor three times, cross-attention the decoder's states as the query and the
 // encoder's as key and value. Masks (int64, nonzero = blocked, see attention.h):
-//   key_padding_mask [batch, key_len]   padded keys
-//   attention_mask   [query_len, key_len]   any per-position pattern
-//   causal           query i attends to keys j <= i (needs query_len == key_len)
+//   key_padding_mask  [batch, key_len]        padded keys
+//   attention_mask    [query_len, key_len]    any per-position pattern
+//   causal            query i attends to keys j <= i (needs query_len == key_len)
 // They combine: a position blocked by any is blocked. The returned weights are per head,
-// [batch, heads, query_len, key_len] (PyTorch's average_attn_weights=False); dropout, in
-// training only, acts on the weights after they are returned.
+// [batch, heads, query_len, key_len] (PyTorch's average_attn_weights=False), and are the
+// weights before dropout: in training, dropout (if any) acts only on the copy that multiplies
+// the values. Where every key of a query is blocked PyTorch gives NaN; here that query reads
+// zeros, so its output is out_proj's bias.
 
 #include <cstdint>
 #include <memory>
