@@ -10,10 +10,10 @@
 // the most that normgrad's allocator had handed out to tensors at once.
 // run_training_steps.py runs both and writes the table in RESULTS.md.
 
-#include <CLI/CLI.hpp>
 #include <normgrad/normgrad.h>
 #include <sys/resource.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -88,14 +88,15 @@ int main(int argc, char** argv) {
     }
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
-    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+    const double median = sorted.size() % 2
+                              ? sorted[sorted.size() / 2]
+                              : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
               << R"(","threads":)" << get_num_threads() << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
-    std::cout << R"(],"median_seconds":)" << median
-              << R"(,"peak_tensor_bytes":)" << memory_stats().peak_allocated_bytes
-              << R"(,"peak_rss_growth_bytes":)" << peak_resident_bytes() - rss_before << "}\n";
+    std::cout << R"(],"median_seconds":)" << median << R"(,"peak_tensor_bytes":)"
+              << memory_stats().peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"
+              << peak_resident_bytes() - rss_before << "}\n";
   } catch (const Error& error) {
     std::cerr << "bench_training_step: " << error.what() << "\n";
     return 1;

@@ -20,9 +20,11 @@ struct GruLanguageModel : nn::Module {
 
   GruLanguageModel(std::int64_t vocabulary, std::int64_t embedding_size, std::int64_t hidden,
                    const std::string& norm) {
-    embedding = register_module("embedding", std::make_shared<nn::Embedding>(vocabulary, embedding_size));
-    gru = register_module("gru", std::make_shared<nn::Gru>(embedding_size, hidden,
-                                                           nn::RecurrentOptions{.cell = {.norm = norm}}));
+    embedding =
+        register_module("embedding", std::make_shared<nn::Embedding>(vocabulary, embedding_size));
+    gru = register_module("gru",
+                          std::make_shared<nn::Gru>(embedding_size, hidden,
+                                                    nn::RecurrentOptions{.cell = {.norm = norm}}));
     output = register_module("output", std::make_shared<nn::Linear>(hidden, vocabulary));
   }
 
@@ -39,8 +41,10 @@ struct GruLanguageModel : nn::Module {
 // nonlinearity, leaky ReLU 0.1 (none after the dense layer).
 inline std::shared_ptr<nn::Sequential> conv_pool_cnn_c(const std::string& norm) {
   auto model = std::make_shared<nn::Sequential>();
-  const auto conv = [&](std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t padding) {
-    model->push_back(std::make_shared<nn::Conv2d>(in, out, kernel, nn::Conv2dOptions{.padding = padding}));
+  const auto conv = [&](std::int64_t in, std::int64_t out, std::int64_t kernel,
+                        std::int64_t padding) {
+    model->push_back(
+        std::make_shared<nn::Conv2d>(in, out, kernel, nn::Conv2dOptions{.padding = padding}));
     if (nn::NormSpec::parse(norm).normalises_outputs())
       model->push_back(nn::make_norm(norm, out, nn::NormLayout::ChannelMaps));
     model->push_back(std::make_shared<nn::LeakyReLU>(0.1));

@@ -44,7 +44,9 @@ Tensor GruCell::forward(const Tensor& x, const Tensor& h_prev, const Tensor& mas
 Gru::Gru(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options,
          Generator& generator)
     : Recurrent(
-          [&] { return std::make_shared<GruCell>(input_size, hidden_size, options.cell, generator); },
+          [&] {
+            return std::make_shared<GruCell>(input_size, hidden_size, options.cell, generator);
+          },
           options) {}
 
 }  // namespace normgrad::nn

@@ -42,7 +42,9 @@ LstmState LstmCell::forward(const Tensor& x, const LstmState& previous, const Te
 Lstm::Lstm(std::int64_t input_size, std::int64_t hidden_size, RecurrentOptions options,
            Generator& generator)
     : Recurrent(
-          [&] { return std::make_shared<LstmCell>(input_size, hidden_size, options.cell, generator); },
+          [&] {
+            return std::make_shared<LstmCell>(input_size, hidden_size, options.cell, generator);
+          },
           options) {}
 
 }  // namespace normgrad::nn

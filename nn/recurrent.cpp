@@ -11,9 +11,8 @@ namespace normgrad::nn {
 
 // ---- RecurrentCell -------------------------------------------------------------------------
 
-RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size,
-                             std::int64_t gates, const RecurrentCellOptions& options,
-                             Generator& generator)
+RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, std::int64_t gates,
+                             const RecurrentCellOptions& options, Generator& generator)
     : input_size_(input_size),
       hidden_size_(hidden_size),
       options_(options),
@@ -24,8 +23,8 @@ RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size,
            options.dtype);
   // BatchNorm would normalise each step over the batch with running statistics shared by every
   // step: recurrent batch norm, a different method, and not what the paper compares.
-  NG_CHECK(spec_.kind != NormKind::BatchNorm, "RecurrentCell",
-           "norm '", options.norm, "' is not supported in a recurrent cell; use none, layernorm, "
+  NG_CHECK(spec_.kind != NormKind::BatchNorm, "RecurrentCell", "norm '", options.norm,
+           "' is not supported in a recurrent cell; use none, layernorm, "
            "rmsnorm, prmsnorm, l2norm or weightnorm");
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   const TensorOptions tensor_options{.dtype = options.dtype};
@@ -167,7 +166,8 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
   }
   RecurrentOutput result;
   result.output = count == 1 ? outputs[0] : cat(outputs, -1);
-  if (mask.defined()) result.output = result.output * ne(mask.detach(), 0.0).to(x.dtype()).unsqueeze(-1);
+  if (mask.defined())
+    result.output = result.output * ne(mask.detach(), 0.0).to(x.dtype()).unsqueeze(-1);
   result.hidden = stack(finals, 0);
   if (state_count == 2) result.cell = stack(final_cells, 0);
   return result;
@@ -180,10 +180,9 @@ RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& le
            input.defined() ? input.shape() : Shape{});
   const std::int64_t steps = input.size(options_.batch_first ? 1 : 0);
   const std::int64_t batch = input.size(options_.batch_first ? 0 : 1);
-  NG_CHECK(lengths.defined() && lengths.shape() == Shape({batch}), type_name(),
-           "lengths must be [", batch, "], got ", lengths.defined() ? lengths.shape() : Shape{});
-  return forward(input,
-                 sequence_mask(lengths, steps, options_.batch_first, input.dtype()),
+  NG_CHECK(lengths.defined() && lengths.shape() == Shape({batch}), type_name(), "lengths must be [",
+           batch, "], got ", lengths.defined() ? lengths.shape() : Shape{});
+  return forward(input, sequence_mask(lengths, steps, options_.batch_first, input.dtype()),
                  initial_hidden, initial_cell);
 }
 

@@ -18,8 +18,7 @@ std::int64_t check_step(const Tensor& x, std::int64_t gates, const Tensor& state
   autograd::primitive::check_floating(x, op);
   autograd::primitive::check_same_dtype(x, state, op);
   autograd::primitive::check_same_device(x, state, op);
-  NG_CHECK(state.dim() == 2, op, "the previous state must be [batch, hidden], got ",
-           state.shape());
+  NG_CHECK(state.dim() == 2, op, "the previous state must be [batch, hidden], got ", state.shape());
   const std::int64_t batch = state.size(0), hidden = state.size(1);
   NG_CHECK(x.shape() == Shape({batch, gates * hidden}), op, x_name, " must be [", batch, ", ",
            gates * hidden, "] for a state of shape ", state.shape(), ", got ", x.shape());
@@ -61,8 +60,8 @@ Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const 
   Tensor h = detail::make_tensor({batch, hidden}, gx.dtype(), gx.device());
   Tensor activations = detail::make_tensor({batch, 3 * hidden}, gx.dtype(), gx.device());
   backend::TensorRef mask_ref;
-  detail::backend_of(h).gru_cell_forward(detail::ref(h), detail::ref(activations),
-                                         detail::ref(x), detail::ref(s), detail::ref(previous),
+  detail::backend_of(h).gru_cell_forward(detail::ref(h), detail::ref(activations), detail::ref(x),
+                                         detail::ref(s), detail::ref(previous),
                                          optional_ref(m, mask_ref));
   if (autograd::needs_grad(gx, gh, h_prev))
     autograd::record(

@@ -7,8 +7,15 @@
 // runs the forward pass, and puts the registered parameters back. The test lists the members;
 // CHECK_MODULE_GRADIENTS insists that the list is exactly the module's parameters, so a
 // parameter the list forgets cannot pass unchecked.
+//
+// CHECK_PARAMETER_GRADIENTS needs no list: it perturbs every registered parameter in place and
+// compares with one backward pass. It suits layers whose parameters sit deep in children
+// (a recurrent layer's cells and their norms), where listing member slots would be long.
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "helpers.h"
@@ -69,6 +76,48 @@ inline normgrad::GradcheckResult module_gradcheck(
   return normgrad::gradcheck(swapped, inputs, options);
 }
 
+// Checks the gradients that one backward pass gives every parameter of `module` (all float64)
+// against central differences, for L = sum(v * forward()) with a fixed random v: the module
+// form of gradcheck, which perturbs the parameters in place. Returns "" when all agree, else
+// the first mismatch.
+template <typename Forward>
+std::string parameter_gradient_mismatch(normgrad::nn::Module& module, Forward&& forward,
+                                        double eps = 1e-6, double rtol = 1e-4, double atol = 1e-6) {
+  const Tensor first = forward();
+  Generator generator(7);
+  const Tensor v = randn(first.shape(), generator, {.dtype = DType::Float64});
+  module.zero_grad();
+  (first * v).sum().backward();
+  const auto loss = [&] {
+    NoGradGuard no_grad;
+    return (forward() * v).sum().item();
+  };
+  for (const auto& entry : module.named_parameters()) {
+    const std::string& name = entry.first;
+    const Tensor& parameter = entry.second;
+    if (parameter.dtype() != DType::Float64 || !parameter.is_contiguous())
+      return name + " is not a contiguous float64 parameter";
+    const std::vector<double> analytic = parameter.grad().defined()
+                                             ? parameter.grad().to_vector<double>()
+                                             : std::vector<double>(parameter.numel(), 0.0);
+    double* values = parameter.data_ptr<double>();
+    for (std::int64_t i = 0; i < parameter.numel(); ++i) {
+      const double saved = values[i];
+      const double h = eps * std::max(1.0, std::fabs(saved));
+      values[i] = saved + h;
+      const double plus = loss();
+      values[i] = saved - h;
+      const double minus = loss();
+      values[i] = saved;
+      const double numeric = (plus - minus) / (2 * h);
+      if (!(std::fabs(analytic[i] - numeric) <= atol + rtol * std::fabs(numeric)))
+        return name + "[" + std::to_string(i) + "]: analytic " + std::to_string(analytic[i]) +
+               ", numeric " + std::to_string(numeric);
+    }
+  }
+  return "";
+}
+
 }  // namespace testing
 
 // Passes when `slots` are exactly the module's parameters and the gradient check passes.
@@ -78,4 +127,13 @@ inline normgrad::GradcheckResult module_gradcheck(
     const auto module_gradcheck_result = ::testing::module_gradcheck(slots, forward, __VA_ARGS__); \
     INFO(module_gradcheck_result.message);                                                         \
     CHECK(module_gradcheck_result.ok);                                                             \
+  } while (false)
+
+// Passes when testing::parameter_gradient_mismatch finds none.
+#define CHECK_PARAMETER_GRADIENTS(module, forward)               \
+  do {                                                           \
+    const std::string parameter_mismatch =                       \
+        ::testing::parameter_gradient_mismatch(module, forward); \
+    INFO("parameter gradients: " << parameter_mismatch);         \
+    CHECK(parameter_mismatch.empty());                           \
   } while (false)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "helpers.h"
+#include "module_gradcheck.h"
 
 using namespace normgrad;
 using testing::all_close;
@@ -19,8 +19,8 @@ constexpr DType f64 = DType::Float64;
 // [B] mask with row 1 skipping the step.
 Tensor step_mask(DType dtype = f64) { return tensor({1, 0, 1}, {.dtype = dtype}); }
 
-const std::vector<std::string> cell_norms = {"none", "layernorm", "rmsnorm", "prmsnorm:0.5",
-                                             "l2norm", "weightnorm"};
+const std::vector<std::string> cell_norms = {"none",         "layernorm", "rmsnorm",
+                                             "prmsnorm:0.5", "l2norm",    "weightnorm"};
 
 nn::RecurrentOptions layer_options(const std::string& norm, bool bidirectional,
                                    bool batch_first = false, bool fused = true) {
@@ -136,7 +136,7 @@ TEST_CASE("GRU and LSTM layers pass gradcheck through several steps for every no
         const nn::RecurrentOutput out = layer->forward(x.detach(), mask, h0.detach());
         return lstm ? cat({out.output.flatten(), out.cell.flatten()}) : out.output;
       };
-      CHECK_MODULE_GRADIENTS(*layer, forward);
+      CHECK_PARAMETER_GRADIENTS(*layer, forward);
     }
   }
 }
@@ -153,7 +153,8 @@ TEST_CASE("GRU layer: fused and composed steps agree, for a norm and a mask") {
       composed = std::make_shared<nn::Lstm>(5, 6, layer_options("rmsnorm", true, false, false), g2);
     } else {
       fused = std::make_shared<nn::Gru>(5, 6, layer_options("layernorm", true), g1);
-      composed = std::make_shared<nn::Gru>(5, 6, layer_options("layernorm", true, false, false), g2);
+      composed =
+          std::make_shared<nn::Gru>(5, 6, layer_options("layernorm", true, false, false), g2);
     }
     const nn::RecurrentOutput a = fused->forward_lengths(x, lengths);
     const nn::RecurrentOutput b = composed->forward_lengths(x, lengths);
@@ -176,8 +177,7 @@ TEST_CASE("padded steps leave the state unchanged: a padded batch equals each se
       layer = std::make_shared<nn::Lstm>(4, 3, layer_options("rmsnorm", true), generator);
     else
       layer = std::make_shared<nn::Gru>(4, 3, layer_options("rmsnorm", true), generator);
-    const nn::RecurrentOutput batch =
-        layer->forward_lengths(x, from_vector(lengths, {3}));
+    const nn::RecurrentOutput batch = layer->forward_lengths(x, from_vector(lengths, {3}));
     for (std::int64_t b = 0; b < 3; ++b) {
       const Tensor alone_input = x.narrow(1, b, 1).narrow(0, 0, lengths[b]);
       const nn::RecurrentOutput alone = layer->forward(alone_input);
@@ -187,8 +187,9 @@ TEST_CASE("padded steps leave the state unchanged: a padded batch equals each se
       if (lstm) CHECK(all_close(batch.cell.narrow(1, b, 1), alone.cell, 1e-12, 1e-14));
       // Outputs at padded steps are zero.
       if (lengths[b] < 5)
-        CHECK(batch.output.narrow(1, b, 1).narrow(0, lengths[b], 5 - lengths[b]).abs().sum().item() ==
-              0.0);
+        CHECK(
+            batch.output.narrow(1, b, 1).narrow(0, lengths[b], 5 - lengths[b]).abs().sum().item() ==
+            0.0);
     }
   }
 }
@@ -212,8 +213,8 @@ TEST_CASE("cells: one step of the layer, and the parameters each norm adds") {
   const Tensor x = leaf({2, 3}, 61), h = leaf({2, 4}, 62);
   const Tensor one = cell.forward(x, h);
   CHECK(one.shape() == Shape({2, 4}));
-  CHECK(all_close(one, cell.step(cell.input_side(x.unsqueeze(0)).squeeze(0), {h}, Tensor())[0],
-                  0, 0));
+  CHECK(all_close(one, cell.step(cell.input_side(x.unsqueeze(0)).squeeze(0), {h}, Tensor())[0], 0,
+                  0));
   // W_ih, W_hh, b_ih, b_hh, and a gain and bias for each of the four LayerNorms.
   CHECK(cell.named_parameters().size() == 12);
   nn::GruCell plain(3, 4, {.dtype = f64});
@@ -247,14 +248,13 @@ TEST_CASE("recurrent layers refuse bad input with clear errors") {
   CHECK_ERROR(gru.forward(zeros({5, 2, 3}), zeros({2, 5})), "GRU", "mask", "[5, 2]");
   CHECK_ERROR(gru.forward(zeros({5, 2, 3}), Tensor(), zeros({2, 2, 4})), "initial_hidden",
               "[1, 2, 4]");
-  CHECK_ERROR(gru.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})),
-              "no cell state");
-  CHECK_ERROR(lstm.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})),
-              "initial_cell", "[2, 2, 4]");
+  CHECK_ERROR(gru.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})), "no cell state");
+  CHECK_ERROR(lstm.forward(zeros({5, 2, 3}), Tensor(), Tensor(), zeros({1, 2, 4})), "initial_cell",
+              "[2, 2, 4]");
   CHECK_ERROR(gru.forward_lengths(zeros({5, 2, 3}), tensor({5, 6}, {.dtype = DType::Int64})),
               "length 6");
-  CHECK_ERROR(nn::functional::gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})),
-              "gru_step", "[2, 12]", "[2, 11]");
+  CHECK_ERROR(nn::functional::gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})), "gru_step",
+              "[2, 12]", "[2, 11]");
   CHECK_ERROR(nn::functional::lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})),
               "lstm_cell_state", "mask", "[2]");
   CHECK_ERROR(lstm.cell(2), "direction 2");

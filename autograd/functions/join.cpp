@@ -55,9 +55,8 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
   }
   if (needs_grad(tensors))
-    record("CatBackward", y, tensors, {}, [d, sizes](const Tensor& dy, const SavedTensors&) {
-      return split(dy, sizes, d);
-    });
+    record("CatBackward", y, tensors, {},
+           [d, sizes](const Tensor& dy, const SavedTensors&) { return split(dy, sizes, d); });
   return y;
 }
 
@@ -69,9 +68,8 @@ Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
   expanded.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     autograd::primitive::check_defined(tensors[i], "stack");
-    NG_CHECK(tensors[i].shape() == tensors.front().shape(), "stack", "tensor ", i,
-             " has shape ", tensors[i].shape(), " but tensor 0 has shape ",
-             tensors.front().shape());
+    NG_CHECK(tensors[i].shape() == tensors.front().shape(), "stack", "tensor ", i, " has shape ",
+             tensors[i].shape(), " but tensor 0 has shape ", tensors.front().shape());
     expanded.push_back(tensors[i].unsqueeze(d));
   }
   return cat(expanded, d);

@@ -35,8 +35,8 @@ void check_rows(const char* op, std::int64_t rows,
                 std::initializer_list<std::pair<const TensorRef*, std::int64_t>> operands) {
   const DType dtype = operands.begin()->first->dtype;
   for (const auto& [operand, width] : operands) {
-    NG_CHECK(operand->shape == Shape({rows, width}) &&
-                 operand->strides == Strides({width, 1}) && operand->dtype == dtype,
+    NG_CHECK(operand->shape == Shape({rows, width}) && operand->strides == Strides({width, 1}) &&
+                 operand->dtype == dtype,
              op, "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
              operand->shape, ", strides ", operand->strides, ", dtype ", operand->dtype);
   }
@@ -56,13 +56,12 @@ template <typename T> bool takes_step(const TensorRef* mask, std::int64_t row) {
 }  // namespace
 
 void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
-                                  const TensorRef& gx, const TensorRef& gh,
-                                  const TensorRef& h_prev, const TensorRef* mask) {
+                                  const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
+                                  const TensorRef* mask) {
   const char* op = "cpu gru_cell_forward";
   const std::int64_t rows = h.shape.empty() ? 0 : h.shape[0];
   const std::int64_t H = h.rank() == 2 ? h.shape[1] : 0;
-  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H},
-                        {&h_prev, H}});
+  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
   check_mask(op, mask, rows, h.dtype);
   dispatch_floating(h.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -100,8 +99,14 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
   const char* op = "cpu gru_cell_backward";
   const std::int64_t rows = dh.shape.empty() ? 0 : dh.shape[0];
   const std::int64_t H = dh.rank() == 2 ? dh.shape[1] : 0;
-  check_rows(op, rows, {{&dh, H}, {&dgx, 3 * H}, {&dgh, 3 * H}, {&dh_prev, H},
-                        {&activations, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
+  check_rows(op, rows,
+             {{&dh, H},
+              {&dgx, 3 * H},
+              {&dgh, 3 * H},
+              {&dh_prev, H},
+              {&activations, 3 * H},
+              {&gh, 3 * H},
+              {&h_prev, H}});
   check_mask(op, mask, rows, dh.dtype);
   dispatch_floating(dh.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -172,8 +177,8 @@ void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc
   const char* op = "cpu lstm_cell_backward";
   const std::int64_t rows = dc.shape.empty() ? 0 : dc.shape[0];
   const std::int64_t H = dc.rank() == 2 ? dc.shape[1] : 0;
-  check_rows(op, rows, {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H},
-                        {&c_prev, H}});
+  check_rows(op, rows,
+             {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H}, {&c_prev, H}});
   check_mask(op, mask, rows, dc.dtype);
   dispatch_floating(dc.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
