@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Times whole training steps of normgrad against PyTorch and writes the table into
+bench/RESULTS.md (between the training markers), keeping the other sections.
+
+Usage: python3 bench/run_training_steps.py BUILD_DIR   (a Release build with bench_training_step)
+       python3 bench/run_training_steps.py BUILD_DIR --quick   (a check of the pipeline)
+
+The models (training_models.h, and their twins in bench_training_step_torch.py):
+  gru  a GRU language model: batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000;
+  cnn  ConvPool-CNN-C (PAPER.md 5.6): batch 64, 3x32x32.
+Each step is zero_grad, forward, cross-entropy, backward and an Adam update, on 2 threads.
+The programs run in rounds, normgrad and PyTorch alternating, each after waiting for an idle
+CPU, and the median of all their timed steps is kept, so that a slow spell on a shared machine
+does not fall on one side only. Peak memory is the process's peak resident set minus its
+resident set before the model was built, measured the same way on both sides. Python 3
+standard library only (PyTorch only inside bench_training_step_torch.py).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+from run_benchmarks import THREADS, cpu_model, run_once, source_version, wait_until_idle, write_section
+
+HERE = pathlib.Path(__file__).resolve().parent
+TORCH_SCRIPT = HERE / "bench_training_step_torch.py"
+BEGIN_MARKER = "<!-- training:begin -->"
+END_MARKER = "<!-- training:end -->"
+
+# (model, norm, with PyTorch beside it, goal as the largest normgrad / PyTorch time ratio)
+CONFIGURATIONS = (
+    ("gru", "none", True, 1.0),
+    ("gru", "layernorm", False, None),
+    ("gru", "rmsnorm", False, None),
+    ("cnn", "none", True, 1.25),
+)
+MODEL_NAMES = {"gru": "GRU language model, batch 80 x 50 steps, vocabulary 8000",
+               "cnn": "ConvPool-CNN-C, batch 64, 3x32x32"}
+
+
+def command(build_dir, framework, model, norm, steps, warmup):
+    common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup)]
+    if framework == "torch":
+        return [sys.executable, TORCH_SCRIPT, *common, "--threads", THREADS]
+    return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm]
+
+
+def measure(build_dir, rounds, steps, warmup, quick):
+    """Maps (framework, model, norm) to its runs' JSON results, each with the CPU share that
+    other processes took while it ran."""
+    environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
+    results = {}
+    for round_index in range(rounds):
+        for model, norm, with_torch, _goal in CONFIGURATIONS:
+            for framework in ("normgrad", "torch") if with_torch else ("normgrad",):
+                if not quick:
+                    wait_until_idle()
+                print(f"  round {round_index + 1}/{rounds}: {framework} {model} {norm}", file=sys.stderr,
+                      flush=True)
+                output, foreign = run_once(command(build_dir, framework, model, norm, steps, warmup),
+                                           environment)
+                result = json.loads(output)
+                result["foreign_cpu_share"] = foreign
+                results.setdefault((framework, model, norm), []).append(result)
+    return results
+
+
+def summary(runs):
+    steps = [seconds for run in runs for seconds in run["step_seconds"]]
+    return {
+        "median": statistics.median(steps),
+        "spread": (max(steps) - min(steps)) / statistics.median(steps),
+        "count": len(steps),
+        "rss": statistics.median(run["peak_rss_growth_bytes"] for run in runs),
+        "tensors": max((run.get("peak_tensor_bytes", 0) for run in runs), default=0),
+        "foreign": max(run["foreign_cpu_share"] for run in runs),
+        "framework": runs[0]["framework"],
+    }
+
+
+def mib(value):
+    return f"{value / (1 << 20):.0f} MiB"
+
+
+def section(results, build_dir, quick):
+    ours = {(model, norm): summary(results[("normgrad", model, norm)]) for model, norm, _, _ in CONFIGURATIONS}
+    theirs = {(model, norm): summary(results[("torch", model, norm)])
+              for model, norm, with_torch, _ in CONFIGURATIONS if with_torch}
+    torch_name = next(iter(theirs.values()))["framework"] if theirs else "PyTorch"
+    lines = [BEGIN_MARKER, "", "## Training steps against PyTorch", "",
+             f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %z')}",
+             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {THREADS} threads on both sides",
+             f"- Library sources: {source_version(build_dir)}; {torch_name}",
+             "- Most CPU time taken by other processes during one run: "
+             + f"{max(s['foreign'] for s in [*ours.values(), *theirs.values()]):.1%}"]
+    if quick:
+        lines.append("- **Quick run** (`--quick`): a check of the pipeline, not a measurement")
+    lines += ["", "One step: zero_grad, forward, cross-entropy, backward, Adam. Times are the medians of all "
+              "timed steps over the rounds (spread: (max - min) / median). Peak memory: the peak resident set "
+              "minus the resident set before the model was built.", "",
+              "| model | norm | normgrad | PyTorch | normgrad / PyTorch | goal | peak memory normgrad / PyTorch "
+              "| normgrad's peak in tensors |",
+              "|---|---|---|---|---|---|---|---|"]
+    for model, norm, with_torch, goal in CONFIGURATIONS:
+        mine = ours[(model, norm)]
+        cells = [MODEL_NAMES[model], norm, f"{mine['median']:.3f} s ±{mine['spread']:.0%} (n={mine['count']})"]
+        if with_torch:
+            other = theirs[(model, norm)]
+            ratio = mine["median"] / other["median"]
+            verdict = "pass" if ratio <= goal else "**FAIL**"
+            cells += [f"{other['median']:.3f} s ±{other['spread']:.0%} (n={other['count']})", f"{ratio:.2f}x",
+                      f"≤ {goal:.2f}x: {verdict}", f"{mib(mine['rss'])} / {mib(other['rss'])}"]
+        else:
+            plain = ours[(model, "none")]
+            cells += ["—", f"{mine['median'] / plain['median']:.2f}x our plain {model.upper()}", "—",
+                      f"{mib(mine['rss'])} / —"]
+        cells.append(mib(mine["tensors"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Measured with `python3 bench/run_training_steps.py {build_dir}`.", "", END_MARKER]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build_dir", type=pathlib.Path, help="a Release build directory")
+    parser.add_argument("--results", type=pathlib.Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per run")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--quick", action="store_true", help="1 round of 1 step, no waiting for an idle CPU")
+    arguments = parser.parse_args()
+    rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, arguments.steps)
+    results = measure(arguments.build_dir, rounds, steps, 1, arguments.quick)
+    text = section(results, arguments.build_dir, arguments.quick)
+    print(text)
+    if not arguments.no_write:
+        write_section(arguments.results, text, BEGIN_MARKER, END_MARKER)
+        print(f"updated {arguments.results}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
