@@ -13,7 +13,7 @@
 // U_c C + b does not depend on the decoder's state, so it is computed once per batch of
 // source sentences (project_context) and reused at every decoder step (attend):
 //
-//   nn::AdditiveAttention attention(2048, 1024, 2048, {.norm = nn::NormSpec::parse("rmsnorm")});
+//   nn::AdditiveAttention attention(2048, 1024, 2048, {.norm = "rmsnorm"});
 //   auto source = attention.project_context(C, source_padding);   // once per batch
 //   for (...) {                                                    // every step
 //     nn::AttentionOutput read = attention.attend(source, state);  // [B, 2048], [B, S]

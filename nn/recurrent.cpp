@@ -16,14 +16,14 @@ RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, 
     : input_size_(input_size),
       hidden_size_(hidden_size),
       options_(options),
-      spec_(NormSpec::parse(options.norm)) {
+      spec_(options.norm) {
   NG_CHECK(input_size > 0 && hidden_size > 0, "RecurrentCell",
            "input_size and hidden_size must be positive, got ", input_size, " and ", hidden_size);
   NG_CHECK(is_floating(options.dtype), "RecurrentCell", "expects a floating-point dtype, got ",
            options.dtype);
   // BatchNorm would normalise each step over the batch with running statistics shared by every
   // step: recurrent batch norm, a different method, and not what the paper compares.
-  NG_CHECK(spec_.kind != NormKind::BatchNorm, "RecurrentCell", "norm '", options.norm,
+  NG_CHECK(spec_.kind != NormKind::BatchNorm, "RecurrentCell", "norm '", spec_.str(),
            "' is not supported in a recurrent cell; use none, layernorm, "
            "rmsnorm, prmsnorm, l2norm or weightnorm");
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));

@@ -30,9 +30,10 @@
 namespace normgrad::nn {
 
 struct RecurrentCellOptions {
-  // A NormSpec (norms/factory.h) for every norm slot of the cell: none, layernorm, rmsnorm,
-  // prmsnorm[:p], l2norm, or weightnorm (which reparameterises W_ih and W_hh instead).
-  std::string norm = "none";
+  // The normaliser of every norm slot of the cell (norms/factory.h), given as a spec string:
+  // none, layernorm, rmsnorm, prmsnorm[:p], l2norm, or weightnorm (which reparameterises W_ih
+  // and W_hh instead).
+  NormSpec norm{};
   bool bias = true;            // b_ih, added to the input side before its norm
   bool recurrent_bias = true;  // b_hh, added to the state side before its norm (as PyTorch)
   bool fused = true;           // false: the composed pointwise twin, for tests

@@ -14,7 +14,7 @@
 // torch.nn.Transformer*Layer's (linear1, linear2, norm1, ...), except that the attention
 // children are named self_attention and cross_attention, and a norm's weight is its gain.
 //
-//   nn::TransformerLayerOptions options{.norm = nn::NormSpec::parse("rmsnorm")};
+//   nn::TransformerLayerOptions options{.norm = "rmsnorm"};
 //   nn::TransformerEncoder encoder(6, 512, 8, 2048, options);
 //   nn::TransformerDecoder decoder(6, 512, 8, 2048, options);
 //   Tensor memory = encoder.forward(source, source_padding);
@@ -38,7 +38,7 @@ enum class FeedForwardActivation { ReLU, GELU };
 
 struct TransformerLayerOptions {
   // Any activation normaliser; "weightnorm", which reparameterises weights instead, is refused.
-  NormSpec norm = NormSpec::parse("layernorm");
+  NormSpec norm = "layernorm";
   NormPlacement placement = NormPlacement::Post;
   FeedForwardActivation activation = FeedForwardActivation::ReLU;
   double dropout = 0.1;  // on each sublayer's output, inside the FFN and on attention weights

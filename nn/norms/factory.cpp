@@ -163,9 +163,4 @@ std::shared_ptr<Norm> make_norm(const NormSpec& spec, std::int64_t features, Nor
   return nullptr;
 }
 
-std::shared_ptr<Norm> make_norm(std::string_view spec, std::int64_t features, NormLayout layout,
-                                DType dtype) {
-  return make_norm(NormSpec::parse(spec), features, layout, dtype);
-}
-
 }  // namespace normgrad::nn

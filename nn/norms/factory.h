@@ -35,6 +35,13 @@ namespace normgrad::nn {
 enum class NormKind { None, LayerNorm, RMSNorm, PartialRMSNorm, L2Norm, BatchNorm, WeightNorm };
 
 struct NormSpec {
+  NormSpec() = default;  // "none"
+  // A spec string converts implicitly, so options can say {.norm = "rmsnorm"}; a bad one
+  // throws as parse() does.
+  NormSpec(const char* text) : NormSpec(parse(text)) {}         // NOLINT: implicit on purpose
+  NormSpec(const std::string& text) : NormSpec(parse(text)) {}  // NOLINT
+  NormSpec(std::string_view text) : NormSpec(parse(text)) {}    // NOLINT
+
   NormKind kind = NormKind::None;
   double partial = 0.0625;  // p, for PartialRMSNorm
   std::optional<double> eps;
@@ -58,9 +65,6 @@ enum class NormLayout {
 };
 
 std::shared_ptr<Norm> make_norm(const NormSpec& spec, std::int64_t features,
-                                NormLayout layout = NormLayout::Features,
-                                DType dtype = DType::Float32);
-std::shared_ptr<Norm> make_norm(std::string_view spec, std::int64_t features,
                                 NormLayout layout = NormLayout::Features,
                                 DType dtype = DType::Float32);
 
