@@ -296,13 +296,16 @@ class Backend {
                                   const TensorRef& c_prev, const TensorRef* mask) = 0;
 
   // ---- convolution and pooling -----------------------------------------------------------
-  // All operands are contiguous; images are [N, C, H, W], the outputs [N, C, OH, OW] (Window2d
-  // gives OH and OW; the kernels read them from the output's shape).
+  // All operands are contiguous but columns, whose rows are; images are [N, C, H, W], the
+  // outputs [N, C, OH, OW] (Window2d gives OH and OW; the kernels read them from the output's
+  // shape).
   //
   // im2col: columns [N, C kh kw, OH OW], row (c, i, j) = c kh kw + i kw + j, column
   // (oh, ow) = oh OW + ow, holding the input value that kernel tap (i, j) of channel c sees at
   // output (oh, ow), or 0 where that tap falls in the padding. A convolution is then one GEMM
-  // per sample: y[n] = W [O, C kh kw] @ columns[n].
+  // per sample: y[n] = W [O, C kh kw] @ columns[n]. The strides of N and of the rows are free
+  // (the last dim's is 1), so columns may be the view [N, K, L] of a matrix [K, N L], which
+  // turns the N GEMMs into one: W @ [K, N L].
   virtual void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) = 0;
   // The adjoint of im2col: image (overwritten) = the sum, over every column entry, of the
   // entry added at the pixel it was read from; entries in the padding are dropped. Each

@@ -1,13 +1,16 @@
 // Conv2d and pooling at the shapes of the paper's CIFAR model (ConvPool-CNN-C, PAPER.md 5.6),
 // float32, batch 32: what conv2d costs beside the GEMMs it cannot avoid.
 //
-// conv2d is im2col then one GEMM per sample, [O, K] @ [K, L] with K = C kh kw and
-// L = OH OW: 2 N O K L flops forward. The ceiling is those N GEMMs as bare cblas_sgemm calls on
-// buffers allocated once, in the same run and with the same threads; the gap is im2col, the
-// output allocation and the bias. Forward plus backward does three times the GEMM work
-// (y, dW and the columns of dx) plus im2col again and col2im, and is reported at 3 x the
-// forward flops. Pooling is memory-bound and is reported in bytes (read x, write y; backward
-// read dy, write dx). Wall time, since the GEMMs are threaded.
+// conv2d is im2col then GEMMs, [O, K] @ [K, n L] for a chunk of n samples with K = C kh kw and
+// L = OH OW: 2 N O K L flops forward. The ceiling is the same flops as one bare cblas_sgemm
+// call over the whole batch, [O, K] @ [K, N L], on buffers allocated once, in the same run and
+// with the same threads; the gap is im2col, the copy into [N, O, L] with the bias, the
+// allocations, and chunking where the columns of the batch exceed conv2d's budget. Forward
+// plus backward does three times the GEMM work (y, dW and the columns of dx) plus im2col
+// again and col2im, and is reported at 3 x the forward flops. Pooling is memory-bound and is
+// reported in bytes, the int64 indices included (forward: read x, write y and the indices;
+// backward: read dy and the indices, write dx). Wall time, since the GEMMs are threaded.
+// run_benchmarks.py runs this program and writes its section of RESULTS.md (conv_results.py).
 
 #include <cblas.h>
 
@@ -47,19 +50,17 @@ void report_flops(benchmark::State& state, double flops_per_iteration) {
       flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// The N GEMMs of the forward pass through BLAS directly: the ceiling.
+// The forward pass's flops as one GEMM through BLAS directly, [O, K] @ [K, N L]: the ceiling.
 void sgemm_raw(benchmark::State& state, const Layer& layer) {
   const std::int64_t o = layer.out_channels, k = layer.in_channels * layer.kernel * layer.kernel;
-  const std::int64_t l = layer.out_size() * layer.out_size();
+  const std::int64_t columns = batch * layer.out_size() * layer.out_size();
   const auto w = normgrad::bench::touched_buffer(o * k, 0.01f);
-  const auto columns = normgrad::bench::touched_buffer(batch * k * l, 1.0f);
-  const auto y = normgrad::bench::touched_buffer(batch * o * l, 0.0f);
+  const auto x = normgrad::bench::touched_buffer(k * columns, 1.0f);
+  const auto y = normgrad::bench::touched_buffer(o * columns, 0.0f);
   for (auto _ : state) {
-    for (std::int64_t n = 0; n < batch; ++n)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(o),
-                  static_cast<int>(l), static_cast<int>(k), 1.0f, w.get(), static_cast<int>(k),
-                  columns.get() + n * k * l, static_cast<int>(l), 0.0f, y.get() + n * o * l,
-                  static_cast<int>(l));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(o),
+                static_cast<int>(columns), static_cast<int>(k), 1.0f, w.get(), static_cast<int>(k),
+                x.get(), static_cast<int>(columns), 0.0f, y.get(), static_cast<int>(columns));
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
   }
@@ -99,7 +100,8 @@ void max_pool(benchmark::State& state, bool backward) {
   Tensor x = normgrad::randn({batch, 96, 32, 32});
   if (backward) x.requires_grad_();
   const Tensor dy = normgrad::randn({batch, 96, 16, 16});
-  const std::int64_t in_bytes = x.numel() * 4, out_bytes = dy.numel() * 4;
+  // x and dx in float32; y and dy in float32 beside the int64 indices.
+  const std::int64_t in_bytes = x.numel() * 4, out_bytes = dy.numel() * (4 + 8);
   for (auto _ : state) {
     Tensor y = normgrad::max_pool2d(x, 2);
     if (backward) {

@@ -3,14 +3,16 @@
 
 Usage: python3 bench/run_benchmarks.py BUILD_DIR   (a Release build, e.g. build/bench-rel)
        python3 bench/run_benchmarks.py BUILD_DIR --only bench_norms   (the normalisers alone)
+       python3 bench/run_benchmarks.py BUILD_DIR --only bench_conv    (convolution alone)
 
 Each program runs with 5 repetitions in random interleaved order, and only the medians are
 kept. Every normgrad result is compared with a ceiling measured in the same run: raw
 cblas_sgemm for matmul, memcpy (and the STREAM triad) for the memory-bound ops and the
 normalisers. When PyTorch imports, bench_norms_torch.py times PyTorch's normalisers beside
 bench_norms. The goals are checked against those ratios and shown as pass/fail columns.
-RESULTS.md has two sections, each between its own markers: the first three programs', and the
-normalisers' (norm_results.py), so that either can be measured again alone. Python 3 standard
+RESULTS.md has three sections, each between its own markers: the first three programs', the
+normalisers' (norm_results.py), and convolution and pooling's (conv_results.py), so that each
+can be measured again alone. Python 3 standard
 library only (PyTorch only inside bench_norms_torch.py).
 """
 
@@ -25,12 +27,14 @@ import subprocess
 import sys
 import time
 
+from conv_results import conv_section
 from norm_results import norm_section
 from report_helpers import format_median, medians, seconds, verdict
 
 MAIN_PROGRAMS = ("bench_matmul", "bench_elementwise", "bench_overhead")
 NORM_PROGRAM = "bench_norms"
-PROGRAMS = (*MAIN_PROGRAMS, NORM_PROGRAM)
+CONV_PROGRAM = "bench_conv"
+PROGRAMS = (*MAIN_PROGRAMS, NORM_PROGRAM, CONV_PROGRAM)
 TORCH_SCRIPT = pathlib.Path(__file__).resolve().parent / "bench_norms_torch.py"
 TORCH_REPORT = "bench_norms_torch"
 BENCHMARK_FLAGS = (
@@ -56,6 +60,8 @@ BEGIN_MARKER = "<!-- results:begin -->"
 END_MARKER = "<!-- results:end -->"
 NORMS_BEGIN_MARKER = "<!-- norms:begin -->"
 NORMS_END_MARKER = "<!-- norms:end -->"
+CONV_BEGIN_MARKER = "<!-- conv:begin -->"
+CONV_END_MARKER = "<!-- conv:end -->"
 
 # Goals. Matmul: time over raw sgemm at most 5% above it for n >= 512. Memory-bound ops:
 # bytes per second (read + write) as a fraction of memcpy's.
@@ -355,11 +361,12 @@ def results_section(reports, build_dir):
         "-DCMAKE_BUILD_TYPE=Release -DNORMGRAD_BUILD_TESTS=OFF -DNORMGRAD_BUILD_EXAMPLES=OFF`), "
         "build it (`cmake --build build/bench-rel`), make sure nothing else is using the CPU, and "
         f"run `python3 bench/run_benchmarks.py {build_dir}` from the repository root. The script "
-        f"runs the four programs (and bench_norms_torch.py when PyTorch imports) with OMP_NUM_THREADS={THREADS}, "
+        f"runs the five programs (and bench_norms_torch.py when PyTorch imports) with OMP_NUM_THREADS={THREADS}, "
         + " ".join(f"`{flag}`" for flag in BENCHMARK_FLAGS)
-        + ", keeps the medians, prints this section and the normalisers' and rewrites each between its "
-        "markers; the raw JSON reports are left in the build's bench/ folder. `--only bench_norms` "
-        "measures and rewrites the normalisers' section alone. Every ratio compares numbers "
+        + ", keeps the medians, prints this section, the normalisers' and convolution's, and rewrites "
+        "each between its markers; the raw JSON reports are left in the build's bench/ folder. "
+        "`--only bench_norms` (or `--only bench_conv`) measures and rewrites that section alone. "
+        "Every ratio compares numbers "
         "from the same run, so they travel between machines better than the absolute times.",
         "",
         END_MARKER,
@@ -376,6 +383,14 @@ def norms_section(norm_report, torch_report, build_dir):
     lines += norm_section(norm_report, torch_report, run_lines + [torch_line])
     lines += ["", f"Measured with `python3 bench/run_benchmarks.py {build_dir}`, alone with `--only "
               f"{NORM_PROGRAM}`; the same flags as above.", "", NORMS_END_MARKER]
+    return "\n".join(lines) + "\n"
+
+
+def conv_results_section(conv_report, build_dir):
+    lines = [CONV_BEGIN_MARKER, ""]
+    lines += conv_section(conv_report, machine_lines({CONV_PROGRAM: conv_report}, CONV_PROGRAM))
+    lines += ["", f"Measured with `python3 bench/run_benchmarks.py {build_dir}`, alone with `--only "
+              f"{CONV_PROGRAM}`; the same flags as above.", "", CONV_END_MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -410,7 +425,7 @@ def main():
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
     parser.add_argument("--from-saved", action="store_true",
                         help="do not run anything: use the JSON reports the last run left in BUILD_DIR/bench")
-    parser.add_argument("--only", choices=[NORM_PROGRAM],
+    parser.add_argument("--only", choices=[NORM_PROGRAM, CONV_PROGRAM],
                         help="run only this program (and its PyTorch counterpart) and rewrite only its "
                              "section of the results, keeping the others")
     parser.add_argument("--no-torch", action="store_true", help="leave out the comparison with PyTorch")
@@ -426,11 +441,12 @@ def main():
     if arguments.from_saved:
         reports = {program: saved(program) for program in programs}
         torch_saved = report_path(build_dir, TORCH_REPORT).exists() and not arguments.no_torch
-        torch_report = saved(TORCH_REPORT) if torch_saved else None
+        torch_report = saved(TORCH_REPORT) if torch_saved and NORM_PROGRAM in reports else None
     else:
         sources = source_version(build_dir)
         reports = {program: run_program(build_dir, program, arguments.quick) for program in programs}
-        torch_report = None if arguments.no_torch else run_torch(build_dir, arguments.quick)
+        with_torch = NORM_PROGRAM in reports and not arguments.no_torch
+        torch_report = run_torch(build_dir, arguments.quick) if with_torch else None
         for program, report in reports.items():
             report["sources"] = sources
             report_path(build_dir, program).write_text(json.dumps(report, indent=1))
@@ -438,8 +454,12 @@ def main():
     sections = []
     if all(program in reports for program in MAIN_PROGRAMS):
         sections.append((results_section(reports, build_dir), BEGIN_MARKER, END_MARKER))
-    sections.append((norms_section(reports[NORM_PROGRAM], torch_report, build_dir), NORMS_BEGIN_MARKER,
-                     NORMS_END_MARKER))
+    if NORM_PROGRAM in reports:
+        sections.append((norms_section(reports[NORM_PROGRAM], torch_report, build_dir), NORMS_BEGIN_MARKER,
+                         NORMS_END_MARKER))
+    if CONV_PROGRAM in reports:
+        sections.append((conv_results_section(reports[CONV_PROGRAM], build_dir), CONV_BEGIN_MARKER,
+                         CONV_END_MARKER))
     for section, begin_marker, end_marker in sections:
         print(section)
         if not arguments.no_write:

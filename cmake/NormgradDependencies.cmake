@@ -1,5 +1,6 @@
 # Dependencies, all from Debian packages (scripts/setup installs them):
-#   OpenMP (g++), OpenBLAS (libopenblas-dev), doctest (doctest-dev), CLI11 (libcli11-dev),
+#   OpenMP (g++), OpenBLAS (libopenblas-dev; its OpenMP build libopenblas-openmp-dev is
+#   preferred, see NormgradBLAS.cmake), doctest (doctest-dev), CLI11 (libcli11-dev),
 #   Google Benchmark (libbenchmark-dev), nlohmann-json (nlohmann-json3-dev).
 
 find_package(OpenMP REQUIRED COMPONENTS CXX)

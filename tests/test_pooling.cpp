@@ -134,6 +134,58 @@ TEST_CASE("max_pool2d: values, first maximum on ties, and gradients that add up"
   CHECK(all_close(low.grad(), {1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
+// The 2x2, stride-2 pool without padding has a path of its own (max_plane_2x2 in
+// backends/cpu/pool.cpp). The general kernel computes the same windows on the input with one
+// extra row above and column to the left and padding 1: its output (oh + 1, ow + 1) reads
+// the block of (oh, ow). Both must agree bit for bit, ties (small integers) and NaNs
+// included, at even and odd sizes, values and gradients.
+TEST_CASE("max_pool2d: the 2x2 stride-2 path equals the general kernel") {
+  const Shape shapes[] = {{2, 3, 8, 8}, {1, 2, 7, 9}, {2, 1, 2, 3}, {1, 1, 5, 2}, {1, 2, 3, 2}};
+  for (const DType dtype : {DType::Float32, DType::Float64})
+    for (const Shape& shape : shapes) {
+      CAPTURE(dtype);
+      CAPTURE(shape);
+      Generator generator(61);
+      const TensorOptions options{.dtype = dtype};
+      Tensor x0 = randint(0, 3, shape, generator).to(dtype);
+      // NaNs: a column of channel 0 (the second of its blocks) and the last row, which is in
+      // no window when the height is odd.
+      x0.select(1, 0).select(2, 1).fill_(std::nan(""));
+      x0.select(2, shape[2] - 1).fill_(std::nan(""));
+      const std::int64_t out_h = shape[2] / 2, out_w = shape[3] / 2;
+      const Tensor dy = randn({shape[0], shape[1], out_h, out_w}, generator, options);
+
+      const Tensor x = x0.clone().requires_grad_();
+      const Tensor y = max_pool2d(x, 2);
+      y.backward(dy);
+
+      const Tensor x_general = x0.clone().requires_grad_();
+      const Tensor shifted =
+          cat({full({shape[0], shape[1], shape[2] + 1, 1}, 5.0, options),
+               cat({full({shape[0], shape[1], 1, shape[3]}, 5.0, options), x_general}, 2)},
+              3);
+      const Tensor y_general = max_pool2d(shifted, 2, 2, 1).narrow(2, 1, out_h).narrow(3, 1, out_w);
+      y_general.backward(dy);
+
+      CHECK(y.shape() == y_general.shape());
+      CHECK(all_close(y, y_general, 0, 0));
+      CHECK(all_close(x.grad(), x_general.grad(), 0, 0));
+    }
+}
+
+// 3x3 windows with stride 2 and padding 1 on a 4x4 plane give the shapes of a 2x2 pool, so
+// backward tries the 2x2 path, but the windows overlap: one peak wins all four, its index lies
+// in the block of output (0, 0) only, and its gradients must add up as in the general path.
+TEST_CASE("max_pool2d: overlapping windows with a 2x2 pool's shapes add their gradients") {
+  Tensor x = zeros({1, 1, 4, 4}, {.dtype = DType::Float64});
+  x.select(2, 1).select(2, 1).fill_(1);
+  x.requires_grad_();
+  const Tensor y = max_pool2d(x, 3, 2, 1);
+  REQUIRE(y.shape() == Shape{1, 1, 2, 2});
+  y.backward(tensor({1, 2, 3, 4}, {.dtype = DType::Float64}).reshape({1, 1, 2, 2}));
+  CHECK(all_close(x.grad(), {0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
 TEST_CASE("max_pool2d and avg_pool2d: strided views as input and upstream gradient") {
   Generator generator(19);
   const TensorOptions options{.dtype = DType::Float64};
@@ -171,7 +223,7 @@ TEST_CASE("max_pool2d and avg_pool2d: 1 and 2 threads give identical results") {
     set_num_threads(threads);
     x.zero_grad();
     const Tensor y = max_pool2d(x, 3, 1, 1) + avg_pool2d(x, 3, 1, 1);
-    y.square().sum().backward();
+    (y.square().sum() + max_pool2d(x, 2).square().sum()).backward();
     return std::vector<Tensor>{y.detach(), x.grad()};
   };
   const int before = get_num_threads();

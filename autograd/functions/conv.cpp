@@ -1,9 +1,16 @@
 // conv2d as im2col and GEMMs. With K = C kh kw taps and L = OH OW output positions, the
-// columns X[n] = im2col(x[n]) are [K, L] and the weight, flattened, is W [O, K]:
-//   forward:  y[n] = W X[n] + b                      ([O, L], one GEMM per sample)
-//   backward: dW = sum_n dy[n] X[n]^T                (accumulating GEMMs, samples in order)
-//             dx[n] = col2im(W^T dy[n])              (col2im adds overlapping taps)
+// columns X[n] = im2col(x[n]) are [K, L] and the weight, flattened, is W [O, K]. A chunk of
+// samples n0 .. n0 + m lays its columns side by side, X = [X[n0] .. X[n0 + m - 1]] ([K, m L]),
+// so that each product is one GEMM per chunk rather than one per sample:
+//   forward:  Y = W X                                ([O, m L]; y[n] = Y[:, n L ..] + b)
+//   backward: dY = [dy[n0] .. dy[n0 + m - 1]]        ([O, m L], a copy of the chunk of dy)
+//             dW = sum over chunks of dY X^T         (accumulating GEMMs, chunks in order)
+//             dX = W^T dY, dx[n] = col2im(dX[:, n L ..])   (col2im adds overlapping taps)
 //             db = sum of dy over n, oh, ow
+// Per-sample GEMMs are thin where L is small (L = 36 in the CIFAR model's head: a GEMM with
+// an inner dimension of 36 for dW) and each one is a fork and join of the BLAS threads; the
+// chunk's GEMMs are wide and few. Y is [O, m L], not y's [m, O, L], so it is copied into y,
+// with the bias added on the way, which is the pass that adding the bias costs anyway.
 // The columns are kh kw times the size of x, so they are made for a chunk of samples at a
 // time (at most column_budget values), and backward recomputes them from x rather than
 // keeping them alive from forward for every layer of a network.
@@ -11,7 +18,6 @@
 #include <algorithm>
 
 #include "autograd/functions/window2d.h"
-#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
@@ -37,15 +43,21 @@ std::int64_t samples_per_chunk(const autograd::WindowPlan& plan, std::int64_t ta
   return std::max<std::int64_t>(column_budget / per_sample, 1);
 }
 
-// im2col of a contiguous [n, C, H, W] image: [n, C kh kw, OH OW].
+// im2col of a contiguous [m, C, H, W] image, side by side: [C kh kw, m, OH OW].
 Tensor columns_of(const Tensor& image, const autograd::WindowPlan& plan) {
   const backend::Window2d& w = plan.window;
   Tensor columns = detail::make_tensor(
-      {image.size(0), image.size(1) * w.kernel_h * w.kernel_w, plan.out_h * plan.out_w},
+      {image.size(1) * w.kernel_h * w.kernel_w, image.size(0), plan.out_h * plan.out_w},
       image.dtype(), image.device());
   if (columns.numel() > 0)
-    detail::backend_of(image).im2col(detail::ref(columns), detail::ref(image), w);
+    detail::backend_of(image).im2col(detail::ref(columns.permute({1, 0, 2})), detail::ref(image),
+                                     w);
   return columns;
+}
+
+// [rows, m, L] as the matrix [rows, m L].
+Tensor side_by_side(const Tensor& chunked) {
+  return chunked.view({chunked.size(0), chunked.size(1) * chunked.size(2)});
 }
 
 void check_conv_operands(const Tensor& x, const Tensor& weight, const Tensor& bias) {
@@ -76,32 +88,37 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d 
   const Tensor flat_weight = weight.detach().reshape({out_channels, taps});
 
   const std::int64_t chunk = samples_per_chunk(plan, taps);
+  const std::int64_t positions = plan.out_h * plan.out_w;
   backend::Backend& device = detail::backend_of(x);
-  Tensor y =
-      detail::make_tensor({batch, out_channels, plan.out_h * plan.out_w}, x.dtype(), x.device());
+  Tensor y = detail::make_tensor({batch, out_channels, positions}, x.dtype(), x.device());
   if (y.numel() > 0)
     for (std::int64_t first = 0; first < batch; first += chunk) {
       const std::int64_t count = std::min(chunk, batch - first);
-      device.matmul(detail::ref(y.narrow(0, first, count)),
-                    detail::broadcast_ref(flat_weight, {count, out_channels, taps}),
-                    detail::ref(columns_of(input.narrow(0, first, count), plan)), false);
+      const Tensor columns = columns_of(input.narrow(0, first, count), plan);
+      Tensor product = detail::make_tensor({out_channels, count, positions}, x.dtype(), x.device());
+      device.matmul(detail::ref(side_by_side(product)), detail::ref(flat_weight),
+                    detail::ref(side_by_side(columns)), false);
+      // y[n] = Y[:, n L ..] (+ b): [m, O, L] from [O, m, L].
+      const Tensor y_chunk = y.narrow(0, first, count), by_sample = product.permute({1, 0, 2});
+      if (bias.defined())
+        device.binary(
+            backend::BinaryOp::Add, detail::ref(y_chunk), detail::ref(by_sample),
+            detail::broadcast_ref(bias.detach().view({1, out_channels, 1}), y_chunk.shape()), 0);
+      else
+        device.copy(detail::ref(y_chunk), detail::ref(by_sample));
     }
   y = y.view({batch, out_channels, plan.out_h, plan.out_w});
-  if (bias.defined()) {
-    NoGradGuard no_grad;
-    y.add_(bias.detach().view({1, out_channels, 1, 1}));
-  }
 
   if (autograd::needs_grad(x, weight, bias))
     autograd::record(
         "Conv2dBackward", y, {x, weight, bias}, {input, flat_weight},
-        [plan, weight_shape = weight.shape(), need_x = x.requires_grad(),
+        [plan, positions, weight_shape = weight.shape(), need_x = x.requires_grad(),
          need_weight = weight.requires_grad(), need_bias = bias.defined() && bias.requires_grad()](
             const Tensor& dy, const SavedTensors& s) {
           const Tensor& image = s[0];
           const Tensor& w = s[1];  // [O, K]
           const std::int64_t n = image.size(0), o = w.size(0), k = w.size(1);
-          const Tensor grad = dy.contiguous().view({n, o, plan.out_h * plan.out_w});
+          const Tensor grad = dy.contiguous().view({n, o, positions});
           backend::Backend& kernels = detail::backend_of(dy);
           Grads grads(3);
           Tensor dw =
@@ -114,19 +131,27 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d 
           const std::int64_t chunk_size = samples_per_chunk(plan, k);
           for (std::int64_t first = 0; first < n && grad.numel() > 0; first += chunk_size) {
             const std::int64_t count = std::min(chunk_size, n - first);
+            // dY [O, m, L]; a chunk of one sample is dy[n] itself.
+            Tensor grad_rows;
+            if (count == 1) {
+              grad_rows = grad.select(0, first).view({o, 1, positions});
+            } else {
+              grad_rows = detail::make_tensor({o, count, positions}, dy.dtype(), dy.device());
+              kernels.copy(detail::ref(grad_rows.permute({1, 0, 2})),
+                           detail::ref(grad.narrow(0, first, count)));
+            }
             if (need_weight) {
               const Tensor columns = columns_of(image.narrow(0, first, count), plan);
-              for (std::int64_t sample = 0; sample < count; ++sample)
-                kernels.matmul(detail::ref(dw), detail::ref(grad.select(0, first + sample)),
-                               detail::ref(columns.select(0, sample).t()), true);
+              kernels.matmul(detail::ref(dw), detail::ref(side_by_side(grad_rows)),
+                             detail::ref(side_by_side(columns).t()), true);
             }
             if (need_x) {
               Tensor grad_columns =
-                  detail::make_tensor({count, k, plan.out_h * plan.out_w}, dy.dtype(), dy.device());
-              kernels.matmul(detail::ref(grad_columns), detail::broadcast_ref(w.t(), {count, k, o}),
-                             detail::ref(grad.narrow(0, first, count)), false);
+                  detail::make_tensor({k, count, positions}, dy.dtype(), dy.device());
+              kernels.matmul(detail::ref(side_by_side(grad_columns)), detail::ref(w.t()),
+                             detail::ref(side_by_side(grad_rows)), false);
               kernels.col2im(detail::ref(grads[0].narrow(0, first, count)),
-                             detail::ref(grad_columns), plan.window);
+                             detail::ref(grad_columns.permute({1, 0, 2})), plan.window);
             }
           }
           if (need_weight) grads[1] = dw.view(weight_shape);

@@ -138,7 +138,8 @@ void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, cons
     case BinaryOp::GeluGrad:
       return run_binary<T, T>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
     case BinaryOp::LeakyReluGrad:
-      return run_binary<T, T>(out, a, b, [alpha](T dy, T x) { return x > T{0} ? dy : alpha * dy; });
+      return run_binary<T, T>(out, a, b,
+                              [alpha](T dy, T x) { return dy * leaky_relu_slope(x, alpha); });
     default:
       break;
   }

@@ -1,9 +1,10 @@
 #pragma once
 // Scalar helpers shared by the elementwise kernels: wrapping int64 arithmetic (signed overflow
 // is undefined behaviour in C++, two's-complement wrap-around is what users of int64 tensors
-// expect), NaN-propagating maximum/minimum, a sigmoid that cannot overflow, and the GELU
-// derivative.
+// expect), NaN-propagating maximum/minimum, leaky ReLU's slope, a sigmoid that cannot
+// overflow, and the GELU derivative.
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -50,6 +51,18 @@ template <typename T> inline T absolute_value(T x) {
 // selection free of branches, so loops over it vectorise into compare-and-blend.
 template <typename T> inline T maximum_value(T a, T b) { return ((a > b) | (a != a)) ? a : b; }
 template <typename T> inline T minimum_value(T a, T b) { return ((a < b) | (a != a)) ? a : b; }
+
+// Leaky ReLU's slope at x: 1 where x > 0, alpha elsewhere (NaN included), picked with a bit
+// mask; y = x slope and dx = dy slope are then one unconditional product. Written as
+// "x > 0 ? dy : alpha * dy" the product is conditional, and the compiler, which may not
+// speculate a floating-point operation that could trap, leaves the loop scalar with a branch
+// that random signs mispredict half the time (1.4 GB/s on a training step's activations).
+template <typename T> inline T leaky_relu_slope(T x, T alpha) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  const Bits positive = Bits{0} - static_cast<Bits>(x > T{0});  // all ones or all zeros
+  return std::bit_cast<T>((positive & std::bit_cast<Bits>(T{1})) |
+                          (~positive & std::bit_cast<Bits>(alpha)));
+}
 
 // sigmoid(x) = 1 / (1 + e^-x). Below x = -(max_exponent - 1) ln 2 (-88.03 in float, -708.4 in
 // double) e^-x could overflow and give 1 / inf = 0 where the true value is a tiny positive

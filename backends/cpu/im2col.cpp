@@ -1,11 +1,14 @@
 // im2col and col2im (backend.h gives the layout). Work is split over (sample, channel)
 // planes: plane (n, c) owns the rows c kh kw .. (c + 1) kh kw of columns[n], so in both
 // directions every thread writes memory no other thread touches, and col2im adds into a
-// plane in one fixed order, whatever the thread count.
+// plane in one fixed order, whatever the thread count. Rows of columns are contiguous, but
+// the sample and row strides are free: conv2d lays a chunk of samples out as one matrix
+// [C kh kw, n OH OW] (row r of every sample side by side), so one GEMM covers the chunk.
 //
 // For kernel tap (i, j), output column ow reads input column w = ow stride_w + j dilation_w
 // - padding_w. Rather than test every w, the run of ow whose w lies inside the image is
-// worked out once per tap (valid_run), and the rest of the row is padding.
+// worked out once per tap (valid_run), and the rest of the row is padding. With stride 1
+// the run is a plain copy (im2col) or a unit-stride sum (col2im).
 
 #include <algorithm>
 #include <cstdint>
@@ -34,7 +37,8 @@ Run valid_run(std::int64_t base, std::int64_t stride, std::int64_t size, std::in
 }
 
 struct Planes {
-  std::int64_t planes, height, width, out_h, out_w;
+  std::int64_t planes, channels, height, width, out_h, out_w;
+  std::int64_t sample_stride, row_stride;  // of columns, in elements
 };
 
 Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2d& window,
@@ -47,28 +51,35 @@ Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2
   const std::int64_t taps = window.kernel_h * window.kernel_w;
   NG_CHECK(columns.shape[0] == image.shape[0] && columns.shape[1] == image.shape[1] * taps, op,
            "columns ", columns.shape, " do not match image ", image.shape);
+  NG_CHECK(columns.shape[2] <= 1 || columns.strides[2] == 1, op,
+           "columns need contiguous rows, got strides ", columns.strides);
   const auto out_size = [](std::int64_t size, std::int64_t kernel, std::int64_t stride,
                            std::int64_t padding, std::int64_t dilation) {
     return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
   };
-  Planes p{image.shape[0] * image.shape[1], image.shape[2], image.shape[3],
+  Planes p{image.shape[0] * image.shape[1],
+           image.shape[1],
+           image.shape[2],
+           image.shape[3],
            out_size(image.shape[2], window.kernel_h, window.stride_h, window.padding_h,
                     window.dilation_h),
            out_size(image.shape[3], window.kernel_w, window.stride_w, window.padding_w,
-                    window.dilation_w)};
+                    window.dilation_w),
+           columns.strides[0],
+           columns.strides[1]};
   NG_CHECK(columns.shape[2] == p.out_h * p.out_w, op, "columns ", columns.shape,
            " do not hold the ", p.out_h, " x ", p.out_w, " outputs of image ", image.shape);
   return p;
 }
 
-// One (sample, channel) plane: image [H, W] and its kh kw rows of columns [OH OW]. With
-// to_image, the columns are added into the image (col2im); otherwise they are filled (im2col).
+// One (sample, channel) plane: image [H, W] and its kh kw rows of columns [OH OW], each
+// p.row_stride after the last. With to_image, the columns are added into the image (col2im);
+// otherwise they are filled (im2col).
 template <bool to_image, typename T>
 void plane_loop(const Planes& p, const Window2d& k, T* image, T* columns) {
-  const std::int64_t outputs = p.out_h * p.out_w;
   for (std::int64_t i = 0; i < k.kernel_h; ++i)
     for (std::int64_t j = 0; j < k.kernel_w; ++j) {
-      T* column_row = columns + (i * k.kernel_w + j) * outputs;
+      T* column_row = columns + (i * k.kernel_w + j) * p.row_stride;
       const std::int64_t w_base = j * k.dilation_w - k.padding_w;
       const Run run = valid_run(w_base, k.stride_w, p.width, p.out_w);
       for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
@@ -80,12 +91,21 @@ void plane_loop(const Planes& p, const Window2d& k, T* image, T* columns) {
         }
         T* row = image + h * p.width;  // output ow reads row[ow stride_w + w_base]
         if constexpr (to_image) {
-          for (std::int64_t ow = run.first; ow < run.last; ++ow)
-            row[ow * k.stride_w + w_base] += out[ow];
+          if (k.stride_w == 1) {
+            T* pixels = row + w_base;
+            for (std::int64_t ow = run.first; ow < run.last; ++ow) pixels[ow] += out[ow];
+          } else {
+            for (std::int64_t ow = run.first; ow < run.last; ++ow)
+              row[ow * k.stride_w + w_base] += out[ow];
+          }
         } else {
           std::fill(out, out + run.first, T(0));
-          for (std::int64_t ow = run.first; ow < run.last; ++ow)
-            out[ow] = row[ow * k.stride_w + w_base];
+          if (k.stride_w == 1) {
+            std::copy(row + run.first + w_base, row + run.last + w_base, out + run.first);
+          } else {
+            for (std::int64_t ow = run.first; ow < run.last; ++ow)
+              out[ow] = row[ow * k.stride_w + w_base];
+          }
           std::fill(out + run.last, out + p.out_w, T(0));
         }
       }
@@ -97,16 +117,19 @@ void run_planes(const TensorRef& image, const TensorRef& columns, const Window2d
                 const char* op) {
   const Planes p = planes_of(image, columns, window, op);
   const std::int64_t plane_size = p.height * p.width;
-  const std::int64_t plane_columns = window.kernel_h * window.kernel_w * p.out_h * p.out_w;
+  const std::int64_t taps = window.kernel_h * window.kernel_w;
   dispatch_floating(image.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* image_data = image.ptr<T>();
     T* column_data = columns.ptr<T>();
-    parallel_for(p.planes, plane_columns, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(p.planes, taps * p.out_h * p.out_w, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t plane = begin; plane < end; ++plane) {
         T* image_plane = image_data + plane * plane_size;
         if constexpr (to_image) std::fill(image_plane, image_plane + plane_size, T(0));
-        plane_loop<to_image>(p, window, image_plane, column_data + plane * plane_columns);
+        const std::int64_t sample = plane / p.channels, channel = plane % p.channels;
+        plane_loop<to_image>(
+            p, window, image_plane,
+            column_data + sample * p.sample_stride + channel * taps * p.row_stride);
       }
     });
   });

@@ -5,6 +5,9 @@
 // Backward:
 //   max: dx[p] = sum of dy[o] over the outputs o whose argmax index is p;
 //   avg: dx[p] = sum of dy[o] / (kh kw) over the windows o that contain p.
+//
+// The 2x2 max-pool with stride 2 and no padding, the CNN's, has a path of its own in both
+// directions (max_pool_2x2.h).
 
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +15,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dtype_dispatch.h"
+#include "backends/cpu/max_pool_2x2.h"
 #include "backends/cpu/strided_loop.h"
 #include "core/error.h"
 
@@ -23,6 +27,7 @@ struct PoolPlanes {
   std::int64_t planes, height, width, out_h, out_w;
   std::int64_t plane() const { return height * width; }
   std::int64_t out_plane() const { return out_h * out_w; }
+  PlaneSize size() const { return {height, width, out_h, out_w}; }
 };
 
 PoolPlanes pool_planes(const TensorRef& image, const TensorRef& out, const char* op) {
@@ -117,11 +122,17 @@ void CpuBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, cons
   dispatch_floating(in.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const std::int64_t cost = p.out_plane() * window.kernel_h * window.kernel_w;
+    const bool tiles = is_max_pool_2x2(window);
     parallel_for(p.planes, cost, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t plane = begin; plane < end; ++plane)
-        max_plane(p, window, in.ptr<const T>() + plane * p.plane(),
-                  out.ptr<T>() + plane * p.out_plane(),
-                  indices.ptr<std::int64_t>() + plane * p.out_plane());
+      for (std::int64_t plane = begin; plane < end; ++plane) {
+        const T* plane_in = in.ptr<const T>() + plane * p.plane();
+        T* plane_out = out.ptr<T>() + plane * p.out_plane();
+        std::int64_t* plane_indices = indices.ptr<std::int64_t>() + plane * p.out_plane();
+        if (tiles)
+          max_pool_2x2_plane(p.size(), plane_in, plane_out, plane_indices);
+        else
+          max_plane(p, window, plane_in, plane_out, plane_indices);
+      }
     });
   });
 }
@@ -133,6 +144,8 @@ void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
   NG_CHECK(indices.dtype == DType::Int64 && indices.shape == dy.shape, op,
            "indices must be int64 of dy's shape ", dy.shape, ", got ", indices.dtype, " ",
            indices.shape);
+  // Only the shapes of a 2x2, stride-2 pool are known here; the 2x2 path checks the indices.
+  const bool may_tile = p.out_h == p.height / 2 && p.out_w == p.width / 2;
   dispatch_floating(dx.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(p.planes, p.plane() + p.out_plane(), [&](std::int64_t begin, std::int64_t end) {
@@ -140,6 +153,7 @@ void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
         T* grad_in = dx.ptr<T>() + plane * p.plane();
         const T* grad_out = dy.ptr<const T>() + plane * p.out_plane();
         const std::int64_t* index = indices.ptr<const std::int64_t>() + plane * p.out_plane();
+        if (may_tile && max_pool_2x2_backward_plane(p.size(), grad_in, grad_out, index)) continue;
         std::fill(grad_in, grad_in + p.plane(), T(0));
         for (std::int64_t o = 0; o < p.out_plane(); ++o)
           if (index[o] >= 0) grad_in[index[o]] += grad_out[o];

@@ -157,7 +157,7 @@ void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alp
     case UnaryOp::Gelu:
       return run_unary<T>(out, in, [](T x) { return gelu_value(x); });
     case UnaryOp::LeakyRelu:
-      return run_unary<T>(out, in, [alpha](T x) { return x > T{0} ? x : alpha * x; });
+      return run_unary<T>(out, in, [alpha](T x) { return x * leaky_relu_slope(x, alpha); });
     case UnaryOp::PowScalar:
       if (alpha == T{2}) return run_unary<T>(out, in, [](T x) { return x * x; });
       return run_unary<T>(out, in, [alpha](T x) { return std::pow(x, alpha); });
