@@ -27,6 +27,17 @@ struct Folder {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+// Runs a test on one thread and restores the setting after. The matrices of these tests gain
+// little from a second thread, and when other work shares the cores, threads waiting on each
+// other would make the time of a test unpredictable.
+struct OneThread {
+  int threads = get_num_threads();
+  OneThread() { set_num_threads(1); }
+  ~OneThread() { set_num_threads(threads); }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+};
+
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
@@ -67,6 +78,7 @@ std::vector<mnist_mlp::RunResult> two_runs() {
 TEST_CASE("mnist_mlp: the 784-1000-1000-10 model has the paper's layers for each normaliser") {
   // Weights 784*1000 + 1000*1000 + 1000*10, the logits' 10 biases, and per hidden layer
   // either the Linear's 1000 biases or the normaliser's 1000 gains and 1000 biases.
+  const OneThread one_thread;
   constexpr std::int64_t kWeights = 784 * 1000 + 1000 * 1000 + 1000 * 10 + 10;
   const struct {
     const char* spec;
@@ -156,14 +168,7 @@ TEST_CASE("mnist_mlp: a few hundred Adam steps on Fashion-MNIST lower the loss f
                         << " is missing (apt-get install dataset-fashion-mnist)");
     return;
   }
-  // One thread: matrices this small gain little from a second, and when other work shares
-  // the cores, threads waiting on each other would make the time of this test unpredictable.
-  const int threads = get_num_threads();
-  set_num_threads(1);
-  struct RestoreThreads {
-    int threads;
-    ~RestoreThreads() { set_num_threads(threads); }
-  } restore{threads};
+  const OneThread one_thread;
   const auto train_all = data::load_mnist(data::kFashionMnistFolder, data::Split::Train);
   const auto test_all = data::load_mnist(data::kFashionMnistFolder, data::Split::Test);
   // A slice of each split and a narrower model keep this to a second or two.

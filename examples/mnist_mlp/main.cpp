@@ -32,7 +32,7 @@ struct Options {
   double epochs = 1;
   double lr = 1e-3;
   std::uint64_t seed = 1;
-  std::string out = "mnist_mlp_out";
+  std::string out = "out/mnist_mlp";
   int threads = 0;
   std::optional<std::int64_t> eval_every;
   std::int64_t log_every = 0;
@@ -93,10 +93,11 @@ int run(const Options& options) {
   const auto train = first(all_train, options.train_size);
   std::printf(
       "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
-      "%d threads\n\n",
+      "threads: %d\n\n",
       options.data.c_str(), static_cast<long long>(train.images.size(0)),
       static_cast<long long>(all_train.images.size(0)), static_cast<long long>(test.images.size(0)),
       options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads());
+  std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
   fs::create_directories(options.out);
   const bool bar = mnist_mlp::ProgressDisplay::stderr_is_terminal();
