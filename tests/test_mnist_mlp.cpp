@@ -4,12 +4,15 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "helpers.h"
+#include "mnist_mlp/cpu_share.h"
 #include "mnist_mlp/model.h"
 #include "mnist_mlp/plot.h"
 #include "mnist_mlp/report.h"
@@ -69,6 +72,7 @@ std::vector<mnist_mlp::RunResult> two_runs() {
                                .train_seconds = 0.08,
                                .ms_per_step = 8.0,
                                .test_accuracy = 0.625};
+  layernorm.other_processes_cpu = 0.25;
   partial.curve = {{.step = 10, .wall_seconds = 0.08, .train_loss = 1.25, .test_accuracy = 0.625}};
   return {layernorm, partial};
 }
@@ -252,9 +256,10 @@ TEST_CASE("mnist_mlp: the CSV files hold every curve point and run, quoted where
   mnist_mlp::write_summary_csv(folder.file("summary.csv"), runs);
   CHECK(lines_of(folder.file("summary.csv")) ==
         std::vector<std::string>{
-            "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy",
-            "0,layernorm,128,20,1798010,0.200,10.000,0.5000",
-            "1,\"prmsnorm:0.125,eps=1e-8\",128,10,1798010,0.080,8.000,0.6250",
+            "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy,"
+            "other_processes_cpu",
+            "0,layernorm,128,20,1798010,0.200,10.000,0.5000,0.250",
+            "1,\"prmsnorm:0.125,eps=1e-8\",128,10,1798010,0.080,8.000,0.6250,",
         });
   CHECK(mnist_mlp::csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
   CHECK_ERROR(mnist_mlp::write_curves_csv(folder.file("no/such/folder/curves.csv"), runs),
@@ -270,13 +275,14 @@ TEST_CASE("mnist_mlp: the table gives accuracy, ms per step and the time saved a
                   .ms_per_step = 3.0,
                   .test_accuracy = 0.25});
   const std::string table = mnist_mlp::results_table(runs);
-  CHECK(table.find("| layernorm | 128 | 20 | 1798010 | 50.00% | 10.00 | +0.0% |") !=
+  CHECK(table.find("| layernorm | 128 | 20 | 1798010 | 50.00% | 10.00 | +0.0% | 25% |") !=
         std::string::npos);
   // (10 - 8) / 10: pRMSNorm took 20% less time per step than LayerNorm.
-  CHECK(table.find("| prmsnorm:0.125,eps=1e-8 | 128 | 10 | 1798010 | 62.50% | 8.00 | +20.0% |") !=
-        std::string::npos);
+  CHECK(
+      table.find("| prmsnorm:0.125,eps=1e-8 | 128 | 10 | 1798010 | 62.50% | 8.00 | +20.0% | – |") !=
+      std::string::npos);
   // No LayerNorm run at batch size 4 to compare with.
-  CHECK(table.find("| rmsnorm | 4 | 10 | 1798010 | 25.00% | 3.00 | – |") != std::string::npos);
+  CHECK(table.find("| rmsnorm | 4 | 10 | 1798010 | 25.00% | 3.00 | – | – |") != std::string::npos);
 }
 
 TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnuplot runs it") {
@@ -316,4 +322,19 @@ TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnupl
     CHECK(fs::file_size(file) > 1000);
   }
   CHECK(fs::exists(folder.file("curves.gp")));
+}
+
+TEST_CASE("mnist_mlp: the meter of other processes' CPU leaves this process's own time out") {
+  const mnist_mlp::OtherProcessesMeter meter;
+  // Keep one core busy here for 0.3 s: with this process's time counted as others', the
+  // share would come out at least 1/cores even on an idle machine.
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300)) {
+  }
+  const auto share = meter.fraction();
+  REQUIRE(share.has_value());  // Linux: /proc/stat is there
+  CHECK(*share >= 0);
+  // Others can have had the remaining cores at most; 0.1 for the 10 ms ticks.
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  CHECK(*share <= 1 - 1 / cores + 0.1);
 }

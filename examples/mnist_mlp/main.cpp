@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_share.h"
 #include "model.h"
 #include "plot.h"
 #include "progress.h"
@@ -117,9 +118,11 @@ int run(const Options& options) {
     for (const std::string& norm : options.norms) {
       settings.norm = norm;
       mnist_mlp::ProgressDisplay progress(norm + " b=" + std::to_string(batch_size), bar);
+      const mnist_mlp::OtherProcessesMeter others;
       results.push_back(mnist_mlp::train_run(
           settings, train, test,
           [&progress](const mnist_mlp::StepReport& report) { progress.update(report); }));
+      results.back().other_processes_cpu = others.fraction();
       progress.finish(results.back());
     }
   }

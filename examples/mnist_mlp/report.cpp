@@ -67,21 +67,23 @@ void write_curves_csv(const std::string& path, const std::vector<RunResult>& res
 
 void write_summary_csv(const std::string& path, const std::vector<RunResult>& results) {
   std::ofstream out = open_for_writing(path, "write_summary_csv");
-  out << "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy\n";
+  out << "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy,"
+         "other_processes_cpu\n";
   for (std::size_t run = 0; run < results.size(); ++run) {
     const RunResult& result = results[run];
     out << run << ',' << csv_field(result.norm) << ',' << result.batch_size << ',' << result.steps
         << ',' << result.parameters << ',' << format("%.3f", result.train_seconds) << ','
-        << format("%.3f", result.ms_per_step) << ',' << format("%.4f", result.test_accuracy)
-        << '\n';
+        << format("%.3f", result.ms_per_step) << ',' << format("%.4f", result.test_accuracy) << ','
+        << (result.other_processes_cpu ? format("%.3f", *result.other_processes_cpu) : "") << '\n';
   }
   check_written(out, path, "write_summary_csv");
 }
 
 std::string results_table(const std::vector<RunResult>& results) {
   std::string table =
-      "| normaliser | batch | steps | parameters | test accuracy | ms/step | vs LayerNorm |\n"
-      "|---|---:|---:|---:|---:|---:|---:|\n";
+      "| normaliser | batch | steps | parameters | test accuracy | ms/step | vs LayerNorm | "
+      "others' CPU |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const RunResult& result : results) {
     const auto reference = layernorm_ms_per_step(results, result.batch_size);
     // (T_LN - T) / T_LN: positive when the run is faster than LayerNorm.
@@ -90,7 +92,10 @@ std::string results_table(const std::vector<RunResult>& results) {
     table += "| " + result.norm + " | " + std::to_string(result.batch_size) + " | " +
              std::to_string(result.steps) + " | " + std::to_string(result.parameters) + " | " +
              format("%.2f%%", 100.0 * result.test_accuracy) + " | " +
-             format("%.2f", result.ms_per_step) + " | " + saving + " |\n";
+             format("%.2f", result.ms_per_step) + " | " + saving + " | " +
+             (result.other_processes_cpu ? format("%.0f%%", 100.0 * *result.other_processes_cpu)
+                                         : std::string("–")) +
+             " |\n";
   }
   return table;
 }

@@ -24,12 +24,13 @@ std::string csv_field(std::string_view text);
 void write_curves_csv(const std::string& path, const std::vector<RunResult>& results);
 
 // Columns: run, norm, batch_size, steps, parameters, train_seconds, ms_per_step,
-// test_accuracy.
+// test_accuracy, other_processes_cpu (empty when not measured).
 void write_summary_csv(const std::string& path, const std::vector<RunResult>& results);
 
 // A Markdown table: one row per run with its final test accuracy and milliseconds per
-// training step, and the time saved against LayerNorm at the same batch size when LayerNorm
-// ran, (T_LayerNorm - T) / T_LayerNorm, the measure of the RMSNorm paper's tables.
+// training step, the time saved against LayerNorm at the same batch size when LayerNorm
+// ran, (T_LayerNorm - T) / T_LayerNorm, the measure of the RMSNorm paper's tables, and the
+// share of the machine that other processes took meanwhile.
 std::string results_table(const std::vector<RunResult>& results);
 
 }  // namespace mnist_mlp

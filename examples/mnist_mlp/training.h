@@ -44,6 +44,9 @@ struct RunResult {
   double ms_per_step = 0;    // train_seconds / steps, in milliseconds
   double test_accuracy = 0;  // after the last step, on the whole test set
   std::vector<CurvePoint> curve{};
+  // The share of all cores' time that other processes took during the run, when the caller
+  // measured it (cpu_share.h): what ms_per_step should be read against.
+  std::optional<double> other_processes_cpu{};
 };
 
 // What a progress display hears after every step.
