@@ -81,10 +81,12 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
   std::int64_t loss_count = 0;
   std::int64_t step = 0;
   while (step < settings.steps) {
-    for (const auto& [images, labels] : loader.epoch()) {
+    const ng::data::Epoch epoch = loader.epoch();
+    for (std::size_t batch = 0; batch < epoch.size(); ++batch) {
       // The clock covers everything a training step costs: copying the batch out, the
       // forward and backward passes and the update; evaluation below is left out.
       const auto start = Clock::now();
+      const auto [images, labels] = epoch[batch];
       const ng::Tensor loss = ng::nn::cross_entropy(model->forward(images), labels);
       optimizer.zero_grad();
       loss.backward();
