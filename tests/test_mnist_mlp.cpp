@@ -298,9 +298,10 @@ TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnupl
   CHECK(script.find("set output \"loss_b4.svg\"") != std::string::npos);
   // Run 1 (batch 128) is drawn from its rows, under its spec, in all three panels; run 2
   // only in the batch-4 image.
-  CHECK(script.find("using 4:($1 == 1 ? $6 : NaN)") != std::string::npos);
-  CHECK(script.find("using 5:($1 == 1 ? $6 : NaN)") != std::string::npos);
-  CHECK(script.find("using 4:($1 == 1 && valid(7) ? $7 : NaN)") != std::string::npos);
+  CHECK(script.find("using ($1 == 1 ? $4 : NaN):($1 == 1 ? $6 : NaN)") != std::string::npos);
+  CHECK(script.find("using ($1 == 1 ? $5 : NaN):($1 == 1 ? $6 : NaN)") != std::string::npos);
+  CHECK(script.find("using ($1 == 1 && valid(7) ? $4 : NaN):($1 == 1 && valid(7) ? $7 : NaN)") !=
+        std::string::npos);
   CHECK(script.find("title \"prmsnorm:0.125,eps=1e-8\"") != std::string::npos);
   const std::size_t batch4 = script.find("loss_b4.svg");
   CHECK(script.find("$1 == 2 ?") > batch4);

@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
                  "steps between test evaluations (default: a fifth of a run; 0: at the end only)")
       ->check(kNonNegative);
   app.add_option("--log-every", options.log_every,
-                 "steps per curve point, the loss averaged over them (default 0: ~200 points)")
+                 "steps per curve point, the loss averaged over them (default 0: ~100 points)")
       ->check(kNonNegative);
   app.add_option("--train-size", options.train_size,
                  "training images used, the first ones of the training set")

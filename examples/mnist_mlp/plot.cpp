@@ -46,20 +46,23 @@ std::string terminal_line(const std::string& terminal) {
   return "set terminal pngcairo size 1500,460 noenhanced font 'sans,10'";
 }
 
-// One curve per run of this batch size. `y` is the gnuplot expression of the value, with
-// `$1 == run` selecting the run's rows; rows of other runs become NaN and draw nothing.
+// One curve per run of this batch size, column y against column x. A run's rows are those
+// with `$1 == run` (and, for accuracy, a filled column 7); every other row gives NaN for
+// both x and y, so it neither draws nor stretches the axes.
 std::string plot_command(const std::vector<RunResult>& results, std::int64_t batch_size,
                          const std::map<std::string, int>& colour, const std::string& csv_name,
-                         int x_column, const std::string& y, const char* style) {
+                         int x_column, int y_column, bool evaluations_only, const char* style) {
   std::string command = "plot";
   bool first = true;
   for (std::size_t run = 0; run < results.size(); ++run) {
     if (results[run].batch_size != batch_size) continue;
-    std::string selected = y;
-    for (std::size_t at; (at = selected.find("RUN")) != std::string::npos;)
-      selected.replace(at, 3, std::to_string(run));
+    const std::string selected =
+        "$1 == " + std::to_string(run) + (evaluations_only ? " && valid(7)" : "");
+    const auto column = [&](int number) {
+      return "(" + selected + " ? $" + std::to_string(number) + " : NaN)";
+    };
     command += std::string(first ? " " : ", \\\n     ") + (first ? quoted(csv_name) : "''") +
-               " using " + std::to_string(x_column) + ":(" + selected + ") with " + style + " lt " +
+               " using " + column(x_column) + ":" + column(y_column) + " with " + style + " lt " +
                std::to_string(colour.at(results[run].norm)) + " lw 1.5 title " +
                quoted(results[run].norm);
     first = false;
@@ -117,16 +120,13 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
            << quoted(settings.title + ", batch size " + std::to_string(sizes[i])) << "\n"
            << "set yrange [0:*]\nset ylabel 'training loss'\n"
            << "set xlabel 'training steps'\n"
-           << plot_command(results, sizes[i], colour, settings.csv_name, 4, "$1 == RUN ? $6 : NaN",
-                           "lines")
+           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 6, false, "lines")
            << "set xlabel 'wall-clock seconds of training'\n"
-           << plot_command(results, sizes[i], colour, settings.csv_name, 5, "$1 == RUN ? $6 : NaN",
-                           "lines")
+           << plot_command(results, sizes[i], colour, settings.csv_name, 5, 6, false, "lines")
            << "set yrange [*:*]\nset ylabel 'test accuracy'\nset xlabel 'training steps'\n"
            << "set key bottom right\n"
-           // valid(7): only the rows of evaluation points, whose accuracy field is filled.
-           << plot_command(results, sizes[i], colour, settings.csv_name, 4,
-                           "$1 == RUN && valid(7) ? $7 : NaN", "linespoints pt 7 ps 0.6")
+           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 7, true,
+                           "linespoints pt 7 ps 0.6")
            << "set key top right\nunset multiplot\nunset output\n";
   }
   return script.str();

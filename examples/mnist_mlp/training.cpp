@@ -70,7 +70,7 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
                                .seed = settings.seed});
 
   const std::int64_t log_every =
-      settings.log_every > 0 ? settings.log_every : std::max<std::int64_t>(1, settings.steps / 200);
+      settings.log_every > 0 ? settings.log_every : std::max<std::int64_t>(1, settings.steps / 100);
   RunResult result{.norm = settings.norm,
                    .batch_size = settings.batch_size,
                    .steps = settings.steps,

@@ -24,7 +24,7 @@ struct RunSettings {
   double lr = 1e-3;
   std::uint64_t seed = 1;          // the initial weights and the order of the batches
   std::int64_t eval_every = 0;     // test accuracy every so many steps; 0: after the last only
-  std::int64_t log_every = 0;      // a curve point every so many steps; 0: about 200 per run
+  std::int64_t log_every = 0;      // a curve point every so many steps; 0: about 100 per run
   std::int64_t eval_batch = 1000;  // test images per forward pass when evaluating
 };
 
