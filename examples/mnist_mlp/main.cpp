@@ -41,8 +41,8 @@ struct Options {
   bool no_plot = false;
 };
 
-// The first `count` training images; the LayerNorm paper trains on 55000 of MNIST's 60000
-// (the rest are its validation split), and tests use a small slice.
+// The first `count` training images: the LayerNorm paper trains on 55000 of MNIST's 60000
+// (the other 5000 are its validation split).
 ng::data::ImageDataset first(const ng::data::ImageDataset& dataset, std::int64_t count) {
   return {dataset.images.narrow(0, 0, count), dataset.labels.narrow(0, 0, count)};
 }
@@ -92,6 +92,12 @@ int run(const Options& options) {
     return 1;
   }
   const auto train = first(all_train, options.train_size);
+  for (const std::int64_t batch_size : options.batch_sizes)
+    if (batch_size > options.train_size) {
+      std::fprintf(stderr, "mnist_mlp: batch size %lld is more than the %lld training images\n",
+                   static_cast<long long>(batch_size), static_cast<long long>(options.train_size));
+      return 1;
+    }
   std::printf(
       "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
       "threads: %d\n\n",
@@ -101,6 +107,8 @@ int run(const Options& options) {
   std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
   fs::create_directories(options.out);
+  const std::string curves = (fs::path(options.out) / "curves.csv").string();
+  const std::string summary = (fs::path(options.out) / "summary.csv").string();
   const bool bar = mnist_mlp::ProgressDisplay::stderr_is_terminal();
   std::vector<mnist_mlp::RunResult> results;
   for (const std::int64_t batch_size : options.batch_sizes) {
@@ -124,22 +132,22 @@ int run(const Options& options) {
           [&progress](const mnist_mlp::StepReport& report) { progress.update(report); }));
       results.back().other_processes_cpu = others.fraction();
       progress.finish(results.back());
+      // Rewritten after every run, so that an interrupted session keeps the runs it finished.
+      mnist_mlp::write_curves_csv(curves, results);
+      mnist_mlp::write_summary_csv(summary, results);
     }
   }
 
   std::printf("\n%s\n", mnist_mlp::results_table(results).c_str());
-  const std::string curves = (fs::path(options.out) / "curves.csv").string();
-  const std::string summary = (fs::path(options.out) / "summary.csv").string();
-  mnist_mlp::write_curves_csv(curves, results);
-  mnist_mlp::write_summary_csv(summary, results);
   std::printf("curves: %s\nsummary: %s\n", curves.c_str(), summary.c_str());
   if (options.no_plot) return 0;
 
   char learning_rate[32];
   std::snprintf(learning_rate, sizeof learning_rate, "%g", options.lr);
-  const std::string title = "784-1000-1000-10 MLP on " +
-                            fs::path(options.data).filename().string() + ", Adam lr " +
-                            learning_rate;
+  fs::path data_folder(options.data);
+  if (data_folder.filename().empty()) data_folder = data_folder.parent_path();  // "dir/"
+  const std::string title =
+      "784-1000-1000-10 MLP on " + data_folder.filename().string() + ", Adam lr " + learning_rate;
   const auto plots = mnist_mlp::draw_plots(options.out, results, title);
   for (const std::string& file : plots.files) std::printf("plot: %s\n", file.c_str());
   if (!plots.message.empty())
@@ -198,7 +206,7 @@ int main(int argc, char** argv) {
   } catch (const ng::Error& error) {
     std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
     return 1;
-  } catch (const fs::filesystem_error& error) {
+  } catch (const std::exception& error) {  // filesystem errors, such as an --out that is a file
     std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
     return 1;
   }
