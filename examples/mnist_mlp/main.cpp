@@ -1,0 +1,213 @@
+// The LayerNorm paper's permutation-invariant MNIST experiment (PAPER.md section 6), run on
+// Fashion-MNIST: a 784-1000-1000-10 MLP trained with Adam at batch sizes 128 and 4, its
+// hidden layers normalised by each normaliser in turn. Prints the final test accuracy and the
+// time per training step of every run, writes the curves as CSV and draws them as the
+// RMSNorm paper's Figure 1 does: training loss against steps and against wall-clock time.
+#include <normgrad/normgrad.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cpu_share.h"
+#include "model.h"
+#include "plot.h"
+#include "progress.h"
+#include "report.h"
+#include "training.h"
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string data = ng::data::kFashionMnistFolder;
+  std::vector<std::string> norms{"none", "batchnorm", "layernorm", "rmsnorm", "prmsnorm"};
+  std::vector<std::int64_t> batch_sizes{128, 4};
+  std::optional<std::int64_t> steps;
+  double epochs = 1;
+  double lr = 1e-3;
+  std::uint64_t seed = 1;
+  std::string out = "out/mnist_mlp";
+  int threads = 0;
+  std::optional<std::int64_t> eval_every;
+  std::int64_t log_every = 0;
+  std::int64_t train_size = 55000;
+  bool no_plot = false;
+};
+
+// The first `count` training images: the LayerNorm paper trains on 55000 of MNIST's 60000
+// (the other 5000 are its validation split).
+ng::data::ImageDataset first(const ng::data::ImageDataset& dataset, std::int64_t count) {
+  return {dataset.images.narrow(0, 0, count), dataset.labels.narrow(0, 0, count)};
+}
+
+// CLI11's PositiveNumber names its range as 0 to the largest double; this says it plainly.
+const CLI::Validator kPositive(
+    [](std::string& input) -> std::string {
+      try {
+        std::size_t used = 0;
+        if (std::stod(input, &used) > 0 && used == input.size()) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a positive number, got '" + input + "'";
+    },
+    "POSITIVE");
+const CLI::Validator kNonNegative(
+    [](std::string& input) -> std::string {
+      try {
+        std::size_t used = 0;
+        if (std::stod(input, &used) >= 0 && used == input.size()) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a number >= 0, got '" + input + "'";
+    },
+    "NONNEGATIVE");
+
+int run(const Options& options) {
+  // Every spec is checked before anything slow happens.
+  for (const std::string& norm : options.norms) mnist_mlp::parse_model_norm(norm);
+  if (!fs::is_directory(options.data)) {
+    std::fprintf(stderr,
+                 "mnist_mlp: --data '%s' is not a folder; give a folder with MNIST-format files "
+                 "(train-images-idx3-ubyte.gz, ...), or install Debian's dataset-fashion-mnist "
+                 "for the default %s\n",
+                 options.data.c_str(), ng::data::kFashionMnistFolder);
+    return 1;
+  }
+  if (options.threads > 0) ng::set_num_threads(options.threads);
+
+  const auto all_train = ng::data::load_mnist(options.data, ng::data::Split::Train);
+  const auto test = ng::data::load_mnist(options.data, ng::data::Split::Test);
+  if (options.train_size > all_train.images.size(0)) {
+    std::fprintf(stderr,
+                 "mnist_mlp: --train-size %lld is more than the %lld training images in %s\n",
+                 static_cast<long long>(options.train_size),
+                 static_cast<long long>(all_train.images.size(0)), options.data.c_str());
+    return 1;
+  }
+  const auto train = first(all_train, options.train_size);
+  for (const std::int64_t batch_size : options.batch_sizes)
+    if (batch_size > options.train_size) {
+      std::fprintf(stderr, "mnist_mlp: batch size %lld is more than the %lld training images\n",
+                   static_cast<long long>(batch_size), static_cast<long long>(options.train_size));
+      return 1;
+    }
+  std::printf(
+      "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
+      "threads: %d\n\n",
+      options.data.c_str(), static_cast<long long>(train.images.size(0)),
+      static_cast<long long>(all_train.images.size(0)), static_cast<long long>(test.images.size(0)),
+      options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads());
+  std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
+
+  fs::create_directories(options.out);
+  const std::string curves = (fs::path(options.out) / "curves.csv").string();
+  const std::string summary = (fs::path(options.out) / "summary.csv").string();
+  const bool bar = mnist_mlp::ProgressDisplay::stderr_is_terminal();
+  std::vector<mnist_mlp::RunResult> results;
+  for (const std::int64_t batch_size : options.batch_sizes) {
+    mnist_mlp::RunSettings settings{.batch_size = batch_size,
+                                    .lr = options.lr,
+                                    .seed = options.seed,
+                                    .log_every = options.log_every};
+    settings.shape.inputs = train.images.size(1);
+    settings.steps = options.steps ? *options.steps
+                                   : mnist_mlp::steps_for_epochs(options.epochs,
+                                                                 train.images.size(0), batch_size);
+    // Five evaluations per run unless told otherwise; 0 means after the last step only.
+    settings.eval_every =
+        options.eval_every ? *options.eval_every : std::max<std::int64_t>(1, settings.steps / 5);
+    for (const std::string& norm : options.norms) {
+      settings.norm = norm;
+      mnist_mlp::ProgressDisplay progress(norm + " b=" + std::to_string(batch_size), bar);
+      const mnist_mlp::OtherProcessesMeter others;
+      results.push_back(mnist_mlp::train_run(
+          settings, train, test,
+          [&progress](const mnist_mlp::StepReport& report) { progress.update(report); }));
+      results.back().other_processes_cpu = others.fraction();
+      progress.finish(results.back());
+      // Rewritten after every run, so that an interrupted session keeps the runs it finished.
+      mnist_mlp::write_curves_csv(curves, results);
+      mnist_mlp::write_summary_csv(summary, results);
+    }
+  }
+
+  std::printf("\n%s\n", mnist_mlp::results_table(results).c_str());
+  std::printf("curves: %s\nsummary: %s\n", curves.c_str(), summary.c_str());
+  if (options.no_plot) return 0;
+
+  char learning_rate[32];
+  std::snprintf(learning_rate, sizeof learning_rate, "%g", options.lr);
+  fs::path data_folder(options.data);
+  if (data_folder.filename().empty()) data_folder = data_folder.parent_path();  // "dir/"
+  const std::string title =
+      "784-1000-1000-10 MLP on " + data_folder.filename().string() + ", Adam lr " + learning_rate;
+  const auto plots = mnist_mlp::draw_plots(options.out, results, title);
+  for (const std::string& file : plots.files) std::printf("plot: %s\n", file.c_str());
+  if (!plots.message.empty())
+    std::fprintf(stderr, "mnist_mlp: %s%s\n", plots.drawn ? "gnuplot: " : "",
+                 plots.message.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "The LayerNorm paper's permutation-invariant MNIST experiment on Fashion-MNIST: a "
+      "784-1000-1000-10 MLP with each normaliser on its hidden layers, at each batch size"};
+  Options options;
+  app.add_option("--data", options.data, "folder of MNIST-format IDX files")->capture_default_str();
+  app.add_option("--norms", options.norms,
+                 "normaliser specs, space-separated: none batchnorm layernorm rmsnorm "
+                 "prmsnorm[:p] l2norm weightnorm, with options such as \"rmsnorm,eps=1e-8\"")
+      ->capture_default_str();
+  app.add_option("--batch-sizes", options.batch_sizes, "batch sizes, e.g. 128,4")
+      ->delimiter(',')
+      ->check(kPositive)
+      ->capture_default_str();
+  auto* steps = app.add_option("--steps", options.steps, "Adam steps per run (instead of --epochs)")
+                    ->check(kPositive);
+  app.add_option("--epochs", options.epochs, "passes over the training images per run")
+      ->check(kPositive)
+      ->excludes(steps)
+      ->capture_default_str();
+  app.add_option("--lr", options.lr, "Adam's learning rate")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_option("--seed", options.seed, "seed of the initial weights and the batch order")
+      ->capture_default_str();
+  app.add_option("--out", options.out, "folder for curves.csv, summary.csv and the plots")
+      ->capture_default_str();
+  app.add_option("--threads", options.threads,
+                 "threads for the kernels and BLAS (default: OMP_NUM_THREADS, else all cores)")
+      ->check(kPositive);
+  app.add_option("--eval-every", options.eval_every,
+                 "steps between test evaluations (default: a fifth of a run; 0: at the end only)")
+      ->check(kNonNegative);
+  app.add_option("--log-every", options.log_every,
+                 "steps per curve point, the loss averaged over them (default 0: ~100 points)")
+      ->check(kNonNegative);
+  app.add_option("--train-size", options.train_size,
+                 "training images used, the first ones of the training set")
+      ->check(kPositive)
+      ->capture_default_str();
+  app.add_flag("--no-plot", options.no_plot, "write the CSV files but draw no plots");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    return run(options);
+  } catch (const ng::Error& error) {
+    std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
+    return 1;
+  } catch (const std::exception& error) {  // filesystem errors, such as an --out that is a file
+    std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,170 @@
+#include "plot.h"
+
+#include <normgrad/normgrad.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace mnist_mlp {
+
+namespace {
+
+std::vector<std::int64_t> batch_sizes_in_order(const std::vector<RunResult>& results) {
+  std::vector<std::int64_t> sizes;
+  for (const RunResult& result : results)
+    if (std::find(sizes.begin(), sizes.end(), result.batch_size) == sizes.end())
+      sizes.push_back(result.batch_size);
+  return sizes;
+}
+
+// A gnuplot string literal in double quotes.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
+// A word for sh, in single quotes.
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string terminal_line(const std::string& terminal) {
+  // noenhanced: specs such as "prmsnorm:0.0625,eps=1e-8" are printed as written, with no
+  // character taken for a subscript or superscript marker.
+  if (terminal == "svg") return "set terminal svg size 1500,460 noenhanced font 'sans,11'";
+  if (terminal == "png") return "set terminal png size 1500,460 noenhanced";
+  return "set terminal pngcairo size 1500,460 noenhanced font 'sans,10'";
+}
+
+// One curve per run of this batch size, column y against column x. A run's rows are those
+// with `$1 == run` (and, for accuracy, a filled column 7); every other row gives NaN for
+// both x and y, so it neither draws nor stretches the axes.
+std::string plot_command(const std::vector<RunResult>& results, std::int64_t batch_size,
+                         const std::map<std::string, int>& colour, const std::string& csv_name,
+                         int x_column, int y_column, bool evaluations_only, const char* style) {
+  std::string command = "plot";
+  bool first = true;
+  for (std::size_t run = 0; run < results.size(); ++run) {
+    if (results[run].batch_size != batch_size) continue;
+    const std::string selected =
+        "$1 == " + std::to_string(run) + (evaluations_only ? " && valid(7)" : "");
+    const auto column = [&](int number) {
+      return "(" + selected + " ? $" + std::to_string(number) + " : NaN)";
+    };
+    command += std::string(first ? " " : ", \\\n     ") + (first ? quoted(csv_name) : "''") +
+               " using " + column(x_column) + ":" + column(y_column) + " with " + style + " lt " +
+               std::to_string(colour.at(results[run].norm)) + " lw 1.5 title " +
+               quoted(results[run].norm);
+    first = false;
+  }
+  return command + "\n";
+}
+
+}  // namespace
+
+std::optional<std::string> find_gnuplot_terminal() {
+  // `set terminal` with no name lists the terminals, one per line: "  pngcairo  png ...".
+  FILE* pipe = ::popen("gnuplot -e 'set terminal' 2>&1", "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string listing;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe)) listing += buffer;
+  if (::pclose(pipe) != 0) return std::nullopt;  // 127: no gnuplot on the PATH
+  std::vector<std::string> names;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string name;
+    if (words >> name) names.push_back(name);
+  }
+  for (const char* wanted : {"pngcairo", "png", "svg"})
+    if (std::find(names.begin(), names.end(), wanted) != names.end()) return wanted;
+  return std::nullopt;
+}
+
+std::vector<std::string> plot_files(const std::vector<RunResult>& results,
+                                    const PlotSettings& settings) {
+  const std::string extension = settings.terminal == "svg" ? ".svg" : ".png";
+  std::vector<std::string> files;
+  for (const std::int64_t batch_size : batch_sizes_in_order(results))
+    files.push_back("loss_b" + std::to_string(batch_size) + extension);
+  return files;
+}
+
+std::string plot_script(const std::vector<RunResult>& results, const PlotSettings& settings) {
+  // Each normaliser keeps its colour in every image.
+  std::map<std::string, int> colour;
+  for (const RunResult& result : results)
+    colour.emplace(result.norm, static_cast<int>(colour.size()) + 1);
+
+  std::ostringstream script;
+  script << "# Draws " << settings.csv_name << " (written by mnist_mlp); run: gnuplot curves.gp\n"
+         << terminal_line(settings.terminal) << "\n"
+         << "set datafile separator comma\n"
+         << "set grid\nset key top right\n";
+  const auto sizes = batch_sizes_in_order(results);
+  const auto files = plot_files(results, settings);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    script << "\nset output " << quoted(files[i]) << "\n"
+           << "set multiplot layout 1,3 title "
+           << quoted(settings.title + ", batch size " + std::to_string(sizes[i])) << "\n"
+           << "set yrange [0:*]\nset ylabel 'training loss'\n"
+           << "set xlabel 'training steps'\n"
+           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 6, false, "lines")
+           << "set xlabel 'wall-clock seconds of training'\n"
+           << plot_command(results, sizes[i], colour, settings.csv_name, 5, 6, false, "lines")
+           << "set yrange [*:*]\nset ylabel 'test accuracy'\nset xlabel 'training steps'\n"
+           << "set key bottom right\n"
+           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 7, true,
+                           "linespoints pt 7 ps 0.6")
+           << "set key top right\nunset multiplot\nunset output\n";
+  }
+  return script.str();
+}
+
+PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
+                       std::string title) {
+  PlotOutcome outcome;
+  const auto terminal = find_gnuplot_terminal();
+  if (!terminal) {
+    outcome.message =
+        "gnuplot with a pngcairo, png or svg terminal was not found, so no plots were drawn "
+        "(apt-get install gnuplot-nox); the curves are in the CSV";
+    return outcome;
+  }
+  const PlotSettings settings{.terminal = *terminal, .title = std::move(title)};
+  const std::filesystem::path script_path = std::filesystem::path(folder) / "curves.gp";
+  {
+    std::ofstream script(script_path);
+    NG_CHECK(script.good(), "draw_plots", "cannot open '", script_path.string(), "' for writing");
+    script << plot_script(results, settings);
+  }
+  // gnuplot runs in the folder, so that the script's file names are relative to it.
+  const std::string command = "cd " + shell_quoted(folder) + " && gnuplot curves.gp 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::string complaints;
+  char buffer[512];
+  while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe)) complaints += buffer;
+  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
+  if (status != 0) {
+    outcome.message = "gnuplot failed on " + script_path.string() + ":\n" + complaints;
+    return outcome;
+  }
+  outcome.drawn = true;
+  for (const std::string& file : plot_files(results, settings))
+    outcome.files.push_back((std::filesystem::path(folder) / file).string());
+  if (!complaints.empty()) outcome.message = complaints;  // warnings, but images were drawn
+  return outcome;
+}
+
+}  // namespace mnist_mlp

@@ -1,0 +1,46 @@
+#pragma once
+// The curves drawn with gnuplot, as the RMSNorm paper's Figure 1 draws them: training loss
+// against steps and against wall-clock time, and here also test accuracy against steps (the
+// LayerNorm paper's MNIST figure). One image per batch size, its three panels side by side.
+//
+// The gnuplot script is written next to the CSV it reads, so the plots can be redrawn or
+// restyled later with `gnuplot curves.gp` in that folder.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "training.h"
+
+namespace mnist_mlp {
+
+// The first of pngcairo, png and svg that this machine's gnuplot offers; nullopt when
+// gnuplot is missing or offers none of them.
+std::optional<std::string> find_gnuplot_terminal();
+
+struct PlotSettings {
+  std::string csv_name = "curves.csv";         // written by write_curves_csv, in the same folder
+  std::string terminal = "pngcairo";           // pngcairo | png | svg
+  std::string title = "784-1000-1000-10 MLP";  // above each image, before the batch size
+};
+
+// The image files the script draws, one per batch size in order of first appearance:
+// "loss_b128.png", "loss_b4.png" (".svg" for the svg terminal).
+std::vector<std::string> plot_files(const std::vector<RunResult>& results,
+                                    const PlotSettings& settings);
+
+// The gnuplot script. Run i of `results` is row group `run == i` of the CSV.
+std::string plot_script(const std::vector<RunResult>& results, const PlotSettings& settings);
+
+struct PlotOutcome {
+  bool drawn = false;
+  std::vector<std::string> files;  // full paths of the images drawn
+  std::string message;             // why nothing was drawn, or gnuplot's complaint
+};
+
+// Writes <folder>/curves.gp and runs gnuplot on it, finding a terminal first. When gnuplot
+// is absent, writes no script and says so in the outcome; never throws for that.
+PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
+                       std::string title);
+
+}  // namespace mnist_mlp

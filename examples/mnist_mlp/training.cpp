@@ -1,0 +1,126 @@
+#include "training.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace mnist_mlp {
+
+namespace ng = normgrad;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void check_settings(const RunSettings& settings, const ng::data::ImageDataset& train) {
+  NG_CHECK(settings.batch_size > 0 && settings.steps > 0, "mnist_mlp::train_run",
+           "batch size and steps must be positive, got ", settings.batch_size, " and ",
+           settings.steps);
+  NG_CHECK(settings.batch_size <= train.images.size(0), "mnist_mlp::train_run", "batch size ",
+           settings.batch_size, " is larger than the ", train.images.size(0), " training images");
+  NG_CHECK(settings.lr > 0 && std::isfinite(settings.lr), "mnist_mlp::train_run",
+           "the learning rate must be positive, got ", settings.lr);
+  NG_CHECK(settings.eval_every >= 0 && settings.log_every >= 0 && settings.eval_batch > 0,
+           "mnist_mlp::train_run", "eval_every and log_every must be >= 0 and eval_batch > 0");
+  NG_CHECK(train.images.size(1) == settings.shape.inputs, "mnist_mlp::train_run",
+           "the images have ", train.images.size(1), " pixels but the model takes ",
+           settings.shape.inputs);
+}
+
+}  // namespace
+
+std::int64_t steps_for_epochs(double epochs, std::int64_t examples, std::int64_t batch_size) {
+  NG_CHECK(epochs > 0 && batch_size > 0 && examples >= batch_size, "mnist_mlp::steps_for_epochs",
+           "need epochs > 0 and 0 < batch size <= examples, got ", epochs, ", ", batch_size,
+           " and ", examples);
+  const std::int64_t per_epoch = examples / batch_size;
+  return std::max<std::int64_t>(1, std::llround(epochs * static_cast<double>(per_epoch)));
+}
+
+double test_accuracy(ng::nn::Layer& model, const ng::data::ImageDataset& dataset,
+                     std::int64_t batch) {
+  const bool was_training = model.is_training();
+  model.eval();
+  ng::NoGradGuard no_grad;
+  const std::int64_t count = dataset.images.size(0);
+  double correct = 0;
+  for (std::int64_t start = 0; start < count; start += batch) {
+    const std::int64_t length = std::min(batch, count - start);
+    const ng::Tensor logits = model.forward(dataset.images.narrow(0, start, length));
+    correct += ng::eq(logits.argmax(1), dataset.labels.narrow(0, start, length)).sum().item();
+  }
+  model.train(was_training);
+  return count == 0 ? 0.0 : correct / static_cast<double>(count);
+}
+
+RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& train,
+                    const ng::data::ImageDataset& test, const StepCallback& on_step) {
+  const ng::nn::NormSpec norm = parse_model_norm(settings.norm);
+  check_settings(settings, train);
+  const auto model = make_model(norm, settings.shape, settings.seed);
+  ng::optim::Adam optimizer(model->parameters(), {.lr = settings.lr});
+  ng::data::DataLoader loader(train.images, train.labels,
+                              {.batch_size = settings.batch_size,
+                               .shuffle = true,
+                               .drop_last = true,
+                               .seed = settings.seed});
+
+  const std::int64_t log_every =
+      settings.log_every > 0 ? settings.log_every : std::max<std::int64_t>(1, settings.steps / 100);
+  RunResult result{.norm = settings.norm,
+                   .batch_size = settings.batch_size,
+                   .steps = settings.steps,
+                   .parameters = count_parameters(*model)};
+
+  double wall_seconds = 0;
+  double loss_sum = 0;  // since the previous curve point
+  std::int64_t loss_count = 0;
+  std::int64_t step = 0;
+  while (step < settings.steps) {
+    const ng::data::Epoch epoch = loader.epoch();
+    for (std::size_t batch = 0; batch < epoch.size(); ++batch) {
+      // The clock covers everything a training step costs: copying the batch out, the
+      // forward and backward passes and the update; evaluation below is left out.
+      const auto start = Clock::now();
+      const auto [images, labels] = epoch[batch];
+      const ng::Tensor loss = ng::nn::cross_entropy(model->forward(images), labels);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      const double loss_value = loss.item();
+      wall_seconds += seconds_since(start);
+      ++step;
+
+      loss_sum += loss_value;
+      ++loss_count;
+      const bool last = step == settings.steps;
+      const bool evaluate = last || (settings.eval_every > 0 && step % settings.eval_every == 0);
+      if (evaluate || step % log_every == 0) {
+        CurvePoint point{.step = step,
+                         .wall_seconds = wall_seconds,
+                         .train_loss = loss_sum / static_cast<double>(loss_count)};
+        if (evaluate) point.test_accuracy = test_accuracy(*model, test, settings.eval_batch);
+        result.curve.push_back(point);
+        loss_sum = 0;
+        loss_count = 0;
+      }
+      if (on_step)
+        on_step({.step = step,
+                 .total_steps = settings.steps,
+                 .steps_per_epoch = loader.batches_per_epoch(),
+                 .loss = loss_value,
+                 .wall_seconds = wall_seconds});
+      if (last) break;
+    }
+  }
+  result.train_seconds = wall_seconds;
+  result.ms_per_step = 1000.0 * wall_seconds / static_cast<double>(settings.steps);
+  result.test_accuracy = *result.curve.back().test_accuracy;
+  return result;
+}
+
+}  // namespace mnist_mlp
