@@ -5,6 +5,8 @@
 // Each operand's last two strides pick one of the two; any other layout (broadcast rows,
 // strides that are both > 1, negative strides) is first copied into a row-major scratch
 // matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each.
+// Large float32 products go to normgrad's own AVX-512 GEMM on CPUs that have it
+// (sgemm_avx512.h says why), the rest to OpenBLAS.
 
 #include <cblas.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/sgemm_avx512.h"
 #include "backends/cpu/strided_loop.h"
 
 namespace normgrad::backend::cpu {
@@ -52,9 +55,20 @@ void copy_matrix(T* dense, T* strided, std::int64_t rows, std::int64_t cols,
     }
 }
 
+// A BLAS operand as strides: row-major, or the transpose of a row-major matrix.
+StridedMatrix strided(CBLAS_TRANSPOSE transpose, const float* data, std::int64_t leading_dim) {
+  return transpose == CblasNoTrans ? StridedMatrix{data, leading_dim, 1}
+                                   : StridedMatrix{data, 1, leading_dim};
+}
+
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
           float beta, float* c, std::int64_t ldc) {
+  if (avx512_gemm_available() && avx512_gemm_suits(m, n, k)) {
+    gemm_avx512(m, n, k, strided(transpose_a, a, lda), strided(transpose_b, b, ldb), c, ldc,
+                beta != 0.0f);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
               b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
