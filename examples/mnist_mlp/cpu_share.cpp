@@ -17,14 +17,12 @@ double seconds(const timeval& time) { return time.tv_sec + time.tv_usec * 1e-6; 
 
 }  // namespace
 
-OtherProcessesMeter::OtherProcessesMeter() : start_(sample()) {}
-
-OtherProcessesMeter::Sample OtherProcessesMeter::sample() {
-  Sample now;
+CpuSample sample_cpu() {
+  CpuSample now;
   now.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   // The first line of /proc/stat: "cpu user nice system idle iowait irq softirq steal ...",
-  // in clock ticks summed over all cores. Busy time is all of it but idle and iowait.
+  // in clock ticks summed over all cores.
   std::ifstream stat("/proc/stat");
   std::string label;
   long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
@@ -32,24 +30,30 @@ OtherProcessesMeter::Sample OtherProcessesMeter::sample() {
       label != "cpu")
     return now;
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  if (tick <= 0) return now;
   now.busy_seconds = static_cast<double>(user + nice + system + irq + softirq + steal) / tick;
   rusage own{};
-  ::getrusage(RUSAGE_SELF, &own);
+  if (::getrusage(RUSAGE_SELF, &own) != 0) return now;
   now.own_seconds = seconds(own.ru_utime) + seconds(own.ru_stime);
-  now.valid = tick > 0;
+  now.valid = true;
   return now;
 }
 
-std::optional<double> OtherProcessesMeter::fraction() const {
-  const Sample end = sample();
-  if (!start_.valid || !end.valid) return std::nullopt;
-  const double capacity = (end.wall_seconds - start_.wall_seconds) *
-                          static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+std::optional<double> other_processes_share(const CpuSample& start, const CpuSample& end,
+                                            unsigned cores) {
+  if (!start.valid || !end.valid || cores == 0) return std::nullopt;
+  const double capacity = (end.wall_seconds - start.wall_seconds) * static_cast<double>(cores);
   if (capacity <= 0) return std::nullopt;
   const double others =
-      (end.busy_seconds - start_.busy_seconds) - (end.own_seconds - start_.own_seconds);
-  // Ticks are coarse (10 ms): a short interval can come out a little below zero.
+      (end.busy_seconds - start.busy_seconds) - (end.own_seconds - start.own_seconds);
   return std::clamp(others / capacity, 0.0, 1.0);
+}
+
+OtherProcessesMeter::OtherProcessesMeter() : start_(sample_cpu()) {}
+
+std::optional<double> OtherProcessesMeter::fraction() const {
+  return other_processes_share(start_, sample_cpu(),
+                               std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace mnist_mlp

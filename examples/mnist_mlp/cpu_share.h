@@ -7,24 +7,31 @@
 
 namespace mnist_mlp {
 
+// What the machine and this process had used up to one moment.
+struct CpuSample {
+  double busy_seconds = 0;  // all processes, all cores: /proc/stat less idle and iowait
+  double own_seconds = 0;   // this process, user + system (getrusage)
+  double wall_seconds = 0;  // a steady clock
+  bool valid = false;       // false where /proc/stat could not be read
+};
+
+CpuSample sample_cpu();
+
+// The CPU time other processes used between two samples, as a fraction of the `cores`'
+// time over the interval: (busy - own) / (wall * cores), clamped to [0, 1] because the
+// kernel's 10 ms ticks make a short interval come out a little off. nullopt when a sample is
+// invalid or no time passed.
+std::optional<double> other_processes_share(const CpuSample& start, const CpuSample& end,
+                                            unsigned cores);
+
+// Starts measuring at construction; fraction() is the share since then.
 class OtherProcessesMeter {
  public:
-  OtherProcessesMeter();  // starts measuring
-
-  // The CPU time that other processes used since construction, as a fraction of all the
-  // cores' time over that interval (0: the machine was ours; 0.5 on 2 cores: one core's
-  // worth went elsewhere). nullopt where /proc/stat cannot be read.
+  OtherProcessesMeter();
   std::optional<double> fraction() const;
 
  private:
-  struct Sample {
-    double busy_seconds = 0;  // all processes, all cores, from /proc/stat
-    double own_seconds = 0;   // this process, user + system
-    double wall_seconds = 0;
-    bool valid = false;
-  };
-  static Sample sample();
-  Sample start_;
+  CpuSample start_;
 };
 
 }  // namespace mnist_mlp

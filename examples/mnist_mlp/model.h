@@ -5,7 +5,7 @@
 // "batchnorm", ...); the logit layer is never normalised.
 //
 // Each hidden layer is Linear -> Norm -> ReLU. The papers normalise the summed inputs of a
-// layer and apply the nonlinearity last (RMSNorm paper Eq. 4 and LayerNorm paper Eq. 3-4:
+// layer and apply the nonlinearity last (RMSNorm paper Eq. 4 and LayerNorm paper Eq. 3:
 // y = f(g * a / RMS(a) + b) with a = W x), so the norm sits between the matrix product and
 // the ReLU: it removes the scale (and for LayerNorm and BatchNorm the mean) of the signed
 // summed inputs, and the ReLU then thresholds the normalised values against the bias b.
