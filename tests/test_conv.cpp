@@ -69,6 +69,8 @@ const std::vector<ConvCase> cases = {
     {{2, 4, 5, 3}, {6, 4, 1, 1}, {}, true},                        // 1x1 ("network in network")
     {{2, 3, 6, 6}, {5, 3, 3, 3}, {1, 1, 1}, true},                 // the paper's 3x3, pad 1
     {{1, 2, 4, 4}, {2, 2, 4, 4}, {1, 0, 1}, true},                 // kernel covers the input
+    {{1, 2, 7, 5}, {3, 2, 3, 3}, {1, 2, 2}, true},                 // "same" width, dilation 2
+    {{2, 2, 1, 4}, {2, 2, 3, 3}, {1, 1, 1}, false},                // rows of taps in padding
 };
 
 }  // namespace
