@@ -69,6 +69,8 @@ const std::vector<ConvCase> cases = {
     {{2, 4, 5, 3}, {6, 4, 1, 1}, {}, true},                        // 1x1 ("network in network")
     {{2, 3, 6, 6}, {5, 3, 3, 3}, {1, 1, 1}, true},                 // the paper's 3x3, pad 1
     {{1, 2, 4, 4}, {2, 2, 4, 4}, {1, 0, 1}, true},                 // kernel covers the input
+    {{1, 2, 7, 5}, {3, 2, 3, 3}, {1, 2, 2}, true},                 // "same" width, dilation 2
+    {{2, 2, 1, 4}, {2, 2, 3, 3}, {1, 1, 1}, false},                // rows of taps in padding
 };
 
 }  // namespace
@@ -123,13 +125,13 @@ TEST_CASE("conv2d: values and gradients equal the composed twin in float32 and f
   }
 }
 
-// Ten samples of 64 channels at 32 x 32 with a 3x3 kernel have 0.59 Mi column values each,
+// Ten samples of 128 channels at 32 x 32 with a 3x3 kernel have 1.1 Mi column values each,
 // so conv2d works in chunks of 7 and 3 samples; the chunk seams must not show.
 TEST_CASE("conv2d: a batch split into im2col chunks equals the composed twin") {
   Generator generator(13);
   const TensorOptions options{.dtype = DType::Float64};
-  const Tensor x0 = randn({10, 64, 32, 32}, generator, options);
-  const Tensor w0 = randn({4, 64, 3, 3}, generator, options);
+  const Tensor x0 = randn({10, 128, 32, 32}, generator, options);
+  const Tensor w0 = randn({4, 128, 3, 3}, generator, options);
   const Tensor dy = randn({10, 4, 32, 32}, generator, options);
   std::vector<Tensor> results;
   for (const bool fused : {true, false}) {

@@ -72,16 +72,54 @@ Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2
   return p;
 }
 
+// im2col of tap (i, j) when both strides are 1 and the output is as wide as the image (the
+// "same" convolutions of a CNN, and 1x1 ones): then the tap's column row is the image moved
+// by (i dilation_h - padding_h) rows and w_base columns, and the in-image rows are one
+// contiguous copy. The copy also carries, at each row's ends, the neighbouring row's pixels
+// where the tap sees padding; those are zeroed after it. Row by row, the copies and fills of
+// a few dozen values each cost more in library calls than in moving data.
+template <typename T>
+void shifted_plane(const Planes& p, const Window2d& k, std::int64_t i, std::int64_t w_base, Run run,
+                   const T* image, T* out) {
+  const std::int64_t row_shift = i * k.dilation_h - k.padding_h;  // h = oh + row_shift
+  const Run rows = valid_run(row_shift, 1, p.height, p.out_h);
+  std::fill(out, out + rows.first * p.out_w, T(0));
+  std::fill(out + rows.last * p.out_w, out + p.out_h * p.out_w, T(0));
+  if (rows.first == rows.last) return;
+  if (run.first < run.last) {
+    // out[oh OW + ow] = image[(oh + row_shift) W + ow + w_base], OW = W, from the first
+    // in-image value to the last.
+    const std::int64_t first = rows.first * p.out_w + run.first;
+    const std::int64_t last = (rows.last - 1) * p.out_w + run.last;
+    const T* source = image + (rows.first + row_shift) * p.width + run.first + w_base;
+    std::copy(source, source + (last - first), out + first);
+  }
+  // Column by column down the rows: a strided loop, where a row's few values would each be
+  // a library call.
+  const auto zero_column = [&](std::int64_t ow) {
+    for (std::int64_t oh = rows.first; oh < rows.last; ++oh) out[oh * p.out_w + ow] = T(0);
+  };
+  for (std::int64_t ow = 0; ow < run.first; ++ow) zero_column(ow);
+  for (std::int64_t ow = run.last; ow < p.out_w; ++ow) zero_column(ow);
+}
+
 // One (sample, channel) plane: image [H, W] and its kh kw rows of columns [OH OW], each
 // p.row_stride after the last. With to_image, the columns are added into the image (col2im);
 // otherwise they are filled (im2col).
 template <bool to_image, typename T>
 void plane_loop(const Planes& p, const Window2d& k, T* image, T* columns) {
+  const bool shifted = k.stride_h == 1 && k.stride_w == 1 && p.out_w == p.width;
   for (std::int64_t i = 0; i < k.kernel_h; ++i)
     for (std::int64_t j = 0; j < k.kernel_w; ++j) {
       T* column_row = columns + (i * k.kernel_w + j) * p.row_stride;
       const std::int64_t w_base = j * k.dilation_w - k.padding_w;
       const Run run = valid_run(w_base, k.stride_w, p.width, p.out_w);
+      if constexpr (!to_image) {
+        if (shifted) {
+          shifted_plane(p, k, i, w_base, run, image, column_row);
+          continue;
+        }
+      }
       for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
         T* out = column_row + oh * p.out_w;
         const std::int64_t h = oh * k.stride_h + i * k.dilation_h - k.padding_h;
