@@ -155,19 +155,40 @@ Tensor TransformerDecoderLayer::forward(const Tensor& target, const Tensor& memo
 
 // ---- stacks -----------------------------------------------------------------------------------
 
+namespace {
+
+// A stack's layers, also collected in a LayerList for registering as layers.0, layers.1, ...
+template <typename Layer>
+std::shared_ptr<LayerList> make_layers(const char* op, std::vector<std::shared_ptr<Layer>>& layers,
+                                       std::int64_t num_layers, std::int64_t d_model,
+                                       std::int64_t heads, std::int64_t feed_forward_size,
+                                       const TransformerLayerOptions& options) {
+  NG_CHECK(num_layers > 0, op, "num_layers must be positive, got ", num_layers);
+  auto list = std::make_shared<LayerList>();
+  for (std::int64_t i = 0; i < num_layers; ++i) {
+    layers.push_back(std::make_shared<Layer>(d_model, heads, feed_forward_size, options));
+    list->push_back(layers.back());
+  }
+  return list;
+}
+
+// A pre-norm stack ends in a norm, since its last layer's output is not normalised; a
+// post-norm one needs none (null).
+std::shared_ptr<Norm> make_final_norm(const TransformerLayerOptions& options,
+                                      std::int64_t d_model) {
+  if (options.placement != NormPlacement::Pre) return nullptr;
+  return make_norm(options.norm, d_model, NormLayout::Features, options.dtype);
+}
+
+}  // namespace
+
 TransformerEncoder::TransformerEncoder(std::int64_t num_layers, std::int64_t d_model,
                                        std::int64_t heads, std::int64_t feed_forward_size,
                                        TransformerLayerOptions options) {
-  NG_CHECK(num_layers > 0, "TransformerEncoder", "num_layers must be positive, got ", num_layers);
-  auto list = register_module("layers", std::make_shared<LayerList>());
-  for (std::int64_t i = 0; i < num_layers; ++i) {
-    layers.push_back(
-        std::make_shared<TransformerEncoderLayer>(d_model, heads, feed_forward_size, options));
-    list->push_back(layers.back());
-  }
-  if (options.placement == NormPlacement::Pre)
-    final_norm = register_module(
-        "final_norm", make_norm(options.norm, d_model, NormLayout::Features, options.dtype));
+  register_module("layers", make_layers("TransformerEncoder", layers, num_layers, d_model, heads,
+                                        feed_forward_size, options));
+  if (auto norm = make_final_norm(options, d_model))
+    final_norm = register_module("final_norm", norm);
 }
 
 Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& padding_mask) {
@@ -179,16 +200,10 @@ Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& padding_mask) 
 TransformerDecoder::TransformerDecoder(std::int64_t num_layers, std::int64_t d_model,
                                        std::int64_t heads, std::int64_t feed_forward_size,
                                        TransformerLayerOptions options) {
-  NG_CHECK(num_layers > 0, "TransformerDecoder", "num_layers must be positive, got ", num_layers);
-  auto list = register_module("layers", std::make_shared<LayerList>());
-  for (std::int64_t i = 0; i < num_layers; ++i) {
-    layers.push_back(
-        std::make_shared<TransformerDecoderLayer>(d_model, heads, feed_forward_size, options));
-    list->push_back(layers.back());
-  }
-  if (options.placement == NormPlacement::Pre)
-    final_norm = register_module(
-        "final_norm", make_norm(options.norm, d_model, NormLayout::Features, options.dtype));
+  register_module("layers", make_layers("TransformerDecoder", layers, num_layers, d_model, heads,
+                                        feed_forward_size, options));
+  if (auto norm = make_final_norm(options, d_model))
+    final_norm = register_module("final_norm", norm);
 }
 
 Tensor TransformerDecoder::forward(const Tensor& target, const Tensor& memory,

@@ -25,6 +25,11 @@ inline Tensor positive_leaf(const Shape& shape, std::uint64_t seed = 1) {
   return (rand(shape, generator, {.dtype = DType::Float64}) + 0.5).detach().requires_grad_();
 }
 
+// An int64 mask from nested rows of 0 and 1 (nonzero = blocked), as attention takes it.
+inline Tensor int_mask(std::initializer_list<std::initializer_list<double>> rows) {
+  return tensor(rows, {.dtype = DType::Int64});
+}
+
 // True when every element agrees within atol + rtol * |expected|.
 inline bool all_close(const Tensor& actual, const std::vector<double>& expected, double rtol = 1e-6,
                       double atol = 1e-8) {

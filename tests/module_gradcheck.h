@@ -24,6 +24,20 @@ namespace testing {
 
 using ParameterSlots = std::vector<normgrad::Tensor*>;
 
+// Moves a module's parameters away from their initial values, so that no bias sits at zero
+// and no gain at one by construction, and tanh and softmax work in their curved range:
+// gains (of norms or WeightNorm, named "...gain") in [0.5, 1.5], everything else N(0, 0.5^2).
+inline void randomise(normgrad::nn::Module& module, std::uint64_t seed) {
+  normgrad::Generator generator(seed);
+  for (auto& [name, parameter] : module.named_parameters()) {
+    const bool gain = name.size() >= 4 && name.compare(name.size() - 4, 4, "gain") == 0;
+    if (gain)
+      normgrad::nn::init::uniform_(parameter, 0.5, 1.5, generator);
+    else
+      normgrad::nn::init::normal_(parameter, 0.0, 0.5, generator);
+  }
+}
+
 // The slots of a normaliser's gain and bias, those it has.
 inline void add_norm_slots(ParameterSlots& slots, normgrad::nn::Norm& norm) {
   const auto add = [&slots](normgrad::Tensor& gain, normgrad::Tensor& bias) {

@@ -12,29 +12,14 @@
 
 using namespace normgrad;
 using testing::all_close;
+using testing::int_mask;
 using testing::leaf;
+using testing::randomise;
 using Inputs = std::vector<Tensor>;
 
 namespace {
 
 const TensorOptions f64{.dtype = DType::Float64};
-
-Tensor int_mask(std::initializer_list<std::initializer_list<double>> rows) {
-  return tensor(rows, {.dtype = DType::Int64});
-}
-
-// Parameters away from their small initial values, so that tanh and softmax work in their
-// curved range: gains (norm or WeightNorm) in [0.5, 1.5], everything else N(0, 0.5^2).
-void randomise(nn::Module& module, std::uint64_t seed) {
-  Generator generator(seed);
-  for (auto& [name, parameter] : module.named_parameters()) {
-    const bool gain = name.size() >= 4 && name.compare(name.size() - 4, 4, "gain") == 0;
-    if (gain)
-      nn::init::uniform_(parameter, 0.5, 1.5, generator);
-    else
-      nn::init::normal_(parameter, 0.0, 0.5, generator);
-  }
-}
 
 bool all_finite(const Tensor& x) {
   for (double value : x.to_vector<double>())

@@ -12,29 +12,14 @@
 
 using namespace normgrad;
 using testing::all_close;
+using testing::int_mask;
 using testing::leaf;
+using testing::randomise;
 using Inputs = std::vector<Tensor>;
 
 namespace {
 
 const TensorOptions f64{.dtype = DType::Float64};
-
-Tensor int_mask(std::initializer_list<std::initializer_list<double>> rows) {
-  return tensor(rows, {.dtype = DType::Int64});
-}
-
-// Parameters away from their initial values (norm gains in [0.5, 1.5], the rest N(0, 0.5^2)),
-// so that no bias sits at zero and no gain at one by construction.
-void randomise(nn::Module& module, std::uint64_t seed) {
-  Generator generator(seed);
-  for (auto& [name, parameter] : module.named_parameters()) {
-    const bool gain = name.size() >= 4 && name.compare(name.size() - 4, 4, "gain") == 0;
-    if (gain)
-      nn::init::uniform_(parameter, 0.5, 1.5, generator);
-    else
-      nn::init::normal_(parameter, 0.0, 0.5, generator);
-  }
-}
 
 void add_attention_slots(testing::ParameterSlots& slots, nn::MultiHeadAttention& attention) {
   slots.insert(slots.end(), {&attention.in_proj_weight, &attention.in_proj_bias,
