@@ -1,6 +1,7 @@
 #pragma once
 // normgrad: the umbrella header. #include <normgrad/normgrad.h> brings in the whole public API.
 
+#include "core/cuda.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"

@@ -11,9 +11,13 @@ Backend& backend_for(Device device);
 
 Backend& cpu_backend();
 
-// Implemented by backends/cuda (or by its CPU-only stub, which always says no).
+// Implemented by backends/cuda/cuda_backend.cpp, or by its CPU-only stand-in no_cuda.cpp,
+// which always says no.
 bool cuda_is_available();
 int cuda_device_count();
 Backend& cuda_backend(int index);
+void cuda_synchronize(int index);
+void cuda_set_allow_tf32(bool allow);
+bool cuda_allow_tf32();
 
 }  // namespace normgrad::backend

@@ -7,7 +7,7 @@
 #include <initializer_list>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 #include "core/error.h"
 

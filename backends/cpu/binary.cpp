@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
 

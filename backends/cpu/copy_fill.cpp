@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 
 namespace normgrad::backend::cpu {

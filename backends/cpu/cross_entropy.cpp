@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
 #include "core/error.h"

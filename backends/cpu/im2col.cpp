@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 #include "core/error.h"
 

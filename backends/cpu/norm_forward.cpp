@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"

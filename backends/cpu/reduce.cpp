@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
 

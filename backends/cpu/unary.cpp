@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/dtype_dispatch.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"

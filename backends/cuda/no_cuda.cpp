@@ -16,4 +16,15 @@ Backend& cuda_backend(int index) {
       "-DNORMGRAD_CUDA=ON on a machine with the CUDA toolkit); use Device::cpu()"));
 }
 
+void cuda_synchronize(int index) { cuda_backend(index); }
+
+// Kept, so that code setting it runs unchanged in builds without CUDA; nothing reads it.
+namespace {
+bool tf32 = false;
+}  // namespace
+
+void cuda_set_allow_tf32(bool allow) { tf32 = allow; }
+
+bool cuda_allow_tf32() { return tf32; }
+
 }  // namespace normgrad::backend

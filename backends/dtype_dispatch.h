@@ -11,7 +11,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
-namespace normgrad::backend::cpu {
+namespace normgrad::backend {
 
 template <typename T> struct TypeTag { using type = T; };
 
@@ -42,4 +42,4 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& functio
       detail::concat(op, ": dtype ", dtype, " is not supported (expects float32 or float64)"));
 }
 
-}  // namespace normgrad::backend::cpu
+}  // namespace normgrad::backend

@@ -1,0 +1,138 @@
+// CudaBackend's device, stream, cuBLAS handle and memory; the error reports of cuda_check.h;
+// and the functions of backends/dispatch.h that find CUDA devices.
+
+#include "backends/cuda/cuda_backend.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_guard.h"
+#include "backends/dispatch.h"
+#include "core/error.h"
+
+namespace normgrad::backend {
+
+namespace cuda {
+
+void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
+  throw Error(detail::concat("cuda: ", call, " failed at ", file, ":", line, ": ",
+                             cudaGetErrorName(status), ": ", cudaGetErrorString(status)));
+}
+
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw Error(detail::concat("cublas: ", call, " failed at ", file, ":", line, ": ",
+                             cublasGetStatusName(status), ": ", cublasGetStatusString(status)));
+}
+
+namespace {
+std::atomic<bool> tf32{false};
+}  // namespace
+
+bool tf32_allowed() { return tf32.load(std::memory_order_relaxed); }
+
+Workspace::Workspace(const Context& context, std::size_t nbytes)
+    : allocator_(context.allocator), nbytes_(nbytes) {
+  if (nbytes_ > 0) data_ = allocator_->allocate(nbytes_);
+}
+
+Workspace::~Workspace() {
+  try {
+    allocator_->deallocate(data_, nbytes_);
+  } catch (...) {  // a destructor must not throw; a failed cudaFree leaks the block
+  }
+}
+
+CudaBackend::CudaBackend(int device) : allocator_(std::make_unique<CachingAllocator>(device)) {
+  context_.device = device;
+  context_.allocator = allocator_.get();
+  DeviceGuard guard(device);
+  NG_CUDA_CHECK(cudaDeviceGetAttribute(&context_.multiprocessors, cudaDevAttrMultiProcessorCount,
+                                       device));
+  NG_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
+  NG_CUBLAS_CHECK(cublasCreate(&context_.blas));
+  NG_CUBLAS_CHECK(cublasSetStream(context_.blas, context_.stream));
+}
+
+// Backends live until the process ends (see cuda_backend() below); this runs only when a
+// constructor failed half-way, or never.
+CudaBackend::~CudaBackend() {
+  if (context_.blas != nullptr) cublasDestroy(context_.blas);
+  if (context_.stream != nullptr) cudaStreamDestroy(context_.stream);
+}
+
+void* CudaBackend::allocate(std::size_t nbytes) { return allocator_->allocate(nbytes); }
+
+void CudaBackend::deallocate(void* data, std::size_t nbytes) { allocator_->deallocate(data, nbytes); }
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(context_.device);
+  NG_CUDA_CHECK(
+      cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
+  NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host_src, std::size_t nbytes) {
+  if (nbytes == 0) return;
+  DeviceGuard guard(context_.device);
+  NG_CUDA_CHECK(
+      cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, context_.stream));
+  NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+}
+
+void CudaBackend::empty_cache() {
+  synchronize();
+  allocator_->empty_cache();
+}
+
+void CudaBackend::synchronize() {
+  DeviceGuard guard(context_.device);
+  NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+}
+
+}  // namespace cuda
+
+int cuda_device_count() {
+  // Asked once: the answer does not change while the process runs. No driver or no GPU
+  // counts as none.
+  static const int count = [] {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return devices;
+  }();
+  return count;
+}
+
+bool cuda_is_available() { return cuda_device_count() > 0; }
+
+Backend& cuda_backend(int index) {
+  const int count = cuda_device_count();
+  if (count == 0)
+    throw Error(detail::concat("cuda:", index,
+                               ": no CUDA device is available (this build has the CUDA backend, "
+                               "but the driver reports no GPU); use Device::cpu()"));
+  NG_CHECK(index >= 0 && index < count, "cuda", "device index ", index, " is out of range: ",
+           count, " CUDA device", count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1, ")");
+  // One backend per device, made at first use and never destroyed: tensors owned by static
+  // objects may be freed after it would be.
+  static std::vector<cuda::CudaBackend*> backends(static_cast<std::size_t>(count), nullptr);
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto& backend = backends[static_cast<std::size_t>(index)];
+  if (backend == nullptr) backend = new cuda::CudaBackend(index);
+  return *backend;
+}
+
+void cuda_synchronize(int index) { static_cast<cuda::CudaBackend&>(cuda_backend(index)).synchronize(); }
+
+void cuda_set_allow_tf32(bool allow) { cuda::tf32.store(allow, std::memory_order_relaxed); }
+
+bool cuda_allow_tf32() { return cuda::tf32_allowed(); }
+
+}  // namespace normgrad::backend

@@ -1,0 +1,116 @@
+#pragma once
+// CudaBackend: the Backend interface on one GPU. Its memory comes from a caching allocator;
+// its work goes to one stream of its own, in order; GEMMs go to cuBLAS and everything else to
+// the kernels of this folder, one op family per .cu file, each with a small header of
+// launchers (elementwise.h, random.h, reduce.h, matmul.h, softmax.h, norm.h, batch_norm.h,
+// cross_entropy.h, adam.h, recurrent_cells.h, im2col.h, pool.h, indexing.h). The methods
+// below only make the device current and call those launchers. Obtain an instance through
+// backend_for(Device::cuda(i)).
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cuda/caching_allocator.h"
+#include "backends/cuda/context.h"
+
+namespace normgrad::backend::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::cuda(context_.device); }
+
+  void* allocate(std::size_t nbytes) override;
+  void deallocate(void* data, std::size_t nbytes) override;
+  // Both wait for the stream: the host buffer may be read or reused as soon as they return.
+  void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) override;
+  void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) override;
+  MemoryStats memory_stats() const override { return allocator_->stats(); }
+  void empty_cache() override;
+  void set_caching(bool enabled) override { allocator_->set_enabled(enabled); }
+
+  void fill(const TensorRef& out, double value) override;
+  void arange(const TensorRef& out, double start, double step) override;
+  void copy(const TensorRef& dst, const TensorRef& src) override;
+  void unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+             double beta) override;
+  void binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+              double alpha) override;
+  void where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+             const TensorRef& b) override;
+  void random(const TensorRef& out, RandomKind kind, std::uint64_t seed, std::uint64_t offset,
+              double alpha, double beta) override;
+  void reduce(ReduceOp op, const TensorRef& out, const TensorRef& in, std::uint64_t reduced,
+              double scale) override;
+  void matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+              bool accumulate) override;
+  void softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) override;
+  void softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
+                        bool log) override;
+  void norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
+                    const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
+                    const TensorRef* bias) override;
+  void norm_backward(const NormParams& params, const TensorRef& dx, const TensorRef* dgain,
+                     const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                     const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain) override;
+  void batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
+                             const TensorRef& rstd, const TensorRef& x, double eps) override;
+  void batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
+                          const TensorRef& rstd, const TensorRef* gain,
+                          const TensorRef* bias) override;
+  void batch_norm_backward(const TensorRef& dx, const TensorRef* dgain, const TensorRef* dbias,
+                           const TensorRef& dy, const TensorRef& x, const TensorRef& mean,
+                           const TensorRef& rstd, const TensorRef* gain,
+                           bool batch_statistics) override;
+  void cross_entropy_forward(const CrossEntropyParams& params, const TensorRef& loss,
+                             const TensorRef& log_normaliser, const TensorRef& logits,
+                             const TensorRef& targets) override;
+  void cross_entropy_backward(const CrossEntropyParams& params, const TensorRef& dlogits,
+                              const TensorRef& dloss, const TensorRef& logits,
+                              const TensorRef& targets, const TensorRef& log_normaliser) override;
+  void adam_update(const AdamParams& params, const TensorRef& weight, const TensorRef& grad,
+                   const TensorRef& exp_avg, const TensorRef& exp_avg_sq) override;
+  void gru_cell_forward(const TensorRef& h, const TensorRef& activations, const TensorRef& gx,
+                        const TensorRef& gh, const TensorRef& h_prev,
+                        const TensorRef* mask) override;
+  void gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh, const TensorRef& dh_prev,
+                         const TensorRef& dh, const TensorRef& activations, const TensorRef& gh,
+                         const TensorRef& h_prev, const TensorRef* mask) override;
+  void lstm_cell_forward(const TensorRef& c, const TensorRef& activations, const TensorRef& gates,
+                         const TensorRef& c_prev, const TensorRef* mask) override;
+  void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev, const TensorRef& dc,
+                          const TensorRef& activations, const TensorRef& c_prev,
+                          const TensorRef* mask) override;
+  void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) override;
+  void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;
+  void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
+                  const Window2d& window) override;
+  void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                           const TensorRef& indices) override;
+  void avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) override;
+  void avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                           const Window2d& window) override;
+  void index_select(const TensorRef& out, const TensorRef& in, int dim,
+                    const TensorRef& index) override;
+  void index_add(const TensorRef& out, int dim, const TensorRef& index,
+                 const TensorRef& src) override;
+  void gather(const TensorRef& out, const TensorRef& in, int dim, const TensorRef& index) override;
+  void scatter_add(const TensorRef& out, int dim, const TensorRef& index,
+                   const TensorRef& src) override;
+
+  // The GPU schedules its own threads; the host-side thread count does not apply.
+  void set_num_threads(int) override {}
+
+  // Waits until every kernel queued on this device so far has finished.
+  void synchronize();
+
+ private:
+  std::unique_ptr<CachingAllocator> allocator_;
+  Context context_;
+};
+
+}  // namespace normgrad::backend::cuda
