@@ -1,13 +1,14 @@
 // Times whole training steps (zero_grad, forward, loss, backward, Adam) of the models in
 // training_models.h, and reports the median step time and peak memory as one JSON line:
 //
-//   bench_training_step --model gru --norm rmsnorm --steps 5
+//   bench_training_step --model gru --norm rmsnorm --steps 5 [--device cuda]
 //   {"model":"gru","norm":"rmsnorm","threads":2,"step_seconds":[...],"median_seconds":...,
 //    "peak_tensor_bytes":...,"peak_rss_growth_bytes":...}
 //
 // peak_rss_growth_bytes is the process's peak resident set minus its resident set before the
 // model was built, the measure bench_training_step_torch.py takes too; peak_tensor_bytes is
-// the most that normgrad's allocator had handed out to tensors at once.
+// the most that normgrad's allocator had handed out to tensors at once (on the GPU with
+// --device cuda, where each step ends by waiting for the device).
 // run_training_steps.py runs both and writes the table in RESULTS.md.
 
 #include <normgrad/normgrad.h>
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
   std::string model_name = "gru", norm = "none";
   int steps = 5, warmup = 2;
   std::int64_t batch = 0;
+  std::string device_name = "cpu";
+  app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--model", model_name, "gru or cnn")->check(CLI::IsMember({"gru", "cnn"}));
   app.add_option("--norm", norm, "a norm spec for every norm slot (none, layernorm, rmsnorm, ...)");
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
 
   try {
     const std::int64_t rss_before = resident_bytes();
+    const Device device = device_name == "cuda" ? Device::cuda() : Device::cpu();
     Generator data(1);
     std::function<Tensor()> loss;
     std::shared_ptr<nn::Module> model;
@@ -64,15 +68,17 @@ int main(int argc, char** argv) {
       // Batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000.
       const std::int64_t sentences = batch > 0 ? batch : 80, length = 50, vocabulary = 8000;
       auto lm = std::make_shared<bench::GruLanguageModel>(vocabulary, 256, 512, norm);
-      const Tensor tokens = randint(0, vocabulary, {length, sentences}, data);
-      const Tensor targets = randint(0, vocabulary, {length, sentences}, data);
+      lm->to(device);
+      const Tensor tokens = randint(0, vocabulary, {length, sentences}, data).to(device);
+      const Tensor targets = randint(0, vocabulary, {length, sentences}, data).to(device);
       loss = [lm, tokens, targets] { return lm->loss(tokens, targets); };
       model = lm;
     } else {
       const std::int64_t images = batch > 0 ? batch : 64;
       auto cnn = bench::conv_pool_cnn_c(norm);
-      const Tensor x = randn({images, 3, 32, 32}, data);
-      const Tensor labels = randint(0, 10, {images}, data);
+      cnn->to(device);
+      const Tensor x = randn({images, 3, 32, 32}, data).to(device);
+      const Tensor labels = randint(0, 10, {images}, data).to(device);
       loss = [cnn, x, labels] { return nn::cross_entropy(cnn->forward(x), labels); };
       model = cnn;
     }
@@ -83,6 +89,7 @@ int main(int argc, char** argv) {
       adam.zero_grad();
       loss().backward();
       adam.step();
+      if (device.is_cuda()) cuda::synchronize(device.index);
       const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (step >= warmup) times.push_back(elapsed.count());
     }
@@ -92,10 +99,11 @@ int main(int argc, char** argv) {
                               ? sorted[sorted.size() / 2]
                               : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
-              << R"(","threads":)" << get_num_threads() << R"(,"step_seconds":[)";
+              << R"(","device":")" << device << R"(","threads":)" << get_num_threads()
+              << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
     std::cout << R"(],"median_seconds":)" << median << R"(,"peak_tensor_bytes":)"
-              << memory_stats().peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"
+              << memory_stats(device).peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"
               << peak_resident_bytes() - rss_before << "}\n";
   } catch (const Error& error) {
     std::cerr << "bench_training_step: " << error.what() << "\n";

@@ -68,23 +68,28 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=0)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
     torch.manual_seed(1)
+    device = torch.device(arguments.device)
+    # Like normgrad's default: full float32 products, no TF32.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     rss_before = resident_bytes()
     if arguments.model == "gru":
         sentences, length, vocabulary = arguments.batch or 80, 50, 8000
-        model = GruLanguageModel(vocabulary, 256, 512)
-        tokens = torch.randint(0, vocabulary, (length, sentences))
-        targets = torch.randint(0, vocabulary, (length, sentences))
+        model = GruLanguageModel(vocabulary, 256, 512).to(device)
+        tokens = torch.randint(0, vocabulary, (length, sentences)).to(device)
+        targets = torch.randint(0, vocabulary, (length, sentences)).to(device)
 
         def loss():
             return model.loss(tokens, targets)
     else:
         images = arguments.batch or 64
-        model = conv_pool_cnn_c()
-        x = torch.randn(images, 3, 32, 32)
-        labels = torch.randint(0, 10, (images,))
+        model = conv_pool_cnn_c().to(device)
+        x = torch.randn(images, 3, 32, 32).to(device)
+        labels = torch.randint(0, 10, (images,)).to(device)
 
         def loss():
             return nn.functional.cross_entropy(model(x), labels)
@@ -95,10 +100,13 @@ def main():
         adam.zero_grad()
         loss().backward()
         adam.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
         if step >= arguments.warmup:
             times.append(time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({
+    extra = {"peak_tensor_bytes": torch.cuda.max_memory_allocated()} if device.type == "cuda" else {}
+    print(json.dumps({**extra, "device": arguments.device,
         "framework": f"PyTorch {torch.__version__}", "model": arguments.model, "norm": "none",
         "threads": torch.get_num_threads(), "step_seconds": times,
         "median_seconds": statistics.median(times), "peak_rss_growth_bytes": peak - rss_before,

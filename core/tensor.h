@@ -115,7 +115,8 @@ class Tensor {
   // ---- in-place (not differentiable; they bump the storage version) -----------------------
   Tensor& fill_(double value);
   Tensor& zero_();
-  Tensor& copy_(const Tensor& src);  // src broadcasts to this shape and converts dtype
+  // src broadcasts to this shape, converts dtype, and may be on another device.
+  Tensor& copy_(const Tensor& src);
   Tensor& add_(const Tensor& other, double alpha = 1.0);  // this += alpha * other
   Tensor& add_(double value);
   Tensor& sub_(const Tensor& other);

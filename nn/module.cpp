@@ -48,7 +48,8 @@ void Module::collect(const std::string& prefix, bool recurse, bool buffers,
   for (const auto& [name, tensor] : buffers ? buffers_ : parameters_)
     out.emplace_back(prefix + name, tensor);
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, buffers, out);
+  for (const auto& [name, child] : children_)
+    child->collect(prefix + name + ".", true, buffers, out);
 }
 
 NamedTensors Module::named_parameters(bool recurse) const {
@@ -76,6 +77,30 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, child] : children_) child->train(on);
+}
+
+namespace {
+
+// Puts a copy of `tensor` on `device` under the same TensorImpl, so that every handle sees it.
+void move_to(const Tensor& tensor, Device device) {
+  if (!tensor.defined() || tensor.device() == device) return;
+  const Tensor moved = tensor.detach().to(device);  // contiguous, no autograd record
+  TensorImpl* impl = tensor.impl();
+  impl->storage = moved.storage();
+  impl->strides = moved.strides();
+  impl->offset = moved.offset();
+}
+
+}  // namespace
+
+Module& Module::to(Device device) {
+  for (auto& [name, parameter] : named_parameters()) {
+    move_to(parameter, device);
+    if (const Tensor grad = parameter.grad(); grad.defined() && grad.device() != device)
+      parameter.set_grad(grad.to(device));
+  }
+  for (auto& [name, buffer] : named_buffers()) move_to(buffer, device);
+  return *this;
 }
 
 void Module::zero_grad() {
@@ -111,8 +136,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     NG_CHECK(source.defined() && source.shape() == target.shape(), "load_state_dict", "entry \"",
              name, "\" has shape ", source.defined() ? to_string(source.shape()) : "undefined",
              " but the module expects ", target.shape());
-    NG_CHECK(source.dtype() == target.dtype(), "load_state_dict", "entry \"", name,
-             "\" has dtype ", source.dtype(), " but the module expects ", target.dtype());
+    NG_CHECK(source.dtype() == target.dtype(), "load_state_dict", "entry \"", name, "\" has dtype ",
+             source.dtype(), " but the module expects ", target.dtype());
   }
   NoGradGuard no_grad;
   for (auto& [name, target] : targets) {

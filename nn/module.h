@@ -53,6 +53,11 @@ class Module {
 
   void zero_grad();  // drops the gradients of all parameters
 
+  // Moves every parameter and buffer (and a parameter's gradient) to `device`, in place: the
+  // members and handles that refer to them see the new memory, so an optimizer built before
+  // the move keeps working. Returns *this, for chaining.
+  Module& to(Device device);
+
   // ---- state ------------------------------------------------------------------------------
   // Parameters and buffers by their dotted names, detached (sharing storage).
   StateDict state_dict() const;

@@ -73,10 +73,13 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::zero_() { return fill_(0); }
 
+// The one in-place op that crosses devices: values from another device come over first (a
+// checkpoint loaded on the host into a model on a GPU, for instance).
 Tensor& Tensor::copy_(const Tensor& src) {
   check_writable(*this, &src, "copy_");
   if (numel() > 0) {
-    const Tensor source = operand(*this, src, "copy_");
+    const bool other_device = src.defined() && src.device() != device();
+    const Tensor source = operand(*this, other_device ? src.detach().to(device()) : src, "copy_");
     detail::backend_of(*this).copy(detail::ref(*this), detail::broadcast_ref(source, shape()));
   }
   storage()->bump_version();

@@ -61,11 +61,11 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
       cudaGetLastError();
       std::size_t free_bytes = 0, total_bytes = 0;
       cudaMemGetInfo(&free_bytes, &total_bytes);
-      throw Error(detail::concat(
-          "cuda:", device_, ": out of memory allocating ", mib(size), " MiB (", nbytes,
-          " bytes requested); allocated by tensors ", mib(allocated_bytes_), " MiB, peak ",
-          mib(peak_allocated_bytes_), " MiB, cached ", mib(cached_bytes_), " MiB; the device has ",
-          mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB"));
+      throw Error(detail::concat("cuda:", device_, ": out of memory allocating ", mib(size),
+                                 " MiB (", nbytes, " bytes requested); allocated by tensors ",
+                                 mib(allocated_bytes_), " MiB, peak ", mib(peak_allocated_bytes_),
+                                 " MiB, cached ", mib(cached_bytes_), " MiB; the device has ",
+                                 mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB"));
     }
     check_cuda(status, "cudaMalloc", __FILE__, __LINE__);
   }

@@ -49,8 +49,8 @@ CudaBackend::CudaBackend(int device) : allocator_(std::make_unique<CachingAlloca
   context_.device = device;
   context_.allocator = allocator_.get();
   DeviceGuard guard(device);
-  NG_CUDA_CHECK(cudaDeviceGetAttribute(&context_.multiprocessors, cudaDevAttrMultiProcessorCount,
-                                       device));
+  NG_CUDA_CHECK(
+      cudaDeviceGetAttribute(&context_.multiprocessors, cudaDevAttrMultiProcessorCount, device));
   NG_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
   NG_CUBLAS_CHECK(cublasCreate(&context_.blas));
   NG_CUBLAS_CHECK(cublasSetStream(context_.blas, context_.stream));
@@ -65,21 +65,21 @@ CudaBackend::~CudaBackend() {
 
 void* CudaBackend::allocate(std::size_t nbytes) { return allocator_->allocate(nbytes); }
 
-void CudaBackend::deallocate(void* data, std::size_t nbytes) { allocator_->deallocate(data, nbytes); }
+void CudaBackend::deallocate(void* data, std::size_t nbytes) {
+  allocator_->deallocate(data, nbytes);
+}
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
-  NG_CUDA_CHECK(
-      cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
+  NG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
 }
 
 void CudaBackend::copy_from_host(void* dst, const void* host_src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
-  NG_CUDA_CHECK(
-      cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, context_.stream));
+  NG_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, context_.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
 }
 
@@ -117,8 +117,8 @@ Backend& cuda_backend(int index) {
     throw Error(detail::concat("cuda:", index,
                                ": no CUDA device is available (this build has the CUDA backend, "
                                "but the driver reports no GPU); use Device::cpu()"));
-  NG_CHECK(index >= 0 && index < count, "cuda", "device index ", index, " is out of range: ",
-           count, " CUDA device", count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1, ")");
+  NG_CHECK(index >= 0 && index < count, "cuda", "device index ", index, " is out of range: ", count,
+           " CUDA device", count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1, ")");
   // One backend per device, made at first use and never destroyed: tensors owned by static
   // objects may be freed after it would be.
   static std::vector<cuda::CudaBackend*> backends(static_cast<std::size_t>(count), nullptr);
@@ -129,7 +129,9 @@ Backend& cuda_backend(int index) {
   return *backend;
 }
 
-void cuda_synchronize(int index) { static_cast<cuda::CudaBackend&>(cuda_backend(index)).synchronize(); }
+void cuda_synchronize(int index) {
+  static_cast<cuda::CudaBackend&>(cuda_backend(index)).synchronize();
+}
 
 void cuda_set_allow_tf32(bool allow) { cuda::tf32.store(allow, std::memory_order_relaxed); }
 

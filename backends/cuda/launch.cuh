@@ -28,8 +28,8 @@ inline unsigned grid_for(std::int64_t n, const Context& context, int threads = t
 }
 
 // Grid-stride loop over [0, n) for the calling thread.
-#define NG_KERNEL_LOOP(i, n)                                                              \
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < (n);     \
+#define NG_KERNEL_LOOP(i, n)                                                          \
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += std::int64_t{gridDim.x} * blockDim.x)
 
 // ---- strided addressing ----------------------------------------------------------------------
@@ -104,15 +104,13 @@ void make_indexers(const TensorRef* const (&operands)[N], Indexer (&indexers)[N]
 
 // The sum over the 32 lanes of a warp, returned to every lane. The butterfly's order depends
 // only on the lane numbers, so it is the same on every run.
-template <typename T>
-__device__ __forceinline__ T warp_sum(T value) {
+template <typename T> __device__ __forceinline__ T warp_sum(T value) {
   for (int offset = warp_size / 2; offset > 0; offset /= 2)
     value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
 }
 
-template <typename T>
-__device__ __forceinline__ T warp_max(T value) {
+template <typename T> __device__ __forceinline__ T warp_max(T value) {
   for (int offset = warp_size / 2; offset > 0; offset /= 2) {
     const T other = __shfl_xor_sync(0xffffffffu, value, offset);
     value = (other > value || other != other) ? other : value;  // NaN wins
@@ -123,8 +121,7 @@ __device__ __forceinline__ T warp_max(T value) {
 // The sum over a block (blockDim.x a multiple of 32, at most 1024), returned to every thread:
 // each warp sums its lanes, then every thread sums the warps' results in warp order.
 // `shared` holds 32 values; the call contains __syncthreads, so every thread must make it.
-template <typename T>
-__device__ T block_sum(T value, T* shared) {
+template <typename T> __device__ T block_sum(T value, T* shared) {
   const int lane = threadIdx.x % warp_size, warp = threadIdx.x / warp_size;
   value = warp_sum(value);
   __syncthreads();  // `shared` may still be read by a previous call
@@ -135,8 +132,7 @@ __device__ T block_sum(T value, T* shared) {
   return warp_sum(total);
 }
 
-template <typename T>
-__device__ T block_max(T value, T* shared) {
+template <typename T> __device__ T block_max(T value, T* shared) {
   const int lane = threadIdx.x % warp_size, warp = threadIdx.x / warp_size;
   value = warp_max(value);
   __syncthreads();

@@ -11,9 +11,10 @@ bool cuda_is_available() { return false; }
 int cuda_device_count() { return 0; }
 
 Backend& cuda_backend(int index) {
-  throw Error(detail::concat(
-      "cuda:", index, ": this build of normgrad has no CUDA backend (configure with "
-      "-DNORMGRAD_CUDA=ON on a machine with the CUDA toolkit); use Device::cpu()"));
+  throw Error(
+      detail::concat("cuda:", index,
+                     ": this build of normgrad has no CUDA backend (configure with "
+                     "-DNORMGRAD_CUDA=ON on a machine with the CUDA toolkit); use Device::cpu()"));
 }
 
 void cuda_synchronize(int index) { cuda_backend(index); }
