@@ -45,10 +45,11 @@ Tensor masked_softmax(const Tensor& scores, const Tensor& blocked) {
   return masked_fill(weights, blocked, 0.0);
 }
 
-Tensor causal_mask(std::int64_t length) {
+Tensor causal_mask(std::int64_t length, Device device) {
   NG_CHECK(length >= 0, "causal_mask", "length must be non-negative, got ", length);
   NoGradGuard no_grad;
-  const Tensor positions = arange(static_cast<double>(length), {.dtype = DType::Int64});
+  const Tensor positions =
+      arange(static_cast<double>(length), {.dtype = DType::Int64, .device = device});
   // blocked[i, j] = j > i
   return gt(positions.unsqueeze(0), positions.unsqueeze(1));
 }

@@ -40,7 +40,7 @@ namespace functional {
 Tensor masked_softmax(const Tensor& scores, const Tensor& blocked = Tensor());
 
 // [length, length] int64, 1 above the diagonal: query i may attend to keys j <= i.
-Tensor causal_mask(std::int64_t length);
+Tensor causal_mask(std::int64_t length, Device device = Device::cpu());
 
 // softmax(q k^T / sqrt(d)) v on q [batch, heads, query_len, d], k [batch, heads, key_len, d],
 // v [batch, heads, key_len, d_v]; `blocked` (int64) broadcasts to [batch, heads, query_len,

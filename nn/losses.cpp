@@ -17,6 +17,7 @@ std::int64_t check(const Tensor& logits, const Tensor& targets, const CrossEntro
                    const char* name) {
   NG_CHECK(logits.defined() && targets.defined(), name, "logits and targets must be defined");
   autograd::primitive::check_floating(logits, name);
+  autograd::primitive::check_same_device(logits, targets, name);
   NG_CHECK(targets.dtype() == DType::Int64, name, "targets must be int64 class indices, got ",
            targets.dtype());
   NG_CHECK(logits.dim() >= 1 && logits.size(-1) > 0, name,
@@ -74,7 +75,8 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& targets,
   const Tensor log_probabilities = logits.log_softmax(-1);
   // Ignored rows pick class 0 and are then masked out.
   const Tensor kept = ne(targets, static_cast<double>(options.ignore_index));
-  const Tensor safe_targets = where(kept, targets, zeros(targets.shape(), {.dtype = DType::Int64}));
+  const Tensor safe_targets = where(
+      kept, targets, zeros(targets.shape(), {.dtype = DType::Int64, .device = targets.device()}));
   const Tensor picked = gather(log_probabilities, -1, safe_targets.unsqueeze(-1)).squeeze(-1);
   Tensor per_row = -picked * (1 - options.label_smoothing);
   if (options.label_smoothing != 0)
@@ -93,7 +95,8 @@ Tensor nll_loss(const Tensor& log_probabilities, const Tensor& targets,
   NG_CHECK((kept - kept * in_range).sum().item() == 0, "nll_loss",
            "a target is not a class in [0, ", classes, ") nor the ignore_index ",
            options.ignore_index);
-  const Tensor safe_targets = where(kept, targets, zeros(targets.shape(), {.dtype = DType::Int64}));
+  const Tensor safe_targets = where(
+      kept, targets, zeros(targets.shape(), {.dtype = DType::Int64, .device = targets.device()}));
   const Tensor picked = gather(log_probabilities, -1, safe_targets.unsqueeze(-1)).squeeze(-1);
   return reduce(-picked * kept.to(log_probabilities.dtype()), targets, options);
 }

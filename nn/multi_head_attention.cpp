@@ -13,9 +13,10 @@ namespace {
 constexpr const char* forward_op = "MultiHeadAttention::forward";
 
 // Each mask as 0/1, summed: nonzero wherever any of them blocks. Shapes broadcast to
-// [batch, 1, query_len, key_len] (the heads share the masks).
+// [batch, 1, query_len, key_len] (the heads share the masks). The causal mask is made on
+// `device`, the queries'.
 Tensor combined_mask(const AttentionMasks& masks, std::int64_t batch, std::int64_t query_len,
-                     std::int64_t key_len) {
+                     std::int64_t key_len, Device device) {
   detail::check_padding_mask(masks.key_padding_mask, batch, key_len, forward_op,
                              "key padding mask");
   if (masks.attention_mask.defined()) {
@@ -38,7 +39,7 @@ Tensor combined_mask(const AttentionMasks& masks, std::int64_t batch, std::int64
   if (masks.key_padding_mask.defined())
     add_mask(masks.key_padding_mask.reshape({batch, 1, 1, key_len}));
   if (masks.attention_mask.defined()) add_mask(masks.attention_mask);
-  if (masks.causal) add_mask(functional::causal_mask(query_len));
+  if (masks.causal) add_mask(functional::causal_mask(query_len, device));
   return blocked;
 }
 
@@ -95,7 +96,7 @@ AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& k
              " inputs like the layer's parameters, got ", query.dtype(), ", ", key.dtype(), " and ",
              value.dtype());
   const std::int64_t batch = query.size(0), query_len = query.size(1), key_len = key.size(1);
-  const Tensor blocked = combined_mask(masks, batch, query_len, key_len);
+  const Tensor blocked = combined_mask(masks, batch, query_len, key_len, query.device());
 
   const double dropout = is_training() ? options_.dropout : 0.0;
   Generator& generator = options_.generator != nullptr ? *options_.generator : default_generator();

@@ -53,6 +53,7 @@ Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, std::int64_t offse
   const std::int64_t length = x.size(-2);
   NG_CHECK(offset >= 0 && offset + length <= table_.size(0), op, "positions ", offset, " to ",
            offset + length - 1, " lie beyond the table's ", table_.size(0), " (raise max_length)");
+  if (table_.device() != x.device()) table_ = table_.to(x.device());  // moved once, then kept
   return x + table_.narrow(0, offset, length);
 }
 

@@ -34,7 +34,7 @@ class SinusoidalPositionalEncoding : public Layer {
   const Tensor& table() const { return table_; }  // [max_length, d_model]
 
  private:
-  Tensor table_;
+  Tensor table_;  // not a buffer (it is a formula); moves to the input's device at first use
 };
 
 }  // namespace normgrad::nn

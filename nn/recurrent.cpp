@@ -13,10 +13,7 @@ namespace normgrad::nn {
 
 RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, std::int64_t gates,
                              const RecurrentCellOptions& options, Generator& generator)
-    : input_size_(input_size),
-      hidden_size_(hidden_size),
-      options_(options),
-      spec_(options.norm) {
+    : input_size_(input_size), hidden_size_(hidden_size), options_(options), spec_(options.norm) {
   NG_CHECK(input_size > 0 && hidden_size > 0, "RecurrentCell",
            "input_size and hidden_size must be positive, got ", input_size, " and ", hidden_size);
   NG_CHECK(is_floating(options.dtype), "RecurrentCell", "expects a floating-point dtype, got ",
@@ -81,7 +78,8 @@ Tensor sequence_mask(const Tensor& lengths, std::int64_t max_length, bool batch_
   for (std::size_t b = 0; b < values.size(); ++b)
     NG_CHECK(values[b] >= 0 && values[b] <= max_length, "sequence_mask", "length ", values[b],
              " of row ", b, " is outside [0, ", max_length, "]");
-  const Tensor steps = arange(static_cast<double>(max_length), {.dtype = DType::Int64});
+  const Tensor steps =
+      arange(static_cast<double>(max_length), {.dtype = DType::Int64, .device = lengths.device()});
   const Tensor mask = lt(steps.unsqueeze(0), lengths.detach().unsqueeze(1)).to(dtype);  // [B, T]
   return batch_first ? mask : mask.t().contiguous();
 }
@@ -104,8 +102,8 @@ namespace {
 
 // Direction d's slice of an initial state [D, B, H], or zeros.
 Tensor initial_slice(const Tensor& initial, std::int64_t direction, std::int64_t batch,
-                     std::int64_t hidden, DType dtype) {
-  if (!initial.defined()) return zeros({batch, hidden}, {.dtype = dtype});
+                     std::int64_t hidden, const TensorOptions& options) {
+  if (!initial.defined()) return zeros({batch, hidden}, options);
   return initial.select(0, direction);
 }
 
@@ -144,13 +142,14 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
     step_masks = unbind(time_major_mask, 0);
   }
   const std::int64_t time_dim = options_.batch_first ? 1 : 0;
+  const TensorOptions like_x{.dtype = x.dtype(), .device = x.device()};
   std::vector<Tensor> outputs, finals, final_cells;
   for (std::int64_t direction = 0; direction < count; ++direction) {
     RecurrentCell& cell = *cells_[direction];
     const std::vector<Tensor> inputs = unbind(cell.input_side(x), 0);  // T x [B, gates H]
-    std::vector<Tensor> state{initial_slice(initial_hidden, direction, batch, hidden, x.dtype())};
+    std::vector<Tensor> state{initial_slice(initial_hidden, direction, batch, hidden, like_x)};
     if (state_count == 2)
-      state.push_back(initial_slice(initial_cell, direction, batch, hidden, x.dtype()));
+      state.push_back(initial_slice(initial_cell, direction, batch, hidden, like_x));
     std::vector<Tensor> per_step(steps);
     for (std::int64_t i = 0; i < steps; ++i) {
       const std::int64_t t = direction == 0 ? i : steps - 1 - i;
@@ -160,7 +159,7 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
     outputs.push_back(steps > 0 ? stack(per_step, time_dim)
                                 : zeros(Shape{options_.batch_first ? batch : 0,
                                               options_.batch_first ? 0 : batch, hidden},
-                                        {.dtype = x.dtype()}));
+                                        like_x));
     finals.push_back(state[0]);
     if (state_count == 2) final_cells.push_back(state[1]);
   }

@@ -1,0 +1,79 @@
+// The fused Adam / AdamW update on the GPU (backend.h gives the formula): one pass over each
+// parameter, each thread reading w, g, m, v once and writing w, m, v. The operations are those
+// of the CPU kernel in the same order, in the parameter's type, so both devices agree to
+// rounding; every element is independent, so the result does not depend on the grid.
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+#include "backends/cuda/adam.h"
+#include "backends/cuda/launch.cuh"
+#include "backends/dtype_dispatch.h"
+#include "core/error.h"
+
+namespace normgrad::backend::cuda {
+
+namespace {
+
+template <typename T> struct AdamScalars {
+  T lr, beta1, beta2, eps, decay;
+  T step_size;                // lr / bias_correction1
+  T inverse_root_correction;  // 1 / sqrt(bias_correction2)
+  bool decoupled;
+};
+
+template <typename T>
+__global__ void adam_kernel(std::int64_t count, T* __restrict__ w, const T* __restrict__ g,
+                            T* __restrict__ m, T* __restrict__ v, const AdamScalars<T> s) {
+  NG_KERNEL_LOOP(i, count) {
+    T gradient = g[i];
+    T value = w[i];
+    if (s.decoupled)
+      value -= s.lr * s.decay * value;
+    else
+      gradient += s.decay * value;
+    const T first = s.beta1 * m[i] + (T(1) - s.beta1) * gradient;
+    const T second = s.beta2 * v[i] + (T(1) - s.beta2) * gradient * gradient;
+    m[i] = first;
+    v[i] = second;
+    w[i] = value - s.step_size * first / (sqrt(second) * s.inverse_root_correction + s.eps);
+  }
+}
+
+}  // namespace
+
+void adam_update(const Context& context, const AdamParams& params, const TensorRef& weight,
+                 const TensorRef& grad, const TensorRef& exp_avg, const TensorRef& exp_avg_sq) {
+  const char* op = "cuda adam_update";
+  for (const TensorRef* operand : {&grad, &exp_avg, &exp_avg_sq}) {
+    NG_CHECK(operand->dtype == weight.dtype, op, "dtypes differ: weight ", weight.dtype, ", got ",
+             operand->dtype);
+    NG_CHECK(operand->shape == weight.shape, op, "shapes differ: weight ", weight.shape, ", got ",
+             operand->shape);
+  }
+  for (const TensorRef* operand : {&weight, &grad, &exp_avg, &exp_avg_sq})
+    NG_CHECK(is_contiguous(*operand), op, "operands must be contiguous, got strides ",
+             operand->strides, " for shape ", operand->shape);
+  const std::int64_t count = weight.numel();
+  if (count == 0) return;
+  dispatch_floating(weight.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    AdamScalars<T> s;
+    s.lr = static_cast<T>(params.lr);
+    s.beta1 = static_cast<T>(params.beta1);
+    s.beta2 = static_cast<T>(params.beta2);
+    s.eps = static_cast<T>(params.eps);
+    s.decay = static_cast<T>(params.weight_decay);
+    s.step_size = static_cast<T>(params.lr / params.bias_correction1);
+    s.inverse_root_correction = static_cast<T>(1.0 / std::sqrt(params.bias_correction2));
+    s.decoupled = params.decoupled;
+    adam_kernel<T><<<grid_for(count, context), threads_per_block, 0, context.stream>>>(
+        count, weight.ptr<T>(), grad.ptr<const T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), s);
+    NG_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace normgrad::backend::cuda

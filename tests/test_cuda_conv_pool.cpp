@@ -1,0 +1,171 @@
+// CPU-versus-CUDA parity of convolution and pooling, values and gradients: conv2d over the
+// geometries of test_conv.cpp (stride, padding, dilation, per-dim settings, 1x1, kernels that
+// cover the input), a batch large enough that the weight gradient accumulates over several
+// chunks of samples (the accumulating matmul), the Conv2d module; max pooling (first maximum
+// on ties, padding that never wins), average pooling (padding counted as zeros) and global
+// average pooling.
+//
+// Tolerances: a convolution output sums C kh kw products, its weight gradient N OH OW and its
+// input gradient O kh kw: testing::summed with the largest of these. Max pooling selects, so it
+// is exact; average pooling adds kh kw values, and its backward adds the windows' shares.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "cuda_parity.h"
+
+using namespace normgrad;
+using testing::exact;
+using testing::Inputs;
+using testing::normal;
+using testing::parity_mismatch;
+using testing::summed;
+
+namespace {
+
+struct Geometry {
+  Size2d stride = 1, padding = 0, dilation = 1;
+};
+
+struct ConvCase {
+  Shape input, weight;
+  Geometry geometry;
+  bool bias;
+};
+
+const std::vector<ConvCase> conv_cases = {
+    {{2, 3, 7, 6}, {4, 3, 2, 3}, {2, 1, 2}, true},                 // stride 2, pad 1, dil 2
+    {{2, 3, 7, 6}, {4, 3, 2, 3}, {2, 1, 2}, false},                // the same without bias
+    {{1, 2, 5, 8}, {3, 2, 3, 1}, {{2, 1}, {0, 2}, {1, 3}}, true},  // per-dim settings
+    {{2, 4, 5, 3}, {6, 4, 1, 1}, {}, true},                        // 1x1
+    {{2, 3, 6, 6}, {5, 3, 3, 3}, {1, 1, 1}, true},                 // 3x3, pad 1
+    {{1, 2, 4, 4}, {2, 2, 4, 4}, {1, 0, 1}, true},                 // kernel covers the input
+    {{1, 2, 7, 5}, {3, 2, 3, 3}, {1, 2, 2}, true},                 // dilation 2, pad 2
+    {{2, 2, 1, 4}, {2, 2, 3, 3}, {1, 1, 1}, false},                // rows of taps in padding
+    {{3, 16, 13, 11}, {8, 16, 3, 3}, {1, 1, 1}, true},             // more channels
+};
+
+// Gradient tolerances for (x, weight, bias): an input pixel's gradient adds O kh kw products,
+// a weight's and a bias's N OH OW.
+std::vector<testing::Tolerance> conv_gradients(DType dtype, const Shape& input, const Shape& weight,
+                                               std::int64_t out_positions) {
+  const double per_input = static_cast<double>(weight[0] * weight[2] * weight[3]);
+  const double per_weight = static_cast<double>(input[0] * out_positions);
+  return {summed(dtype, per_input), summed(dtype, per_weight), summed(dtype, per_weight)};
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: conv2d over strides, padding and dilation, values and gradients") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const ConvCase& c : conv_cases) {
+      INFO(dtype << ", input " << c.input << ", weight " << c.weight);
+      const Geometry g = c.geometry;
+      Inputs inputs{normal(c.input, 1, dtype), normal(c.weight, 2, dtype)};
+      if (c.bias) inputs.push_back(normal({c.weight[0]}, 3, dtype));
+      const auto f = [g](const Inputs& in) {
+        return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), g.stride, g.padding,
+                      g.dilation);
+      };
+      const Tensor probe = f(inputs);  // for the output size
+      const std::int64_t positions = probe.size(2) * probe.size(3);
+      const double taps = static_cast<double>(c.weight[1] * c.weight[2] * c.weight[3]);
+      const auto gradients = conv_gradients(dtype, c.input, c.weight, positions);
+      CHECK_NO_MISMATCH(parity_mismatch(f, inputs, summed(dtype, taps), gradients));
+      // A non-contiguous input: the image read through a transpose of H and W.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [g](const Inputs& in) {
+            return conv2d(in[0].transpose(2, 3), in[1], Tensor(), g.stride, g.padding, g.dilation);
+          },
+          {normal({c.input[0], c.input[1], c.input[3], c.input[2]}, 4, dtype), inputs[1]},
+          summed(dtype, taps), gradients));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: conv2d weight gradient accumulated over chunks of samples") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // 16 channels, 3x3 taps and 32 x 32 outputs are 147456 column values per sample: a batch of
+  // 64 spans two chunks of the 2^23-value column budget, so dW = sum over chunks, each added
+  // with matmul's accumulate form.
+  const Shape input{64, 16, 32, 32}, weight{8, 16, 3, 3};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) { return conv2d(in[0], in[1], in[2], 1, 1); },
+        {normal(input, 5, dtype), normal(weight, 6, dtype, 0.2), normal({8}, 7, dtype)},
+        summed(dtype, 144), conv_gradients(dtype, input, weight, 32 * 32)));
+  }
+}
+
+TEST_CASE("cuda parity: the Conv2d module, moved with Module::to") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(8);
+  nn::Conv2d conv(3, 5, {3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = 1}, generator);
+  const Tensor x = normal({4, 3, 9, 8}, 9);
+  CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+      conv, [&](const Inputs& in) { return conv.forward(in[0]); }, {x}, summed(DType::Float32, 18),
+      summed(DType::Float32, 4 * 5 * 7)));  // the parameters' gradients add N OH OW terms
+}
+
+TEST_CASE("cuda parity: max_pool2d with ties and padding, exact") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    Generator generator(10);
+    // Distinct values, and small integers whose ties send the gradient to the first maximum.
+    const Tensor distinct = normal({2, 3, 9, 8}, 11, dtype);
+    const Tensor tied = randint(-2, 2, {2, 3, 9, 8}, generator).to(dtype);
+    for (const Tensor& x : {distinct, tied}) {
+      INFO(dtype);
+      // Overlapping windows (stride < kernel): a pixel can win in several windows, and its
+      // gradient adds their upstream values.
+      CHECK_NO_MISMATCH(
+          parity_mismatch([](const Inputs& in) { return max_pool2d(in[0], 2); }, {x}, exact));
+      CHECK_NO_MISMATCH(
+          parity_mismatch([](const Inputs& in) { return max_pool2d(in[0], 3, Size2d(1), 1); }, {x},
+                          exact, summed(dtype, 9, 4.0)));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) {
+            return max_pool2d(in[0], {3, 2}, Size2d{2, 1}, {1, 0});
+          },
+          {x}, exact, summed(dtype, 6, 4.0)));
+      // All-negative input: the padding (never a candidate) must not win with a 0.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return max_pool2d(-abs(in[0]) - 1.0, 2, Size2d(2), 1); }, {x},
+          exact));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return max_pool2d(in[0].transpose(2, 3), 2); }, {x}, exact));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: avg_pool2d with padding, and global average pooling") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    const Tensor x = normal({2, 3, 9, 8}, 12, dtype);
+    CHECK_NO_MISMATCH(parity_mismatch([](const Inputs& in) { return avg_pool2d(in[0], 2); }, {x},
+                                      summed(dtype, 4, 4.0)));
+    CHECK_NO_MISMATCH(
+        parity_mismatch([](const Inputs& in) { return avg_pool2d(in[0], 3, Size2d(1), 1); }, {x},
+                        summed(dtype, 9, 4.0)));
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) {
+          return avg_pool2d(in[0].transpose(2, 3), {2, 3}, Size2d{1, 2}, {1, 1});
+        },
+        {x}, summed(dtype, 6, 4.0)));
+    CHECK_NO_MISMATCH(parity_mismatch([](const Inputs& in) { return global_avg_pool2d(in[0]); },
+                                      {x}, summed(dtype, 72, 4.0)));
+    nn::MaxPool2d max_layer(2);
+    nn::AvgPool2d avg_layer(3, Size2d(2), 1);
+    nn::GlobalAvgPool2d global_layer;
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [&](const Inputs& in) {
+          return cat({max_layer.forward(in[0]).flatten(), avg_layer.forward(in[0]).flatten(),
+                      global_layer.forward(in[0]).flatten()});
+        },
+        {x}, summed(dtype, 72, 4.0)));
+  }
+}

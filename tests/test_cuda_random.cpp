@@ -1,0 +1,109 @@
+// Random numbers on the GPU are the CPU's: the generator is counter-based (Philox,
+// core/generator.h), so value i of a draw depends only on (seed, offset + i), not on the device
+// or the thread layout. Uniform and integer draws are bit-identical; normal draws agree to the
+// last bits of the maths libraries' log and cos (testing::normal_draws). Checked for rand, randn
+// and randint in each dtype and at sizes that leave partial blocks, for draws split at odd offsets,
+// for dropout masks (through nn::Dropout and the attention dropout) and for GaussianNoise.
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda_parity.h"
+
+using namespace normgrad;
+using testing::bits_mismatch;
+using testing::mismatch;
+using testing::parity_device;
+
+TEST_CASE(
+    "cuda parity: rand and randint are bit-identical to the CPU's for one seed, randn within "
+    "ulps") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = parity_device();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    Generator host_generator(2024), device_generator(2024);
+    for (const Shape& shape : {Shape{1}, Shape{7}, Shape{3, 1001}, Shape{1000, 1001}}) {
+      INFO(dtype << " " << shape);
+      CHECK_NO_MISMATCH(
+          bits_mismatch(rand(shape, host_generator, {.dtype = dtype}),
+                        rand(shape, device_generator, {.dtype = dtype, .device = gpu})));
+      CHECK_NO_MISMATCH(mismatch(randn(shape, host_generator, {.dtype = dtype}),
+                                 randn(shape, device_generator, {.dtype = dtype, .device = gpu}),
+                                 testing::normal_draws(dtype)));
+    }
+    CHECK(host_generator.offset() == device_generator.offset());
+  }
+  Generator host_generator(7), device_generator(7);
+  for (const auto& [low, high] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {-5, 17}, {0, 2}, {-(std::int64_t{1} << 40), std::int64_t{1} << 40}}) {
+    INFO("randint [" << low << ", " << high << ")");
+    CHECK_NO_MISMATCH(bits_mismatch(
+        randint(low, high, {513, 67}, host_generator),
+        randint(low, high, {513, 67}, device_generator, {.dtype = DType::Int64, .device = gpu})));
+  }
+  // Integers drawn straight into a floating dtype.
+  CHECK_NO_MISMATCH(bits_mismatch(
+      randint(0, 10, {100}, host_generator, {.dtype = DType::Float32}),
+      randint(0, 10, {100}, device_generator, {.dtype = DType::Float32, .device = gpu})));
+}
+
+TEST_CASE("cuda parity: a draw split at odd offsets across devices continues the CPU's stream") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = parity_device();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    Generator whole(99), split(99);
+    const Tensor all = randn({1 + 101 + 99}, whole, {.dtype = dtype});
+    const Tensor first = randn({1}, split, {.dtype = dtype});                    // offset 0, host
+    const Tensor second = randn({101}, split, {.dtype = dtype, .device = gpu});  // offset 1
+    const Tensor third = randn({99}, split, {.dtype = dtype});                   // offset 102
+    CHECK_NO_MISMATCH(
+        mismatch(all, cat({first, second.to(Device::cpu()), third}), testing::normal_draws(dtype)));
+  }
+}
+
+TEST_CASE("cuda parity: dropout masks are bit-identical, through the function and the module") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = parity_device();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const double p : {0.1, 0.5, 0.9}) {
+      INFO(dtype << ", p " << p);
+      const Tensor x = testing::normal({37, 129}, 3, dtype);
+      Generator host_generator(5), device_generator(5);
+      const Tensor host = nn::functional::dropout(x, p, true, host_generator);
+      const Tensor device = nn::functional::dropout(x.to(gpu), p, true, device_generator);
+      CHECK(device.device() == gpu);
+      CHECK_NO_MISMATCH(bits_mismatch(host, device));
+      // The gradient is the same mask times the upstream gradient.
+      const Tensor xh = x.detach().requires_grad_(), xd = x.to(gpu).detach().requires_grad_();
+      Generator g1(6), g2(6);
+      const Tensor upstream = testing::normal(x.shape(), 7, dtype);
+      nn::functional::dropout(xh, p, true, g1).backward(upstream);
+      nn::functional::dropout(xd, p, true, g2).backward(upstream.to(gpu));
+      CHECK_NO_MISMATCH(bits_mismatch(xh.grad(), xd.grad(), "dropout gradient"));
+    }
+  }
+  // The module, drawing from its own generator, twice in a row (the stream moves on).
+  Generator host_generator(8), device_generator(8);
+  nn::Dropout host_dropout(0.3, &host_generator), device_dropout(0.3, &device_generator);
+  const Tensor x = testing::normal({64, 65}, 9);
+  for (int call = 0; call < 2; ++call) {
+    CAPTURE(call);
+    CHECK_NO_MISMATCH(bits_mismatch(host_dropout.forward(x), device_dropout.forward(x.to(gpu))));
+  }
+  CHECK(host_generator.offset() == device_generator.offset());
+}
+
+TEST_CASE("cuda parity: GaussianNoise adds the CPU's noise") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = parity_device();
+  Generator host_generator(10), device_generator(10);
+  nn::GaussianNoise host_noise(0.15, &host_generator), device_noise(0.15, &device_generator);
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    const Tensor x = testing::normal({33, 17}, 11, dtype);
+    // x + sigma n, with n a normal draw.
+    CHECK_NO_MISMATCH(mismatch(host_noise.forward(x), device_noise.forward(x.to(gpu)),
+                               testing::normal_draws(dtype)));
+  }
+}

@@ -1,0 +1,132 @@
+// CPU-versus-CUDA parity of the recurrent layers, values and gradients: the fused GRU step and
+// LSTM cell-state kernels with and without a mask, and GRU and LSTM layers over several steps
+// for every norm slot choice (none, LayerNorm, RMSNorm, pRMSNorm, L2Norm, WeightNorm), both
+// directions, a padding mask and lengths, with input, initial-state and parameter gradients.
+//
+// Tolerances: the step kernels are pointwise (testing::elementwise). A layer chains T steps of
+// matrix products (sums of input or hidden size terms) and norms (testing::norm_values), and
+// its parameter gradients sum over T B rows; errors of each step carry into the next, so the
+// layers use norm_gradients (2e-4 in float32) scaled by the number of steps.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_parity.h"
+#include "module_gradcheck.h"
+
+using namespace normgrad;
+using testing::elementwise;
+using testing::Inputs;
+using testing::normal;
+using testing::parity_mismatch;
+using testing::Tolerance;
+
+namespace {
+
+const std::vector<std::string> cell_norms = {"none",         "layernorm", "rmsnorm",
+                                             "prmsnorm:0.5", "l2norm",    "weightnorm"};
+
+std::shared_ptr<nn::Recurrent> make_layer(bool lstm, const std::string& norm, bool bidirectional,
+                                          DType dtype, bool batch_first = false) {
+  Generator generator(11);
+  const nn::RecurrentOptions options{.cell = {.norm = norm, .dtype = dtype},
+                                     .bidirectional = bidirectional,
+                                     .batch_first = batch_first};
+  std::shared_ptr<nn::Recurrent> layer;
+  if (lstm)
+    layer = std::make_shared<nn::Lstm>(6, 8, options, generator);
+  else
+    layer = std::make_shared<nn::Gru>(6, 8, options, generator);
+  testing::randomise(*layer, 12);
+  return layer;
+}
+
+// A layer's tolerance after `steps` steps: each step's rounding enters the next.
+Tolerance layer_tolerance(DType dtype, double steps) {
+  const Tolerance per_step = testing::norm_gradients(dtype);
+  return {per_step.rtol * steps, per_step.atol * steps};
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: fused gru_step and lstm_cell_state, with and without a mask") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const bool masked : {false, true}) {
+      INFO(dtype << ", masked " << masked);
+      const Tensor mask = masked ? tensor({1, 0, 1, 1, 0}, {.dtype = dtype}) : Tensor();
+      const auto mask_on = [mask](const Tensor& like) {
+        return mask.defined() ? testing::on_device_of(mask, like) : Tensor();
+      };
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return nn::functional::gru_step(in[0], in[1], in[2], mask_on(in[0]));
+          },
+          {normal({5, 21}, 1, dtype, 2.0), normal({5, 21}, 2, dtype, 2.0),
+           normal({5, 7}, 3, dtype)},
+          elementwise(dtype)));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return nn::functional::lstm_cell_state(in[0], in[1], mask_on(in[0]));
+          },
+          {normal({5, 28}, 4, dtype, 2.0), normal({5, 7}, 5, dtype)}, elementwise(dtype)));
+      // Strided operands (transposed views) are read correctly too.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return nn::functional::gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0]));
+          },
+          {normal({21, 5}, 6, dtype, 2.0), normal({5, 21}, 7, dtype, 2.0),
+           normal({7, 5}, 8, dtype)},
+          elementwise(dtype)));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: GRU and LSTM layers for every norm, with a mask, both directions") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // [T = 5, B = 3]: row 1 stops after 3 steps, row 2 after 1.
+  const Tensor mask = tensor({{1, 1, 1}, {1, 1, 0}, {1, 1, 0}, {1, 0, 0}, {1, 0, 0}});
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const std::string& norm : cell_norms) {
+      for (const bool lstm : {false, true}) {
+        INFO((lstm ? "LSTM" : "GRU") << ", norm " << norm << ", " << dtype);
+        const std::shared_ptr<nn::Recurrent> layer = make_layer(lstm, norm, true, dtype);
+        nn::Recurrent& recurrent = *layer;
+        // Outputs, final hidden states (and cells) together, from an initial state; gradients
+        // of the input, the initial state and every parameter.
+        CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+            recurrent,
+            [&](const Inputs& in) {
+              const nn::RecurrentOutput out =
+                  recurrent.forward(in[0], testing::on_device_of(mask.to(dtype), in[0]), in[1]);
+              std::vector<Tensor> parts{out.output.flatten(), out.hidden.flatten()};
+              if (lstm) parts.push_back(out.cell.flatten());
+              return cat(parts);
+            },
+            {normal({5, 3, 6}, 13, dtype), normal({2, 3, 8}, 14, dtype, 0.5)},
+            layer_tolerance(dtype, 5), layer_tolerance(dtype, 5)));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: GRU and LSTM layers with lengths, batch first") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Tensor lengths = tensor({7, 2, 5, 4}, {.dtype = DType::Int64});
+  for (const bool lstm : {false, true}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    const std::shared_ptr<nn::Recurrent> layer =
+        make_layer(lstm, "rmsnorm", true, DType::Float32, /*batch_first=*/true);
+    nn::Recurrent& recurrent = *layer;
+    CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+        recurrent,
+        [&](const Inputs& in) {
+          const nn::RecurrentOutput out = recurrent.forward_lengths(in[0], in[1]);
+          return cat({out.output.flatten(), out.hidden.flatten()});
+        },
+        {normal({4, 7, 6}, 15), lengths}, layer_tolerance(DType::Float32, 7),
+        layer_tolerance(DType::Float32, 7)));
+  }
+}
