@@ -8,55 +8,14 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
+#include "backends/op_names.h"
 
 namespace normgrad::backend::cpu {
 
 namespace {
-
-const char* binary_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add:
-      return "add";
-    case BinaryOp::Sub:
-      return "sub";
-    case BinaryOp::Mul:
-      return "mul";
-    case BinaryOp::Div:
-      return "div";
-    case BinaryOp::Pow:
-      return "pow";
-    case BinaryOp::Maximum:
-      return "maximum";
-    case BinaryOp::Minimum:
-      return "minimum";
-    case BinaryOp::Eq:
-      return "eq";
-    case BinaryOp::Ne:
-      return "ne";
-    case BinaryOp::Lt:
-      return "lt";
-    case BinaryOp::Le:
-      return "le";
-    case BinaryOp::Gt:
-      return "gt";
-    case BinaryOp::Ge:
-      return "ge";
-    case BinaryOp::TanhGrad:
-      return "tanh_grad";
-    case BinaryOp::SigmoidGrad:
-      return "sigmoid_grad";
-    case BinaryOp::ReluGrad:
-      return "relu_grad";
-    case BinaryOp::GeluGrad:
-      return "gelu_grad";
-    case BinaryOp::LeakyReluGrad:
-      return "leaky_relu_grad";
-  }
-  return "?";
-}
 
 bool is_comparison(BinaryOp op) {
   return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||

@@ -11,58 +11,15 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
+#include "backends/dtype_dispatch.h"
+#include "backends/op_names.h"
 
 namespace normgrad::backend::cpu {
 
 namespace {
-
-const char* unary_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg:
-      return "neg";
-    case UnaryOp::Abs:
-      return "abs";
-    case UnaryOp::Exp:
-      return "exp";
-    case UnaryOp::Log:
-      return "log";
-    case UnaryOp::Sqrt:
-      return "sqrt";
-    case UnaryOp::Rsqrt:
-      return "rsqrt";
-    case UnaryOp::Tanh:
-      return "tanh";
-    case UnaryOp::Sigmoid:
-      return "sigmoid";
-    case UnaryOp::Relu:
-      return "relu";
-    case UnaryOp::Gelu:
-      return "gelu";
-    case UnaryOp::Sign:
-      return "sign";
-    case UnaryOp::Square:
-      return "square";
-    case UnaryOp::LeakyRelu:
-      return "leaky_relu";
-    case UnaryOp::Clamp:
-      return "clamp";
-    case UnaryOp::PowScalar:
-      return "pow_scalar";
-    case UnaryOp::AddScalar:
-      return "add_scalar";
-    case UnaryOp::MulScalar:
-      return "mul_scalar";
-    case UnaryOp::RsubScalar:
-      return "rsub_scalar";
-    case UnaryOp::RdivScalar:
-      return "rdiv_scalar";
-  }
-  return "?";
-}
 
 template <typename T, typename Function>
 void run_unary(const TensorRef& out, const TensorRef& in, Function function) {
