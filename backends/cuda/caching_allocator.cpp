@@ -108,9 +108,13 @@ void CachingAllocator::set_enabled(bool enabled) {
 // queued kernel still uses is not released under it.
 void CachingAllocator::release_cached_locked() {
   DeviceGuard guard(device_);
-  for (auto& [size, block] : free_blocks_) NG_CUDA_CHECK(cudaFree(block));
-  free_blocks_.clear();
-  cached_bytes_ = 0;
+  // One block at a time out of the list, so that a failing cudaFree leaves no freed block in it.
+  while (!free_blocks_.empty()) {
+    const auto [size, block] = *free_blocks_.begin();
+    free_blocks_.erase(free_blocks_.begin());
+    cached_bytes_ -= size;
+    NG_CUDA_CHECK(cudaFree(block));
+  }
 }
 
 }  // namespace normgrad::backend::cuda

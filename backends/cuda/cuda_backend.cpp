@@ -51,16 +51,24 @@ CudaBackend::CudaBackend(int device) : allocator_(std::make_unique<CachingAlloca
   DeviceGuard guard(device);
   NG_CUDA_CHECK(
       cudaDeviceGetAttribute(&context_.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  NG_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
-  NG_CUBLAS_CHECK(cublasCreate(&context_.blas));
-  NG_CUBLAS_CHECK(cublasSetStream(context_.blas, context_.stream));
+  try {
+    NG_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
+    NG_CUBLAS_CHECK(cublasCreate(&context_.blas));
+    NG_CUBLAS_CHECK(cublasSetStream(context_.blas, context_.stream));
+  } catch (...) {  // a half-built object gets no destructor call: release what was made
+    release_handles();
+    throw;
+  }
 }
 
-// Backends live until the process ends (see cuda_backend() below); this runs only when a
-// constructor failed half-way, or never.
-CudaBackend::~CudaBackend() {
+// Backends live until the process ends (see cuda_backend() below), so this runs rarely.
+CudaBackend::~CudaBackend() { release_handles(); }
+
+void CudaBackend::release_handles() noexcept {
   if (context_.blas != nullptr) cublasDestroy(context_.blas);
   if (context_.stream != nullptr) cudaStreamDestroy(context_.stream);
+  context_.blas = nullptr;
+  context_.stream = nullptr;
 }
 
 void* CudaBackend::allocate(std::size_t nbytes) { return allocator_->allocate(nbytes); }

@@ -109,6 +109,8 @@ class CudaBackend final : public Backend {
   void synchronize();
 
  private:
+  void release_handles() noexcept;
+
   std::unique_ptr<CachingAllocator> allocator_;
   Context context_;
 };
