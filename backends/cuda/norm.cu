@@ -476,8 +476,9 @@ __global__ void norm_backward_kernel(const BackwardArgs<T> args) {
 // in double. Block (32, finish_groups): thread (x, y) adds slots y, y + finish_groups, ... of
 // column x, and row y = 0 then adds the groups in order: the same order on every run.
 template <typename P, typename T>
-__global__ void sum_partials_kernel(T* out, const P* partial, std::int64_t slots,
-                                    std::int64_t stride, std::int64_t width, std::int64_t limit) {
+__global__ void __launch_bounds__(warp_size* finish_groups)
+    sum_partials_kernel(T* out, const P* partial, std::int64_t slots, std::int64_t stride,
+                        std::int64_t width, std::int64_t limit) {
   __shared__ double tile[finish_groups][warp_size + 1];
   const std::int64_t col = blockIdx.x * std::int64_t{warp_size} + threadIdx.x;
   double sum = 0;
@@ -586,9 +587,13 @@ unsigned row_grid(std::int64_t rows, const RowLayout& layout, const Context& con
   return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, cap));
 }
 
-// Dynamic shared memory above 48 KiB must be asked for per kernel.
+// Dynamic shared memory that takes the block (with the kernel's static shared memory) above
+// 48 KiB must be asked for per kernel.
 template <typename Kernel> void allow_shared(Kernel kernel, std::size_t bytes) {
-  if (bytes > 48 * 1024)
+  if (bytes == 0) return;
+  cudaFuncAttributes attributes{};
+  NG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.sharedSizeBytes + bytes > 48 * 1024)
     NG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(bytes)));
 }
