@@ -242,6 +242,25 @@ TEST_CASE("mnist_mlp: the same seed gives the same run, step for step") {
   CHECK(a.test_accuracy == b.test_accuracy);
 }
 
+// On a GPU the run follows the CPU's loss curve (float32 sums in another order: close, not
+// bitwise); without one, asking for it is an error that names the device.
+TEST_CASE("mnist_mlp: a run on a CUDA device matches the CPU run, or says there is no device") {
+  Generator generator(3);
+  const data::ImageDataset data{rand({32, 784}, generator), randint(0, 10, {32}, generator)};
+  mnist_mlp::RunSettings settings{.norm = "rmsnorm", .batch_size = 8, .steps = 5, .log_every = 1};
+  settings.shape.hidden = {16, 16};
+  const auto on_cpu = mnist_mlp::train_run(settings, data, data);
+  settings.device = Device::cuda();
+  if (!cuda::is_available()) {
+    CHECK_ERROR(mnist_mlp::train_run(settings, data, data), "cuda");
+    return;
+  }
+  const auto on_gpu = mnist_mlp::train_run(settings, data, data);
+  REQUIRE(on_gpu.curve.size() == on_cpu.curve.size());
+  for (std::size_t i = 0; i < on_cpu.curve.size(); ++i)
+    CHECK(on_gpu.curve[i].train_loss == doctest::Approx(on_cpu.curve[i].train_loss).epsilon(1e-4));
+}
+
 TEST_CASE("mnist_mlp: the CSV files hold every curve point and run, quoted where needed") {
   Folder folder;
   const auto runs = two_runs();

@@ -35,6 +35,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::string out = "out/mnist_mlp";
   int threads = 0;
+  std::string device = "cpu";
   std::optional<std::int64_t> eval_every;
   std::int64_t log_every = 0;
   std::int64_t train_size = 55000;
@@ -69,7 +70,19 @@ const CLI::Validator kNonNegative(
     },
     "NONNEGATIVE");
 
+// "cpu", "cuda" or "cuda:N".
+ng::Device parse_device(const std::string& text) {
+  if (text == "cpu") return ng::Device::cpu();
+  if (text == "cuda") return ng::Device::cuda();
+  const std::string prefix = "cuda:";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+    return ng::Device::cuda(std::stoi(text.substr(prefix.size())));
+  throw ng::Error("mnist_mlp: --device must be cpu, cuda or cuda:N, got '" + text + "'");
+}
+
 int run(const Options& options) {
+  const ng::Device device = parse_device(options.device);
   // Every spec is checked before anything slow happens.
   for (const std::string& norm : options.norms) mnist_mlp::parse_model_norm(norm);
   if (!fs::is_directory(options.data)) {
@@ -100,10 +113,11 @@ int run(const Options& options) {
     }
   std::printf(
       "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
-      "threads: %d\n\n",
+      "threads: %d; device: %s\n\n",
       options.data.c_str(), static_cast<long long>(train.images.size(0)),
       static_cast<long long>(all_train.images.size(0)), static_cast<long long>(test.images.size(0)),
-      options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads());
+      options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads(),
+      device.str().c_str());
   std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
   fs::create_directories(options.out);
@@ -115,7 +129,8 @@ int run(const Options& options) {
     mnist_mlp::RunSettings settings{.batch_size = batch_size,
                                     .lr = options.lr,
                                     .seed = options.seed,
-                                    .log_every = options.log_every};
+                                    .log_every = options.log_every,
+                                    .device = device};
     settings.shape.inputs = train.images.size(1);
     settings.steps = options.steps ? *options.steps
                                    : mnist_mlp::steps_for_epochs(options.epochs,
@@ -188,6 +203,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads,
                  "threads for the kernels and BLAS (default: OMP_NUM_THREADS, else all cores)")
       ->check(kPositive);
+  app.add_option("--device", options.device, "cpu, or cuda (cuda:N) for a GPU")
+      ->capture_default_str();
   app.add_option("--eval-every", options.eval_every,
                  "steps between test evaluations (default: a fifth of a run; 0: at the end only)")
       ->check(kNonNegative);

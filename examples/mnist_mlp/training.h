@@ -26,6 +26,7 @@ struct RunSettings {
   std::int64_t eval_every = 0;     // test accuracy every so many steps; 0: after the last only
   std::int64_t log_every = 0;      // a curve point every so many steps; 0: about 100 per run
   std::int64_t eval_batch = 1000;  // test images per forward pass when evaluating
+  normgrad::Device device = normgrad::Device::cpu();  // where the model and its batches live
 };
 
 struct CurvePoint {
@@ -65,7 +66,7 @@ std::int64_t steps_for_epochs(double epochs, std::int64_t examples, std::int64_t
 
 // The fraction of `dataset` the model classifies correctly, in evaluation mode (BatchNorm
 // uses its running statistics) and without recording a graph. Leaves the model in the mode
-// it found it in.
+// it found it in. The images go to the model's device a batch at a time.
 double test_accuracy(normgrad::nn::Layer& model, const normgrad::data::ImageDataset& dataset,
                      std::int64_t batch = 1000);
 
