@@ -78,7 +78,7 @@ ng::Device parse_device(const std::string& text) {
   if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
       text.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
     return ng::Device::cuda(std::stoi(text.substr(prefix.size())));
-  throw ng::Error("mnist_mlp: --device must be cpu, cuda or cuda:N, got '" + text + "'");
+  throw ng::Error("--device must be cpu, cuda or cuda:N, got '" + text + "'");
 }
 
 int run(const Options& options) {
