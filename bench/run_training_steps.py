@@ -4,6 +4,8 @@ bench/RESULTS.md (between the training markers), keeping the other sections.
 
 Usage: python3 bench/run_training_steps.py BUILD_DIR   (a Release build with bench_training_step)
        python3 bench/run_training_steps.py BUILD_DIR --quick   (a check of the pipeline)
+       python3 bench/run_training_steps.py BUILD_DIR --device cuda   (both on a GPU; the table
+           goes between the cuda-training markers, peak memory is the allocators' peak, goal 1.5x)
 
 The models (training_models.h, and their twins in bench_training_step_torch.py):
   gru  a GRU language model: batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000;
@@ -29,8 +31,9 @@ from run_benchmarks import THREADS, cpu_model, run_once, source_version, wait_un
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCH_SCRIPT = HERE / "bench_training_step_torch.py"
-BEGIN_MARKER = "<!-- training:begin -->"
-END_MARKER = "<!-- training:end -->"
+MARKERS = {"cpu": ("<!-- training:begin -->", "<!-- training:end -->"),
+           "cuda": ("<!-- cuda-training:begin -->", "<!-- cuda-training:end -->")}
+CUDA_GOAL = 1.5  # normgrad / PyTorch on the same GPU, on the way to parity
 
 # (model, norm, with PyTorch beside it, goal as the largest normgrad / PyTorch time ratio)
 CONFIGURATIONS = (
@@ -43,14 +46,14 @@ MODEL_NAMES = {"gru": "GRU language model, batch 80 x 50 steps, vocabulary 8000"
                "cnn": "ConvPool-CNN-C, batch 64, 3x32x32"}
 
 
-def command(build_dir, framework, model, norm, steps, warmup):
-    common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup)]
+def command(build_dir, framework, model, norm, steps, warmup, device):
+    common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--device", device]
     if framework == "torch":
         return [sys.executable, TORCH_SCRIPT, *common, "--threads", THREADS]
     return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm]
 
 
-def measure(build_dir, rounds, steps, warmup, quick):
+def measure(build_dir, rounds, steps, warmup, quick, device):
     """Maps (framework, model, norm) to its runs' JSON results, each with the CPU share that
     other processes took while it ran."""
     environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
@@ -62,7 +65,7 @@ def measure(build_dir, rounds, steps, warmup, quick):
                     wait_until_idle()
                 print(f"  round {round_index + 1}/{rounds}: {framework} {model} {norm}", file=sys.stderr,
                       flush=True)
-                output, foreign = run_once(command(build_dir, framework, model, norm, steps, warmup),
+                output, foreign = run_once(command(build_dir, framework, model, norm, steps, warmup, device),
                                            environment)
                 result = json.loads(output)
                 result["foreign_cpu_share"] = foreign
@@ -87,14 +90,18 @@ def mib(value):
     return f"{value / (1 << 20):.0f} MiB"
 
 
-def section(results, build_dir, quick):
+def section(results, build_dir, quick, device):
+    begin_marker, end_marker = MARKERS[device]
+    on_gpu = device == "cuda"
     ours = {(model, norm): summary(results[("normgrad", model, norm)]) for model, norm, _, _ in CONFIGURATIONS}
     theirs = {(model, norm): summary(results[("torch", model, norm)])
               for model, norm, with_torch, _ in CONFIGURATIONS if with_torch}
     torch_name = next(iter(theirs.values()))["framework"] if theirs else "PyTorch"
-    lines = [BEGIN_MARKER, "", "## Training steps against PyTorch", "",
+    title = "## Training steps on a GPU against PyTorch" if on_gpu else "## Training steps against PyTorch"
+    lines = [begin_marker, "", title, "",
              f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %z')}",
-             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {THREADS} threads on both sides",
+             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {THREADS} threads on both sides"
+             + ("; the models and data on cuda:0" if on_gpu else ""),
              f"- Library sources: {source_version(build_dir)}; {torch_name}",
              "- Most CPU time taken by other processes during one run: "
              + f"{max(s['foreign'] for s in [*ours.values(), *theirs.values()]):.1%}"]
@@ -112,16 +119,20 @@ def section(results, build_dir, quick):
         if with_torch:
             other = theirs[(model, norm)]
             ratio = mine["median"] / other["median"]
+            goal = CUDA_GOAL if on_gpu else goal
+            memory = (f"{mib(mine['tensors'])} / {mib(other.get('tensors', 0))} (allocators' peaks)" if on_gpu
+                      else f"{mib(mine['rss'])} / {mib(other['rss'])}")
             verdict = "pass" if ratio <= goal else "**FAIL**"
             cells += [f"{other['median']:.3f} s ±{other['spread']:.0%} (n={other['count']})", f"{ratio:.2f}x",
-                      f"≤ {goal:.2f}x: {verdict}", f"{mib(mine['rss'])} / {mib(other['rss'])}"]
+                      f"≤ {goal:.2f}x: {verdict}", memory]
         else:
             plain = ours[(model, "none")]
             cells += ["—", f"{mine['median'] / plain['median']:.2f}x our plain {model.upper()}", "—",
                       f"{mib(mine['rss'])} / —"]
         cells.append(mib(mine["tensors"]))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Measured with `python3 bench/run_training_steps.py {build_dir}`.", "", END_MARKER]
+    flags = " --device cuda" if on_gpu else ""
+    lines += ["", f"Measured with `python3 bench/run_training_steps.py {build_dir}{flags}`.", "", end_marker]
     return "\n".join(lines)
 
 
@@ -133,13 +144,14 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="timed steps per run")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, no waiting for an idle CPU")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     arguments = parser.parse_args()
     rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, arguments.steps)
-    results = measure(arguments.build_dir, rounds, steps, 1, arguments.quick)
-    text = section(results, arguments.build_dir, arguments.quick)
+    results = measure(arguments.build_dir, rounds, steps, 1, arguments.quick, arguments.device)
+    text = section(results, arguments.build_dir, arguments.quick, arguments.device)
     print(text)
     if not arguments.no_write:
-        write_section(arguments.results, text, BEGIN_MARKER, END_MARKER)
+        write_section(arguments.results, text, *MARKERS[arguments.device])
         print(f"updated {arguments.results}", file=sys.stderr)
 
 
