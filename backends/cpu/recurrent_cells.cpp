@@ -10,9 +10,10 @@
 #include <utility>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
+#include "backends/dtype_dispatch.h"
+#include "backends/recurrent_checks.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -27,26 +28,6 @@ void sigmoid_in_place(double* values, std::int64_t count) {
 }
 void tanh_in_place(double* values, std::int64_t count) {
   for (std::int64_t j = 0; j < count; ++j) values[j] = std::tanh(values[j]);
-}
-
-// Checks that every operand is contiguous with the expected [rows, width] shape and the dtype
-// of the first; the op layer guarantees this, so a failure here is a bug in normgrad.
-void check_rows(const char* op, std::int64_t rows,
-                std::initializer_list<std::pair<const TensorRef*, std::int64_t>> operands) {
-  const DType dtype = operands.begin()->first->dtype;
-  for (const auto& [operand, width] : operands) {
-    NG_CHECK(operand->shape == Shape({rows, width}) && operand->strides == Strides({width, 1}) &&
-                 operand->dtype == dtype,
-             op, "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
-             operand->shape, ", strides ", operand->strides, ", dtype ", operand->dtype);
-  }
-}
-
-void check_mask(const char* op, const TensorRef* mask, std::int64_t rows, DType dtype) {
-  if (!mask) return;
-  NG_CHECK(mask->shape == Shape({rows}) && mask->strides == Strides({1}) && mask->dtype == dtype,
-           op, "expects a contiguous mask [", rows, "] of dtype ", dtype, ", got shape ",
-           mask->shape, ", dtype ", mask->dtype);
 }
 
 template <typename T> bool takes_step(const TensorRef* mask, std::int64_t row) {

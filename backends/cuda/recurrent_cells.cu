@@ -16,6 +16,7 @@
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/recurrent_cells.h"
 #include "backends/dtype_dispatch.h"
+#include "backends/recurrent_checks.h"
 
 namespace normgrad::backend::cuda {
 
@@ -132,26 +133,6 @@ __global__ void lstm_backward_kernel(T* dgates, T* dc_prev, const T* dc, const T
     dpre[2 * units] = d * i * (T(1) - g * g);
     dc_prev[e] = d * f;
   }
-}
-
-// Checks that every operand is contiguous with the expected [rows, width] shape and the dtype
-// of the first; the op layer guarantees this, so a failure here is a bug in normgrad.
-void check_rows(const char* op, std::int64_t rows,
-                std::initializer_list<std::pair<const TensorRef*, std::int64_t>> operands) {
-  const DType dtype = operands.begin()->first->dtype;
-  for (const auto& [operand, width] : operands) {
-    NG_CHECK(operand->shape == Shape({rows, width}) && operand->strides == Strides({width, 1}) &&
-                 operand->dtype == dtype,
-             op, "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
-             operand->shape, ", strides ", operand->strides, ", dtype ", operand->dtype);
-  }
-}
-
-void check_mask(const char* op, const TensorRef* mask, std::int64_t rows, DType dtype) {
-  if (!mask) return;
-  NG_CHECK(mask->shape == Shape({rows}) && mask->strides == Strides({1}) && mask->dtype == dtype,
-           op, "expects a contiguous mask [", rows, "] of dtype ", dtype, ", got shape ",
-           mask->shape, ", dtype ", mask->dtype);
 }
 
 template <typename T> const T* mask_data(const TensorRef* mask) {
