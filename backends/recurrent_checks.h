@@ -1,5 +1,6 @@
 #pragma once
-// Checks of the fused recurrent kernels' operands, shared by the backends.
+// Checks of the fused recurrent kernels' operands, shared by the backends: each check_* below
+// returns the step's rows B and units H, read from its [B, H] state operand.
 
 #include <cstdint>
 #include <initializer_list>
@@ -30,4 +31,59 @@ inline void check_mask(const char* op, const TensorRef* mask, std::int64_t rows,
            mask->shape, ", dtype ", mask->dtype);
 }
 
+struct StepExtent {
+  std::int64_t rows = 0, units = 0;
+};
+
+// Rows and units of a [B, H] state operand (0 when it is not a matrix; check_rows then fails).
+inline StepExtent extent_of(const TensorRef& state) {
+  return {state.shape.empty() ? 0 : state.shape[0], state.rank() == 2 ? state.shape[1] : 0};
+}
+
+inline StepExtent check_gru_forward(const char* op, const TensorRef& h,
+                                    const TensorRef& activations, const TensorRef& gx,
+                                    const TensorRef& gh, const TensorRef& h_prev,
+                                    const TensorRef* mask) {
+  const auto [rows, H] = extent_of(h);
+  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
+  check_mask(op, mask, rows, h.dtype);
+  return {rows, H};
+}
+
+inline StepExtent check_gru_backward(const char* op, const TensorRef& dgx, const TensorRef& dgh,
+                                     const TensorRef& dh_prev, const TensorRef& dh,
+                                     const TensorRef& activations, const TensorRef& gh,
+                                     const TensorRef& h_prev, const TensorRef* mask) {
+  const auto [rows, H] = extent_of(dh);
+  check_rows(op, rows,
+             {{&dh, H},
+              {&dgx, 3 * H},
+              {&dgh, 3 * H},
+              {&dh_prev, H},
+              {&activations, 3 * H},
+              {&gh, 3 * H},
+              {&h_prev, H}});
+  check_mask(op, mask, rows, dh.dtype);
+  return {rows, H};
+}
+
+inline StepExtent check_lstm_forward(const char* op, const TensorRef& c,
+                                     const TensorRef& activations, const TensorRef& gates,
+                                     const TensorRef& c_prev, const TensorRef* mask) {
+  const auto [rows, H] = extent_of(c);
+  check_rows(op, rows, {{&c, H}, {&activations, 3 * H}, {&gates, 4 * H}, {&c_prev, H}});
+  check_mask(op, mask, rows, c.dtype);
+  return {rows, H};
+}
+
+inline StepExtent check_lstm_backward(const char* op, const TensorRef& dgates,
+                                      const TensorRef& dc_prev, const TensorRef& dc,
+                                      const TensorRef& activations, const TensorRef& c_prev,
+                                      const TensorRef* mask) {
+  const auto [rows, H] = extent_of(dc);
+  check_rows(op, rows,
+             {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H}, {&c_prev, H}});
+  check_mask(op, mask, rows, dc.dtype);
+  return {rows, H};
+}
 }  // namespace normgrad::backend

@@ -40,10 +40,7 @@ void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activatio
                                   const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                                   const TensorRef* mask) {
   const char* op = "cpu gru_cell_forward";
-  const std::int64_t rows = h.shape.empty() ? 0 : h.shape[0];
-  const std::int64_t H = h.rank() == 2 ? h.shape[1] : 0;
-  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
-  check_mask(op, mask, rows, h.dtype);
+  const auto [rows, H] = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
   dispatch_floating(h.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -78,17 +75,8 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
                                    const TensorRef& activations, const TensorRef& gh,
                                    const TensorRef& h_prev, const TensorRef* mask) {
   const char* op = "cpu gru_cell_backward";
-  const std::int64_t rows = dh.shape.empty() ? 0 : dh.shape[0];
-  const std::int64_t H = dh.rank() == 2 ? dh.shape[1] : 0;
-  check_rows(op, rows,
-             {{&dh, H},
-              {&dgx, 3 * H},
-              {&dgh, 3 * H},
-              {&dh_prev, H},
-              {&activations, 3 * H},
-              {&gh, 3 * H},
-              {&h_prev, H}});
-  check_mask(op, mask, rows, dh.dtype);
+  const auto [rows, H] =
+      check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
   dispatch_floating(dh.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 16 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -126,10 +114,7 @@ void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activati
                                    const TensorRef& gates, const TensorRef& c_prev,
                                    const TensorRef* mask) {
   const char* op = "cpu lstm_cell_forward";
-  const std::int64_t rows = c.shape.empty() ? 0 : c.shape[0];
-  const std::int64_t H = c.rank() == 2 ? c.shape[1] : 0;
-  check_rows(op, rows, {{&c, H}, {&activations, 3 * H}, {&gates, 4 * H}, {&c_prev, H}});
-  check_mask(op, mask, rows, c.dtype);
+  const auto [rows, H] = check_lstm_forward(op, c, activations, gates, c_prev, mask);
   dispatch_floating(c.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 10 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -156,11 +141,7 @@ void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc
                                     const TensorRef& dc, const TensorRef& activations,
                                     const TensorRef& c_prev, const TensorRef* mask) {
   const char* op = "cpu lstm_cell_backward";
-  const std::int64_t rows = dc.shape.empty() ? 0 : dc.shape[0];
-  const std::int64_t H = dc.rank() == 2 ? dc.shape[1] : 0;
-  check_rows(op, rows,
-             {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H}, {&c_prev, H}});
-  check_mask(op, mask, rows, dc.dtype);
+  const auto [rows, H] = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
   dispatch_floating(dc.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {

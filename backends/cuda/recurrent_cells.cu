@@ -139,19 +139,13 @@ template <typename T> const T* mask_data(const TensorRef* mask) {
   return mask ? mask->ptr<const T>() : nullptr;
 }
 
-// Rows and units of the [B, H] state operand (0 when it is not a matrix; check_rows then fails).
-std::int64_t rows_of(const TensorRef& state) { return state.shape.empty() ? 0 : state.shape[0]; }
-std::int64_t units_of(const TensorRef& state) { return state.rank() == 2 ? state.shape[1] : 0; }
-
 }  // namespace
 
 void gru_cell_forward(const Context& context, const TensorRef& h, const TensorRef& activations,
                       const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                       const TensorRef* mask) {
   const char* op = "cuda gru_cell_forward";
-  const std::int64_t rows = rows_of(h), H = units_of(h);
-  check_rows(op, rows, {{&h, H}, {&activations, 3 * H}, {&gx, 3 * H}, {&gh, 3 * H}, {&h_prev, H}});
-  check_mask(op, mask, rows, h.dtype);
+  const auto [rows, H] = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
   if (rows * H == 0) return;
   dispatch_floating(h.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -166,16 +160,8 @@ void gru_cell_backward(const Context& context, const TensorRef& dgx, const Tenso
                        const TensorRef& dh_prev, const TensorRef& dh, const TensorRef& activations,
                        const TensorRef& gh, const TensorRef& h_prev, const TensorRef* mask) {
   const char* op = "cuda gru_cell_backward";
-  const std::int64_t rows = rows_of(dh), H = units_of(dh);
-  check_rows(op, rows,
-             {{&dh, H},
-              {&dgx, 3 * H},
-              {&dgh, 3 * H},
-              {&dh_prev, H},
-              {&activations, 3 * H},
-              {&gh, 3 * H},
-              {&h_prev, H}});
-  check_mask(op, mask, rows, dh.dtype);
+  const auto [rows, H] =
+      check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
   if (rows * H == 0) return;
   dispatch_floating(dh.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -189,9 +175,7 @@ void gru_cell_backward(const Context& context, const TensorRef& dgx, const Tenso
 void lstm_cell_forward(const Context& context, const TensorRef& c, const TensorRef& activations,
                        const TensorRef& gates, const TensorRef& c_prev, const TensorRef* mask) {
   const char* op = "cuda lstm_cell_forward";
-  const std::int64_t rows = rows_of(c), H = units_of(c);
-  check_rows(op, rows, {{&c, H}, {&activations, 3 * H}, {&gates, 4 * H}, {&c_prev, H}});
-  check_mask(op, mask, rows, c.dtype);
+  const auto [rows, H] = check_lstm_forward(op, c, activations, gates, c_prev, mask);
   if (rows * H == 0) return;
   dispatch_floating(c.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -206,10 +190,7 @@ void lstm_cell_backward(const Context& context, const TensorRef& dgates, const T
                         const TensorRef& dc, const TensorRef& activations, const TensorRef& c_prev,
                         const TensorRef* mask) {
   const char* op = "cuda lstm_cell_backward";
-  const std::int64_t rows = rows_of(dc), H = units_of(dc);
-  check_rows(op, rows,
-             {{&dc, H}, {&dgates, 4 * H}, {&dc_prev, H}, {&activations, 3 * H}, {&c_prev, H}});
-  check_mask(op, mask, rows, dc.dtype);
+  const auto [rows, H] = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
   if (rows * H == 0) return;
   dispatch_floating(dc.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
