@@ -186,7 +186,9 @@ StateDict load_tensors(const std::string& path, Metadata* metadata) {
           (*metadata)[key] = value.is_string() ? value.get<std::string>() : value.dump();
       continue;
     }
-    const auto where = [&] { return detail::concat("'", path, "', tensor '", name, "'"); };
+    const auto where = [&path, &name = name] {
+      return detail::concat("'", path, "', tensor '", name, "'");
+    };
     NG_CHECK(info.is_object() && info.contains("dtype") && info.contains("shape") &&
                  info.contains("data_offsets"),
              "load", where(), ": needs dtype, shape and data_offsets");

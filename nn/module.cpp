@@ -124,7 +124,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
                tensor.shape(), ") for ", type_name());
     for (const auto& [name, tensor] : state) {
       const bool known = std::any_of(targets.begin(), targets.end(),
-                                     [&](const auto& target) { return target.first == name; });
+                                     [&name = name](const auto& target) { return target.first == name; });
       NG_CHECK(known, "load_state_dict", "unexpected entry \"", name, "\" for ", type_name());
     }
   }
