@@ -5,11 +5,14 @@
 namespace normgrad {
 
 std::int64_t checked_numel(const Shape& shape, const char* op) {
-  std::int64_t count = 1;
+  // Both the count and the contiguous strides (the product with empty dims taken as 1, see
+  // contiguous_strides) must fit: a shape like [0, 2^40, 2^40] holds nothing, but its strides
+  // would still wrap.
+  std::int64_t count = 1, span = 1;
   for (const std::int64_t size : shape) {
     NG_CHECK(size >= 0, op, "sizes must be non-negative, got shape ", shape);
-    NG_CHECK(multiply_fits(count, size, count), op, "shape ", shape,
-             " has more elements than an int64 can count");
+    NG_CHECK(multiply_fits(count, size, count) && multiply_fits(span, size == 0 ? 1 : size, span),
+             op, "shape ", shape, " has more elements than an int64 can count");
   }
   return count;
 }

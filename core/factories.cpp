@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/backend.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/generator.h"
 #include "core/tensor.h"
@@ -19,18 +20,14 @@ Tensor finish(Tensor tensor, const TensorOptions& options) {
 }
 
 Tensor filled(const Shape& shape, double value, const TensorOptions& options, const char* op) {
-  for (std::int64_t size : shape)
-    NG_CHECK(size >= 0, op, "sizes must be non-negative, got shape ", shape);
-  Tensor out = detail::make_tensor(shape, options.dtype, options.device);
+  Tensor out = detail::make_tensor(shape, options.dtype, options.device, op);
   if (out.numel() > 0) detail::backend_of(out).fill(detail::ref(out), value);
   return finish(out, options);
 }
 
 Tensor random_tensor(const Shape& shape, Generator& generator, const TensorOptions& options,
                      backend::RandomKind kind, double alpha, double beta, const char* op) {
-  for (std::int64_t size : shape)
-    NG_CHECK(size >= 0, op, "sizes must be non-negative, got shape ", shape);
-  Tensor out = detail::make_tensor(shape, options.dtype, options.device);
+  Tensor out = detail::make_tensor(shape, options.dtype, options.device, op);
   const std::uint64_t offset = generator.reserve(static_cast<std::uint64_t>(out.numel()));
   if (out.numel() > 0)
     detail::backend_of(out).random(detail::ref(out), kind, generator.seed(), offset, alpha, beta);
@@ -40,7 +37,7 @@ Tensor random_tensor(const Shape& shape, Generator& generator, const TensorOptio
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions options) {
-  return finish(detail::make_tensor(shape, options.dtype, options.device), options);
+  return finish(detail::make_tensor(shape, options.dtype, options.device, "empty"), options);
 }
 Tensor zeros(const Shape& shape, TensorOptions options) { return filled(shape, 0, options, "zeros"); }
 Tensor ones(const Shape& shape, TensorOptions options) { return filled(shape, 1, options, "ones"); }
@@ -63,9 +60,13 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
            step);
   NG_CHECK(std::isfinite(start) && std::isfinite(end), "arange", "bounds must be finite, got [",
            start, ", ", end, ")");
+  // The count is computed and checked in double before it becomes an int64: converting a double
+  // beyond int64's range is undefined behaviour, and (end - start) / step may itself overflow.
   const double count = std::ceil((end - start) / step);
+  NG_CHECK(std::isfinite(count) && count < 0x1p62, "arange", "[", start, ", ", end, ") in steps of ",
+           step, " has ", count, " elements, more than a tensor can hold");
   const auto n = static_cast<std::int64_t>(count > 0 ? count : 0);
-  Tensor out = detail::make_tensor({n}, options.dtype, options.device);
+  Tensor out = detail::make_tensor({n}, options.dtype, options.device, "arange");
   if (n > 0) detail::backend_of(out).arange(detail::ref(out), start, step);
   return finish(out, options);
 }
@@ -76,9 +77,10 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
-  NG_CHECK(static_cast<std::int64_t>(values.size()) == numel(shape), "from_vector", "got ",
-           values.size(), " values for shape ", shape, " (", numel(shape), " elements)");
-  Tensor out = detail::make_tensor(shape, dtype_of_v<T>, Device::cpu());
+  const std::int64_t count = checked_numel(shape, "from_vector");
+  NG_CHECK(static_cast<std::int64_t>(values.size()) == count, "from_vector", "got ", values.size(),
+           " values for shape ", shape, " (", count, " elements)");
+  Tensor out = detail::make_tensor(shape, dtype_of_v<T>, Device::cpu(), "from_vector");
   if (!values.empty()) std::memcpy(out.storage()->data(), values.data(), values.size() * sizeof(T));
   return out;
 }

@@ -2,17 +2,15 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace normgrad {
 
-std::int64_t numel(const Shape& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t size : shape) n *= size;
-  return n;
-}
+std::int64_t numel(const Shape& shape) { return checked_numel(shape, "numel"); }
 
 Strides contiguous_strides(const Shape& shape) {
+  checked_numel(shape, "contiguous_strides");  // then no product below can wrap
   Strides strides(shape.size());
   std::int64_t stride = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {

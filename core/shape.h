@@ -12,9 +12,11 @@ namespace normgrad {
 using Shape = std::vector<std::int64_t>;    // sizes, outermost first
 using Strides = std::vector<std::int64_t>;  // in elements, not bytes
 
+// The element count. Checked: a negative size, or a product that does not fit in int64, throws
+// "numel: ..." naming the shape (see core/checked.h), so no count ever wraps around.
 std::int64_t numel(const Shape& shape);
 
-// Row-major strides: the last dimension moves fastest.
+// Row-major strides: the last dimension moves fastest. Checked like numel.
 Strides contiguous_strides(const Shape& shape);
 
 // Maps a possibly negative dim into [0, rank); throws "op: dim d out of range for rank r".

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/dispatch.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -113,6 +114,7 @@ std::vector<T> Tensor::to_vector() const {
       std::memcpy(values.data(), host.data_ptr<T>(), values.size() * sizeof(T));
     return values;
   }
+  if (values.empty()) return values;  // memcpy may not be handed the null data of an empty vector
   Tensor converted = from_vector<T>(std::vector<T>(values.size()), host.shape());
   detail::copy_values(converted, host);
   std::memcpy(values.data(), converted.data_ptr<T>(), values.size() * sizeof(T));
@@ -124,12 +126,18 @@ template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
 
 namespace detail {
 
-Tensor make_tensor(const Shape& shape, DType dtype, Device device) {
-  for (std::int64_t size : shape)
-    NG_CHECK(size >= 0, "empty", "sizes must be non-negative, got shape ", shape);
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, const char* op) {
+  const std::size_t bytes = checked_nbytes(shape, element_size(dtype), op);
   auto impl = std::make_shared<TensorImpl>();
-  const std::size_t bytes = static_cast<std::size_t>(numel(shape)) * element_size(dtype);
-  impl->storage = std::make_shared<Storage>(bytes, device);
+  try {
+    impl->storage = std::make_shared<Storage>(bytes, device);
+  } catch (const std::bad_alloc&) {
+    NG_CHECK(false, op, "out of memory allocating ", bytes, " bytes for shape ", shape, " of ",
+             dtype, " on ", device);
+  } catch (const Error& error) {  // the backend's own out-of-memory report, with its figures
+    NG_CHECK(false, op, "cannot allocate ", bytes, " bytes for shape ", shape, " of ", dtype,
+             " on ", device, ": ", error.what());
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;

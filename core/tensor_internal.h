@@ -7,8 +7,10 @@
 
 namespace normgrad::detail {
 
-// A new contiguous tensor, uninitialised.
-Tensor make_tensor(const Shape& shape, DType dtype, Device device);
+// A new contiguous tensor, uninitialised. A shape whose byte count overflows or passes
+// max_tensor_bytes (core/checked.h), and an allocation that fails, throw Error naming `op`,
+// the shape and the bytes asked for.
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, const char* op = "empty");
 
 // A view of base's storage with its own geometry and no autograd history.
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);

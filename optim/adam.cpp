@@ -11,6 +11,9 @@ namespace normgrad::optim {
 
 namespace {
 
+// The largest step counter a loaded state may hold (see load_state_dict).
+constexpr std::int64_t max_steps = std::int64_t{1} << 53;
+
 void check_options(const AdamOptions& options) {
   NG_CHECK(options.lr >= 0, "Adam", "learning rate must be non-negative, got ", options.lr);
   NG_CHECK(options.beta1 >= 0 && options.beta1 < 1, "Adam", "beta1 must lie in [0, 1), got ",
@@ -61,6 +64,12 @@ void Adam::load_state_dict(const nn::StateDict& state) {
                steps->second.shape() == Shape{static_cast<std::int64_t>(parameters_.size())},
            "Adam", "\"steps\" must be int64 [", parameters_.size(), "], got ",
            steps->second.dtype(), " ", steps->second.shape());
+  // A step counter is a count of updates: never negative, and exact in the double that the bias
+  // correction raises beta to, which also keeps ++steps far from int64 overflow.
+  const std::vector<std::int64_t> counts = steps->second.to_vector<std::int64_t>();
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    NG_CHECK(counts[i] >= 0 && counts[i] <= max_steps, "Adam", "\"steps\" of parameter ", i,
+             " is ", counts[i], ", outside [0, 2^53]: the state is corrupted");
   nn::StateDict moments = state;
   moments.erase("steps");
   std::vector<Tensor> exp_avg(parameters_.size()), exp_avg_sq(parameters_.size());
@@ -71,7 +80,7 @@ void Adam::load_state_dict(const nn::StateDict& state) {
              " has only one of exp_avg and exp_avg_sq");
   exp_avg_ = std::move(exp_avg);
   exp_avg_sq_ = std::move(exp_avg_sq);
-  steps_ = steps->second.to_vector<std::int64_t>();
+  steps_ = counts;
 }
 
 void Adam::step() {

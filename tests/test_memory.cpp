@@ -34,5 +34,18 @@ TEST_CASE("with caching off, freed blocks go straight back") {
   { Tensor big = zeros({1 << 20}); }
   CHECK(memory_stats().cached_bytes == 0);
   set_memory_caching(Device::cpu(), true);
-  CHECK_ERROR(memory_stats(Device::cuda()), "cuda:0");
+  if (!cuda::is_available()) {
+    CHECK_ERROR(memory_stats(Device::cuda()), "cuda:0");
+    return;
+  }
+  // The same on a GPU: with caching off, the device's block goes back at once.
+  set_memory_caching(Device::cuda(), false);
+  const std::size_t before = memory_stats(Device::cuda()).allocated_bytes;
+  {
+    Tensor big = zeros({1 << 20}, {.device = Device::cuda()});
+    CHECK(memory_stats(Device::cuda()).allocated_bytes >= before + (4u << 20));
+  }
+  CHECK(memory_stats(Device::cuda()).allocated_bytes == before);
+  CHECK(memory_stats(Device::cuda()).cached_bytes == 0);
+  set_memory_caching(Device::cuda(), true);
 }

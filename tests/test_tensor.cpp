@@ -36,8 +36,17 @@ TEST_CASE("factories refuse bad arguments with clear errors") {
   CHECK_ERROR(rand({2}, {.dtype = DType::Int64}), "rand", "floating");
   CHECK_ERROR(zeros({2, 2}).item(), "item", "one element", "[2, 2]");
   CHECK_ERROR(zeros({2}).data_ptr<double>(), "data_ptr", "float64", "float32");
-  CHECK_ERROR(zeros({2}, {.device = Device::cuda()}), "cuda:0", "CUDA");
   CHECK_ERROR(Tensor().shape(), "shape", "undefined");
+  // A device that does not exist: every CUDA device where there is no GPU, and the first index
+  // past the last one where there are GPUs.
+  if (!cuda::is_available()) {
+    CHECK_ERROR(zeros({2}, {.device = Device::cuda()}), "cuda:0", "CUDA");
+  } else {
+    CHECK(zeros({2}, {.device = Device::cuda()}).device() == Device::cuda());
+    const int past = cuda::device_count();
+    const std::string past_name = "cuda:" + std::to_string(past);
+    CHECK_ERROR(zeros({2}, {.device = Device::cuda(past)}), past_name.c_str(), "out of range");
+  }
 }
 
 TEST_CASE("views share storage and see each other's writes") {
@@ -109,7 +118,15 @@ TEST_CASE("to(dtype) converts values and to(device) to the same device is free")
   CHECK(x.to(DType::Int64).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 3});
   CHECK(x.to(DType::Float32).is_same(x));
   CHECK(x.to(Device::cpu()).is_same(x));
-  CHECK_ERROR(x.to(Device::cuda(1)), "cuda:1");
+  // Past the last GPU (cuda:0 where there is none) is refused, naming the device.
+  const int past = cuda::device_count();
+  const std::string past_name = "cuda:" + std::to_string(past);
+  CHECK_ERROR(x.to(Device::cuda(past)), past_name.c_str());
+  if (cuda::is_available()) {
+    const Tensor on_gpu = x.to(Device::cuda());
+    CHECK(on_gpu.to(Device::cuda()).is_same(on_gpu));
+    CHECK(on_gpu.to(Device::cpu()).to_vector<float>() == x.to_vector<float>());
+  }
 }
 
 TEST_CASE("printing shows values, shape, dtype and device") {

@@ -21,25 +21,30 @@ Tensor identity_backward_copy(const Tensor& x, Tensor y, const char* name) {
     record(name, y, {x}, {}, [](const Tensor& dy, const SavedTensors&) { return Grads{dy}; });
   return y;
 }
+
+// A contiguous copy of x whose gradient passes straight through; `op` names the caller in errors.
+Tensor copy_of(const Tensor& x, const char* op) {
+  Tensor y = detail::make_tensor(x.shape(), x.dtype(), x.device(), op);
+  detail::copy_values(y, x);
+  return identity_backward_copy(x, y, "CloneBackward");
+}
 }  // namespace
 
 Tensor Tensor::contiguous() const {
   check_defined(*this, "contiguous");
   if (is_contiguous()) return *this;
-  return clone();
+  return copy_of(*this, "contiguous");
 }
 
 Tensor Tensor::clone() const {
   check_defined(*this, "clone");
-  Tensor y = detail::make_tensor(shape(), dtype(), device());
-  detail::copy_values(y, *this);
-  return identity_backward_copy(*this, y, "CloneBackward");
+  return copy_of(*this, "clone");
 }
 
 Tensor Tensor::to(DType target) const {
   check_defined(*this, "to");
   if (target == dtype()) return *this;
-  Tensor y = detail::make_tensor(shape(), target, device());
+  Tensor y = detail::make_tensor(shape(), target, device(), "to");
   detail::copy_values(y, *this);
   if (needs_grad(*this) && is_floating(target))  // the gradient converts back
     record("ToDTypeBackward", y, {*this}, {},

@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -43,9 +44,10 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     NG_CHECK(compatible, "cat", "tensor ", i, " has shape ", t.shape(),
              ", which does not match tensor 0's shape ", first.shape(), " outside dim ", d);
     sizes.push_back(t.shape()[d]);
-    shape[d] += t.shape()[d];
+    NG_CHECK(add_fits(shape[d], t.shape()[d], shape[d]), "cat", "dim ", d,
+             " of the result would pass the int64 range at tensor ", i, " of shape ", t.shape());
   }
-  Tensor y = detail::make_tensor(shape, first.dtype(), first.device());
+  Tensor y = detail::make_tensor(shape, first.dtype(), first.device(), "cat");
   {
     NoGradGuard no_grad;
     std::int64_t start = 0;
@@ -82,8 +84,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   const int d = wrap_dim(dim, x.dim(), "split");
   std::int64_t total = 0;
   for (std::int64_t size : sizes) {
-    NG_CHECK(size >= 0, "split", "sizes must be non-negative, got ", Shape(sizes));
-    total += size;
+    NG_CHECK(size >= 0 && add_fits(total, size, total), "split",
+             "sizes must be non-negative and add up within int64, got ", Shape(sizes));
   }
   NG_CHECK(total == x.shape()[d], "split", "sizes ", Shape(sizes), " add up to ", total,
            " but dim ", d, " has size ", x.shape()[d]);

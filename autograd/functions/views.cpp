@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -63,7 +64,8 @@ Shape infer_shape(const Shape& requested, std::int64_t count, const char* op) {
       inferred = static_cast<int>(i);
     } else {
       NG_CHECK(shape[i] >= 0, op, "invalid size ", shape[i], " in shape ", requested);
-      known *= shape[i];
+      NG_CHECK(multiply_fits(known, shape[i], known), op, "shape ", requested,
+               " has more elements than an int64 can count");
     }
   }
   if (inferred >= 0) {
@@ -240,6 +242,7 @@ Tensor Tensor::expand(const Shape& requested) const {
     new_shape[i] = want;
     new_strides[i] = want == own ? strides()[i - lead] : 0;
   }
+  checked_numel(new_shape, "expand");  // a view may not have more elements than int64 counts
   return make_differentiable_view(*this, new_shape, new_strides, offset(), "ExpandBackward",
                                   [old = shape()](const Tensor& dy, const SavedTensors&) {
                                     return Grads{autograd::sum_to(dy, old)};

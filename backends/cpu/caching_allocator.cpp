@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/checked.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -69,28 +70,38 @@ CachingAllocator::CachingAllocator() : limit_bytes_(default_limit()) {
 CachingAllocator::~CachingAllocator() { release_cached_locked(); }
 
 void* CachingAllocator::allocate(std::size_t nbytes) {
+  // Larger requests cannot come from core (it caps tensors at max_tensor_bytes, 2^48), and
+  // refusing them here keeps the rounding below from wrapping.
+  NG_CHECK(nbytes <= max_tensor_bytes, "cpu allocate", "refusing ", nbytes,
+           " bytes, more than the 2^48 a tensor may hold");
   const std::size_t rounded = rounded_size(nbytes);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
+  const auto count = [&] {  // called with the mutex held, once the block is there
     allocated_bytes_ += rounded;
     peak_allocated_bytes_ = std::max(peak_allocated_bytes_, allocated_bytes_);
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (rounded >= min_cached_bytes) {
       auto found = free_blocks_.find(rounded);
       if (found != free_blocks_.end() && !found->second.empty()) {
         void* data = found->second.back();
         found->second.pop_back();
         cached_bytes_ -= rounded;
+        count();
         return data;
       }
     }
   }
+  void* data = nullptr;
   try {
-    return allocate_fresh(rounded, nbytes);
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    allocated_bytes_ -= rounded;
-    throw;
+    data = allocate_fresh(rounded, nbytes);
+  } catch (const Error&) {  // the cached blocks may be what is missing: give them back, try again
+    empty_cache();
+    data = allocate_fresh(rounded, nbytes);
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  count();
+  return data;
 }
 
 void CachingAllocator::deallocate(void* data, std::size_t nbytes) {

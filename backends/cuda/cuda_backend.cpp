@@ -125,7 +125,7 @@ Backend& cuda_backend(int index) {
     throw Error(detail::concat("cuda:", index,
                                ": no CUDA device is available (this build has the CUDA backend, "
                                "but the driver reports no GPU); use Device::cpu()"));
-  NG_CHECK(index >= 0 && index < count, "cuda", "device index ", index, " is out of range: ", count,
+  NG_CHECK(index >= 0 && index < count, "cuda", "device cuda:", index, " is out of range: ", count,
            " CUDA device", count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1, ")");
   // One backend per device, made at first use and never destroyed: tensors owned by static
   // objects may be freed after it would be.

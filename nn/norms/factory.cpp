@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <sstream>
 #include <utility>
 
@@ -87,8 +88,9 @@ NormSpec NormSpec::parse(std::string_view text) {
     const std::string_view value = trim(option.substr(equals + 1));
     if (key == "eps") {
       result.eps = parse_number(value, spec, "eps");
-      NG_CHECK(*result.eps >= 0, "NormSpec", "eps must be non-negative, got ", value, " in \"",
-               spec, "\"");
+      // An infinite eps would make every output 0, and a NaN every output NaN.
+      NG_CHECK(std::isfinite(*result.eps) && *result.eps >= 0, "NormSpec",
+               "eps must be finite and non-negative, got ", value, " in \"", spec, "\"");
     } else if (key == "placement" && (value == "inside" || value == "outside")) {
       NG_CHECK(is_rms_family(result.kind), "NormSpec",
                "placement applies to rmsnorm and prmsnorm only (\"", spec, "\")");
