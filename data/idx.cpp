@@ -3,7 +3,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
+#include <new>
+#include <string>
 
 #include "core/error.h"
 
@@ -22,8 +25,9 @@ GzFile open(const std::string& path, const char* mode, const char* op) {
 }
 
 // Reads exactly `size` bytes, or says how many were there.
+// `before` and `total` place a chunk within a larger read, for the message.
 void read_exactly(gzFile file, void* out, std::size_t size, const std::string& path,
-                  const char* what) {
+                  const char* what, std::uint64_t before = 0, std::uint64_t total = 0) {
   auto* bytes = static_cast<std::uint8_t*>(out);
   std::size_t done = 0;
   while (done < size) {
@@ -33,8 +37,8 @@ void read_exactly(gzFile file, void* out, std::size_t size, const std::string& p
     const char* message = gzerror(file, &error);
     NG_CHECK(got >= 0 && error == Z_OK, "read_idx", "'", path, "': cannot read the ", what,
              " (truncated or corrupted): ", message);
-    NG_CHECK(got > 0, "read_idx", "'", path, "' is truncated: its ", what, " needs ", size,
-             " bytes, but only ", done, " are there");
+    NG_CHECK(got > 0, "read_idx", "'", path, "' is truncated: its ", what, " needs ",
+             total > 0 ? total : size, " bytes, but only ", before + done, " are there");
     done += static_cast<std::size_t>(got);
   }
 }
@@ -42,6 +46,9 @@ void read_exactly(gzFile file, void* out, std::size_t size, const std::string& p
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
+  std::error_code error;
+  NG_CHECK(!std::filesystem::is_directory(path, error), "read_idx", "'", path,
+           "' is a directory, not an IDX file");
   const GzFile file = open(path, "rb", "read_idx");
   std::uint8_t magic[4];
   read_exactly(file.get(), magic, 4, path, "magic number");
@@ -52,18 +59,42 @@ IdxArray read_idx(const std::string& path) {
            std::hex, int(magic[2]), std::dec, "; only unsigned bytes (0x08), as MNIST's, are read");
   IdxArray array;
   std::uint64_t count = 1;
+  bool overflow = false;
   for (int d = 0; d < magic[3]; ++d) {
     std::uint8_t size[4];
     read_exactly(file.get(), size, 4, path, "dims");
     const std::uint32_t value = (std::uint32_t{size[0]} << 24) | (std::uint32_t{size[1]} << 16) |
                                 (std::uint32_t{size[2]} << 8) | size[3];
     array.shape.push_back(value);
-    count *= value;
+    overflow = overflow || __builtin_mul_overflow(count, std::uint64_t{value}, &count);
   }
-  NG_CHECK(count <= (std::uint64_t{1} << 34), "read_idx", "'", path, "': dims ", array.shape,
-           " are implausibly large");
-  array.values.resize(count);
-  read_exactly(file.get(), array.values.data(), count, path, "values");
+  NG_CHECK(!overflow && count <= max_idx_values, "read_idx", "'", path, "': dims ", array.shape,
+           " call for ", overflow ? "2^64 or more" : std::to_string(count),
+           " values, more than the ", max_idx_values, " (2 GiB) an IDX file may hold");
+  // An uncompressed file's claim is checked against its size before anything is allocated.
+  const std::uint64_t header_size = 4 + 4 * std::uint64_t{magic[3]};
+  if (gzdirect(file.get()) == 1) {
+    const std::uint64_t file_size = std::filesystem::file_size(path, error);
+    NG_CHECK(error || file_size >= header_size + count, "read_idx", "'", path,
+             "' is truncated: its dims ", array.shape, " call for ", count, " values, but only ",
+             file_size - header_size, " bytes follow the header");
+  }
+  // A compressed stream's real length is unknown until it is read, so the values grow as they
+  // arrive, a chunk at a time: a small file that claims much holds only what it delivers.
+  try {
+    constexpr std::uint64_t chunk = std::uint64_t{64} << 20;
+    std::uint64_t done = 0;
+    while (done < count) {
+      const std::uint64_t next = std::min(count, done + chunk);
+      array.values.resize(next);
+      read_exactly(file.get(), array.values.data() + done, next - done, path, "values", done,
+                   count);
+      done = next;
+    }
+  } catch (const std::bad_alloc&) {
+    NG_CHECK(false, "read_idx", "'", path, "': out of memory allocating ", count,
+             " bytes for dims ", array.shape);
+  }
   std::uint8_t extra = 0;
   NG_CHECK(gzread(file.get(), &extra, 1) == 0, "read_idx", "'", path, "' has bytes after the ",
            count, " values its dims ", array.shape, " call for");

@@ -2,12 +2,16 @@
 
 #include <filesystem>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "data/idx.h"
 
 namespace normgrad::data {
 
 namespace {
+
+// 2^31 pixels: far above any image in an MNIST-format set, far below what overflows.
+constexpr std::int64_t max_image_pixels = std::int64_t{1} << 31;
 
 // The file with this stem, compressed or not.
 std::string find_file(const std::string& folder, const std::string& stem) {
@@ -33,7 +37,12 @@ ImageDataset load_mnist(const std::string& folder, Split split) {
   NG_CHECK(labels.shape.size() == 1 && labels.shape[0] == images.shape[0], "load_mnist", "'",
            label_path, "' holds dims ", labels.shape, ", but '", image_path, "' has ",
            images.shape[0], " images");
-  const std::int64_t count = images.shape[0], pixels = images.shape[1] * images.shape[2];
+  // The file's size bounds N × rows × columns, but not rows × columns when N is 0.
+  const std::int64_t count = images.shape[0];
+  std::int64_t pixels = 0;
+  NG_CHECK(multiply_fits(images.shape[1], images.shape[2], pixels) && pixels <= max_image_pixels,
+           "load_mnist", "'", image_path, "': images of ", images.shape[1], " x ", images.shape[2],
+           " pixels are larger than the ", max_image_pixels, " pixels allowed");
   std::vector<float> image_values(images.values.size());
   for (std::size_t i = 0; i < image_values.size(); ++i)
     image_values[i] = static_cast<float>(images.values[i]) / 255.0f;

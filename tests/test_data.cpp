@@ -55,7 +55,7 @@ TEST_CASE("broken IDX files are refused with a message that names the problem") 
     return folder.file("bad.idx");
   };
   CHECK_ERROR(data::read_idx(write(bytes.substr(0, bytes.size() - 5))), "read_idx", "truncated",
-              "24 bytes", "19 are there");
+              "24 values", "only 19 bytes follow the header");
   CHECK_ERROR(data::read_idx(write(bytes.substr(0, 2))), "read_idx", "truncated", "magic number");
   std::string magic = bytes;
   magic[0] = 'P';
