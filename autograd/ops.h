@@ -73,8 +73,13 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);  // gradient 0 at 0
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
-Tensor gelu(const Tensor& x);  // exact: x * Phi(x)
-Tensor clamp(const Tensor& x, double min, double max);  // gradient 1 on [min, max]
+// Exact: x Phi(x), computed as 0.5 x erfc(-x / sqrt 2) so that the far negative tail keeps its
+// tiny values (0.5 x (1 + erf(x / sqrt 2)) cancels to 0 below x = -6 in float64).
+Tensor gelu(const Tensor& x);
+// min where x < min, max where x > max, x elsewhere; NaN stays NaN. The gradient is 1 on the
+// closed interval [min, max], exactly at a bound too (a subgradient: torch.clamp with number
+// bounds passes it there as well), and 0 outside it and at NaN.
+Tensor clamp(const Tensor& x, double min, double max);
 
 // ---- reductions (an empty dims list means all dims) ----------------------------------------
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
@@ -134,8 +139,11 @@ struct Size2d {
 // with zeros outside the image. Output size: OH = (H + 2 ph - dh (kh - 1) - 1) / sh + 1.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               Size2d stride = 1, Size2d padding = 0, Size2d dilation = 1);
-// The largest value of each kernel x kernel window; the gradient goes to the first maximum.
-// stride defaults to kernel; the padding (at most half the kernel) never wins.
+// The largest value of each kernel x kernel window; stride defaults to kernel; the padding (at
+// most half the kernel) never wins. The gradient goes to one element per window: the first
+// maximum in row-major order when several are equal (as in PyTorch). A window holding NaN
+// outputs NaN, and its gradient goes to the first NaN (PyTorch's kernels give it to the last).
+// The CPU and CUDA kernels follow the same rule.
 Tensor max_pool2d(const Tensor& x, Size2d kernel, std::optional<Size2d> stride = std::nullopt,
                   Size2d padding = 0);
 // The mean of each window, the padding counted as zeros: every window divides by kh kw

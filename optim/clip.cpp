@@ -22,7 +22,8 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
   NG_CHECK(std::isfinite(norm), "clip_grad_norm", "the gradients' norm is not finite (", norm,
            "): a NaN or infinity reached a gradient");
   if (norm > max_norm) {
-    // The 1e-6 keeps the clipped norm just under max_norm, as PyTorch does.
+    // The 1e-6 keeps the clipped norm just under max_norm, as PyTorch does (see clip.h for
+    // the norms within 1e-6 of max_norm).
     const double scale = max_norm / (norm + 1e-6);
     for (const Tensor& parameter : parameters) {
       Tensor grad = parameter.defined() ? parameter.grad() : Tensor();

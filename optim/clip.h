@@ -1,7 +1,15 @@
 #pragma once
-// Gradient clipping by global norm: when the L2 norm of all gradients taken together exceeds
-// max_norm, every gradient is scaled by max_norm / norm, so their direction is kept. Returns
-// the norm before clipping (useful to log). Parameters without a gradient are skipped.
+// Gradient clipping by global norm, so that the gradients' direction is kept. With
+// norm = the L2 norm of all gradients taken together:
+//   - norm > max_norm: every gradient is multiplied by max_norm / (norm + 1e-6), which leaves
+//     their norm just under max_norm (norm × max_norm / (norm + 1e-6)); this is PyTorch's
+//     clip_grad_norm_ factor, so a clipped step is the same in both;
+//   - norm <= max_norm (exactly max_norm included): the gradients are left as they are, bit for
+//     bit. PyTorch multiplies them always by min(1, max_norm / (norm + 1e-6)), so within 1e-6
+//     below max_norm it shrinks them by a factor of at most 1 - 1e-6 / (max_norm + 1e-6),
+//     where normgrad does not.
+// Returns the norm before clipping (useful to log). Parameters without a gradient are skipped;
+// a non-finite norm is an Error (a NaN or infinity reached a gradient), and nothing is scaled.
 
 #include <vector>
 

@@ -124,6 +124,25 @@ TEST_CASE("clip_grad_norm scales all gradients together only when their norm is 
   CHECK_ERROR(optim::clip_grad_norm({a}, 0.0), "clip_grad_norm", "positive");
 }
 
+TEST_CASE("clip_grad_norm at and just above max_norm: the documented margin of 1e-6") {
+  Tensor a = parameter({3.0}), b = parameter({0.0, 4.0});  // norm 5
+  set_grad(a, {3.0});
+  set_grad(b, {0.0, 4.0});
+  // A norm of exactly max_norm leaves the gradients as they are, bit for bit.
+  CHECK(optim::clip_grad_norm({a, b}, 5.0) == 5.0);
+  CHECK(all_close(a.grad(), {3.0}, 0, 0));
+  CHECK(all_close(b.grad(), {0.0, 4.0}, 0, 0));
+  // Half the margin above max_norm: scaled by max_norm / (norm + 1e-6), so the clipped norm
+  // ends just under max_norm.
+  const double max_norm = 5.0 - 0.5e-6, scale = max_norm / (5.0 + 1e-6);
+  CHECK(optim::clip_grad_norm({a, b}, max_norm) == 5.0);
+  CHECK(all_close(a.grad(), {3.0 * scale}, 0, 0));
+  CHECK(all_close(b.grad(), {0.0, 4.0 * scale}, 0, 0));
+  const double clipped = std::sqrt(square(a.grad()).sum().item() + square(b.grad()).sum().item());
+  CHECK(clipped < max_norm);
+  CHECK(clipped > max_norm - 2e-6);
+}
+
 TEST_CASE("learning-rate schedules give the rates worked out by hand") {
   CHECK(optim::ConstantSchedule{0.1}(1000) == 0.1);
   const optim::StepSchedule step{1.0, 10, 0.5};

@@ -134,6 +134,25 @@ TEST_CASE("max_pool2d: values, first maximum on ties, and gradients that add up"
   CHECK(all_close(low.grad(), {1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
+TEST_CASE("max_pool2d: a window with several NaNs sends its gradient to the first") {
+  const double nan = std::nan("");
+  // One 2x2 window (the 2x2 fast path) and one 3x3 window (the general kernel), each with NaNs
+  // at row-major positions 1 and 3, and a larger number after them.
+  for (const std::int64_t k : {2, 3}) {
+    std::vector<double> values(static_cast<std::size_t>(k * k), 0.0);
+    values[1] = nan;
+    values[3] = nan;
+    values.back() = 100;
+    Tensor x = from_vector(values, {1, 1, k, k}).requires_grad_();
+    const Tensor y = max_pool2d(x, k);
+    CHECK(std::isnan(y.item()));
+    y.sum().backward();
+    std::vector<double> expected(values.size(), 0.0);
+    expected[1] = 1;
+    CHECK(all_close(x.grad(), expected, 0, 0));
+  }
+}
+
 // The 2x2, stride-2 pool without padding has a path of its own (max_plane_2x2 in
 // backends/cpu/pool.cpp). The general kernel computes the same windows on the input with one
 // extra row above and column to the left and padding 1: its output (oh + 1, ow + 1) reads

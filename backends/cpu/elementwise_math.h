@@ -76,17 +76,19 @@ template <typename T> inline T sigmoid_value(T x) {
   return T{1} / (T{1} + std::exp(-x));
 }
 
-// gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+// gelu(x) = x Phi(x) = 0.5 x erfc(-x / sqrt 2). The textbook 0.5 x (1 + erf(x / sqrt 2)) is
+// the same function, but 1 + erf cancels to 0 for x below about -6 (float64), where erfc
+// keeps the tiny true value.
 template <typename T> inline T gelu_value(T x) {
   constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
-  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::erf(x * inverse_sqrt2));
+  return static_cast<T>(0.5) * x * std::erfc(-x * inverse_sqrt2);
 }
 
 // gelu'(x) = Phi(x) + x phi(x), with phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
 template <typename T> inline T gelu_derivative(T x) {
   constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
   constexpr T inverse_sqrt_2pi = static_cast<T>(0.39894228040143267794);
-  const T cdf = static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(x * inverse_sqrt2));
+  const T cdf = static_cast<T>(0.5) * std::erfc(-x * inverse_sqrt2);
   return cdf + x * inverse_sqrt_2pi * std::exp(static_cast<T>(-0.5) * x * x);
 }
 

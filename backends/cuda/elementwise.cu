@@ -106,6 +106,12 @@ template <typename T> __device__ __forceinline__ T math_erf(T x) {
   else
     return ::erf(x);
 }
+template <typename T> __device__ __forceinline__ T math_erfc(T x) {
+  if constexpr (sizeof(T) == 4)
+    return erfcf(x);
+  else
+    return ::erfc(x);
+}
 template <typename T> __device__ __forceinline__ T math_pow(T x, T y) {
   if constexpr (sizeof(T) == 4)
     return powf(x, y);
@@ -130,15 +136,16 @@ template <typename T> __device__ __forceinline__ T sigmoid_value(T x) {
   return T{1} / (T{1} + math_exp(-x));
 }
 
-// gelu(x) = 0.5 x (1 + erf(x / sqrt 2)); gelu'(x) = Phi(x) + x phi(x).
+// gelu(x) = x Phi(x) = 0.5 x erfc(-x / sqrt 2); gelu'(x) = Phi(x) + x phi(x). erfc rather
+// than 1 + erf, which cancels to 0 in the far negative tail.
 template <typename T> __device__ __forceinline__ T gelu_value(T x) {
   constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
-  return static_cast<T>(0.5) * x * (static_cast<T>(1) + math_erf(x * inverse_sqrt2));
+  return static_cast<T>(0.5) * x * math_erfc(-x * inverse_sqrt2);
 }
 template <typename T> __device__ __forceinline__ T gelu_derivative(T x) {
   constexpr T inverse_sqrt2 = static_cast<T>(0.70710678118654752440);
   constexpr T inverse_sqrt_2pi = static_cast<T>(0.39894228040143267794);
-  const T cdf = static_cast<T>(0.5) * (static_cast<T>(1) + math_erf(x * inverse_sqrt2));
+  const T cdf = static_cast<T>(0.5) * math_erfc(-x * inverse_sqrt2);
   return cdf + x * inverse_sqrt_2pi * math_exp(static_cast<T>(-0.5) * x * x);
 }
 
