@@ -4,6 +4,11 @@
 function(normgrad_set_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>)
+  # clang reports each `#pragma omp simd` loop it leaves scalar (at -O1, or with the fuzzer's
+  # instrumentation): a hint not taken, not a fault in the code.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-pass-failed>)
+  endif()
   if(NORMGRAD_WERROR)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
   endif()

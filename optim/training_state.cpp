@@ -53,7 +53,11 @@ std::int64_t load_training_state(const std::string& path, nn::Module& model, Opt
   // The optimizer checks its part before changing; if the model then refuses its part, the
   // optimizer's previous state is put back, so nothing changes unless everything fits.
   const nn::StateDict previous = optimizer.state_dict();
-  optimizer.load_state_dict(with_prefix_removed(state, optimizer_prefix));
+  try {
+    optimizer.load_state_dict(with_prefix_removed(state, optimizer_prefix));
+  } catch (const Error& error) {
+    NG_CHECK(false, "load_training_state", "'", path, "': ", error.what());
+  }
   try {
     model.load_state_dict(with_prefix_removed(state, model_prefix), /*strict=*/true);
   } catch (const Error& error) {

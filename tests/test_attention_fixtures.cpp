@@ -41,8 +41,9 @@ void load_parameters(nn::Module& module, const json& c) {
 void check_parameter_gradients(const nn::Module& module, const json& c) {
   const auto parameters = module.named_parameters();
   CHECK(parameters.size() == c["dparameters"].size());
-  for (const auto& [name, parameter] : parameters) {
-    INFO("parameter: " << name);
+  for (const auto& entry : parameters) {
+    const auto& [name, parameter] = entry;
+    INFO("parameter: " << entry.first);  // a binding cannot be captured (clang 14)
     REQUIRE(c["dparameters"].contains(name));
     REQUIRE(parameter.grad().defined());
     CHECK(testing::all_close(parameter.grad(), c["dparameters"][name].get<std::vector<double>>(),

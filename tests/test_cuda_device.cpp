@@ -60,8 +60,9 @@ TEST_CASE("without a cuda device, Module::to(cuda) throws and leaves the module 
   nn::Linear layer(3, 2);
   const std::vector<float> weight_before = layer.weight.to_vector<float>();
   check_says_no_device(error_of([&] { layer.to(Device::cuda()); }));
-  for (const auto& [name, parameter] : layer.named_parameters()) {
-    CAPTURE(name);
+  for (const auto& entry : layer.named_parameters()) {
+    const auto& [name, parameter] = entry;
+    CAPTURE(entry.first);  // a binding cannot be captured (clang 14)
     CHECK(parameter.device() == Device::cpu());
   }
   CHECK(layer.weight.to_vector<float>() == weight_before);
@@ -96,8 +97,9 @@ TEST_CASE("Module::to(cpu) on a cpu module keeps the very same tensors, device u
     nn::NamedTensors tensors = module->named_parameters();
     const nn::NamedTensors buffers = module->named_buffers();
     tensors.insert(tensors.end(), buffers.begin(), buffers.end());
-    for (const auto& [name, tensor] : tensors) {
-      CAPTURE(name);
+    for (const auto& entry : tensors) {
+      const auto& [name, tensor] = entry;
+      CAPTURE(entry.first);  // a binding cannot be captured (clang 14)
       REQUIRE(i < handles.size());
       CHECK(tensor.is_same(handles[i]));
       CHECK(tensor.storage()->data() == data[i]);
@@ -169,8 +171,9 @@ TEST_CASE("Module::to(cuda) moves parameters, their gradients and buffers in pla
   CHECK(weight.grad().to_vector<float>() == grad_values);
   CHECK(norm.running_mean.device() == Device::cuda());
   CHECK(norm.running_mean.to_vector<float>() == running_mean);
-  for (const auto& [name, parameter] : norm.named_parameters()) {
-    CAPTURE(name);
+  for (const auto& entry : norm.named_parameters()) {
+    const auto& [name, parameter] = entry;
+    CAPTURE(entry.first);  // a binding cannot be captured (clang 14)
     CHECK(parameter.device() == Device::cuda());
     CHECK(parameter.requires_grad());
   }

@@ -118,8 +118,9 @@ TEST_CASE("cuda parity: binary ops with broadcasting, values and reduced gradien
     // a [4, 1, 5] against b [3, 5]: out [4, 3, 5]; a's gradient sums 3 values, b's 4.
     const Tensor a = testing::uniform({4, 1, 5}, 3, 0.5, 2.0, dtype);
     const Tensor b = testing::uniform({3, 5}, 4, 0.5, 2.0, dtype) - 1.0;
-    for (const auto& [name, op] : ops) {
-      INFO(name << ", " << dtype);
+    for (const auto& entry : ops) {
+      const auto& [name, op] = entry;
+      INFO(entry.first << ", " << dtype);  // a binding cannot be captured (clang 14)
       const Binary f = op;
       const Tensor divisor_safe_b = std::string(name) == "div" ? b + 2.0 : b;
       CHECK_NO_MISMATCH(parity_mismatch([&](const Inputs& in) { return f(in[0], in[1]); },

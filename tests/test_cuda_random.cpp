@@ -34,9 +34,10 @@ TEST_CASE(
     CHECK(host_generator.offset() == device_generator.offset());
   }
   Generator host_generator(7), device_generator(7);
-  for (const auto& [low, high] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+  for (const auto& bounds : std::vector<std::pair<std::int64_t, std::int64_t>>{
            {-5, 17}, {0, 2}, {-(std::int64_t{1} << 40), std::int64_t{1} << 40}}) {
-    INFO("randint [" << low << ", " << high << ")");
+    const auto& [low, high] = bounds;
+    INFO("randint [" << bounds.first << ", " << bounds.second << ")");
     CHECK_NO_MISMATCH(bits_mismatch(
         randint(low, high, {513, 67}, host_generator),
         randint(low, high, {513, 67}, device_generator, {.dtype = DType::Int64, .device = gpu})));

@@ -57,15 +57,15 @@ TEST_CASE("partial_count rounds as the paper (ceil) or its code (floor)") {
 
 TEST_CASE("gradcheck: composed normalisers through every option") {
   const Tensor x = leaf({3, 8}, 1, 2.0), gain = leaf({8}, 2), bias = leaf({8}, 3);
-  const auto outside = nn::EpsPlacement::OutsideSqrt;
+  constexpr auto outside = nn::EpsPlacement::OutsideSqrt;  // a constant: lambdas use it uncaptured
   CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
   CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, none, none, 1e-5); }, {x});
   CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
   CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-8); }, {x, gain});
-  CHECK_GRADIENTS([outside](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-3, outside); }, {x, gain});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-3, outside); }, {x, gain});
   // pRMSNorm with k < n: the values on both sides of k get different gradients.
   CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 3, in[1], in[2], 1e-5); }, {x, gain, bias});
-  CHECK_GRADIENTS([outside](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 1, in[1], none, 1e-3, outside); }, {x, gain});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 1, in[1], none, 1e-3, outside); }, {x, gain});
   CHECK_GRADIENTS([](const Inputs& in) { return nn::l2_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
   // The spatial form: per sample and channel over H x W, per-channel gain and bias.
   const Tensor maps = leaf({2, 3, 2, 2}, 4), channel_gain = leaf({3, 1, 1}, 5);

@@ -64,8 +64,9 @@ TEST_CASE("GRU and LSTM match PyTorch with identical weights") {
     }
     const nn::NamedTensors parameters = layer->named_parameters();
     CHECK(parameters.size() == c["parameters"].size());
-    for (const auto& [parameter, value] : parameters) {
-      INFO("parameter: " << parameter);
+    for (const auto& entry : parameters) {
+      const auto& [parameter, value] = entry;
+      INFO("parameter: " << entry.first);  // a binding cannot be captured (clang 14)
       REQUIRE(c["parameters"].contains(parameter));
       testing::check_fixture_close(value.grad(), c["parameters"][parameter], "grad");
     }

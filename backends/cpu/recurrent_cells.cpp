@@ -40,7 +40,8 @@ void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activatio
                                   const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                                   const TensorRef* mask) {
   const char* op = "cpu gru_cell_forward";
-  const auto [rows, H] = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
+  const StepExtent extent = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
   dispatch_floating(h.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -75,8 +76,9 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
                                    const TensorRef& activations, const TensorRef& gh,
                                    const TensorRef& h_prev, const TensorRef* mask) {
   const char* op = "cpu gru_cell_backward";
-  const auto [rows, H] =
+  const StepExtent extent =
       check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
   dispatch_floating(dh.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 16 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -114,7 +116,8 @@ void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activati
                                    const TensorRef& gates, const TensorRef& c_prev,
                                    const TensorRef* mask) {
   const char* op = "cpu lstm_cell_forward";
-  const auto [rows, H] = check_lstm_forward(op, c, activations, gates, c_prev, mask);
+  const StepExtent extent = check_lstm_forward(op, c, activations, gates, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
   dispatch_floating(c.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 10 * H, [&](std::int64_t begin, std::int64_t end) {
@@ -141,7 +144,9 @@ void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc
                                     const TensorRef& dc, const TensorRef& activations,
                                     const TensorRef& c_prev, const TensorRef* mask) {
   const char* op = "cpu lstm_cell_backward";
-  const auto [rows, H] = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
+  const StepExtent extent =
+      check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
   dispatch_floating(dc.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {

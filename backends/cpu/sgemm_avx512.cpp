@@ -16,7 +16,9 @@
 // itself, which -Wuninitialized (and, in the sanitizer build, -Wmaybe-uninitialized) reports
 // wherever they are inlined: in this file's functions, so the warnings stay off for all of it.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
@@ -168,7 +170,7 @@ NORMGRAD_AVX512 void micro_kernel(std::int64_t depth, const float* a, const floa
 // call would cost its page faults every time), and the calling thread's buffer for all of A.
 struct Buffer {
   struct Free {
-    void operator()(float* data) const { std::free(data); }
+    void operator()(float* block) const { std::free(block); }
   };
   std::unique_ptr<float[], Free> data;
   std::int64_t size = 0;

@@ -1,0 +1,110 @@
+// fuzz_seeds FOLDER: writes a starting corpus for every harness into FOLDER/<harness>/, made
+// by normgrad's own writers, so that the fuzzer begins from well-formed files and mutates
+// them into every kind of broken one.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <normgrad/normgrad.h>
+
+#include "harnesses.h"
+
+using namespace normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+data::IdxArray small_images(std::int64_t count, std::int64_t side) {
+  data::IdxArray array{{count, side, side}, {}};
+  for (std::int64_t i = 0; i < count * side * side; ++i)
+    array.values.push_back(static_cast<std::uint8_t>(i * 37 % 256));
+  return array;
+}
+
+void safetensors_seeds(const fs::path& folder) {
+  nn::save_tensors({{"weight", randn({3, 4})},
+                    {"double", full({2}, 0.5, {.dtype = DType::Float64})},
+                    {"index", arange(0, 5, 1, {.dtype = DType::Int64})},
+                    {"empty", zeros({0, 3})},
+                    {"scalar", full({}, 2.0)}},
+                   (folder / "tensors.safetensors").string(), {{"note", "seed"}});
+  nn::Linear layer(4, 2);
+  nn::save(layer, (folder / "linear.safetensors").string());
+}
+
+void training_state_seeds(const fs::path& folder) {
+  manual_seed(1);
+  nn::Linear model(3, 2);  // the harness's model
+  optim::Adam adam(model.parameters(), {.lr = 1e-3});
+  model.forward(randn({4, 3})).square().sum().backward();
+  adam.step();
+  Generator generator(7);
+  optim::save_training_state((folder / "state.safetensors").string(), model, adam, generator, 1);
+}
+
+void idx_seeds(const fs::path& idx, const fs::path& idx_gzip, const fs::path& mnist,
+               const fs::path& scratch) {
+  const data::IdxArray images = small_images(3, 4);
+  const data::IdxArray labels{{3}, {1, 7, 9}};
+  data::write_idx((scratch / "images").string(), images);
+  data::write_idx((scratch / "labels").string(), labels);
+  data::write_idx((scratch / "images.gz").string(), images);
+  const std::string image_bytes = read_bytes(scratch / "images"),
+                    label_bytes = read_bytes(scratch / "labels");
+  write_bytes(idx / "images-idx3-ubyte", image_bytes);
+  write_bytes(idx / "labels-idx1-ubyte", label_bytes);
+  write_bytes(idx / "images-idx3-ubyte.gz", read_bytes(scratch / "images.gz"));
+  write_bytes(idx_gzip / "images-idx3-ubyte", image_bytes);
+  write_bytes(idx_gzip / "labels-idx1-ubyte", label_bytes);
+  write_bytes(mnist / "test-split", fuzz::mnist_folder_input(image_bytes, label_bytes));
+}
+
+void norm_spec_seeds(const fs::path& folder) {
+  const char* specs[] = {"none",
+                         "layernorm",
+                         "rmsnorm",
+                         "prmsnorm",
+                         "prmsnorm:0.125,rounding=floor",
+                         "rmsnorm:eps=1e-8,placement=outside",
+                         "l2norm",
+                         "batchnorm,bias=off",
+                         "weightnorm",
+                         "layernorm,eps=1e-5,bias=off"};
+  int i = 0;
+  for (const char* spec : specs) write_bytes(folder / ("spec-" + std::to_string(i++)), spec);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seeds FOLDER\n");
+    return 2;
+  }
+  const fs::path root(argv[1]);
+  try {
+    for (const fuzz::NamedHarness& harness : fuzz::harnesses())
+      fs::create_directories(root / harness.name);
+    const fs::path scratch = root / ".scratch";
+    fs::create_directories(scratch);
+    safetensors_seeds(root / "safetensors");
+    training_state_seeds(root / "training_state");
+    idx_seeds(root / "idx", root / "idx_gzip", root / "mnist_folder", scratch);
+    norm_spec_seeds(root / "norm_spec");
+    fs::remove_all(scratch);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fuzz_seeds: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
