@@ -16,9 +16,9 @@ namespace normgrad::backend {
 namespace cpu {
 
 CpuBackend::CpuBackend() {
-  // OpenMP reads OMP_NUM_THREADS at start-up; OpenBLAS gets the same count so that one
-  // setting governs both.
-  openblas_set_num_threads(omp_get_max_threads());
+  // OpenBLAS never starts threads of its own: normgrad's OpenMP threads share its products in
+  // fixed blocks (matmul.cpp), so that a product's bits do not depend on the thread count.
+  openblas_set_num_threads(1);
 }
 
 void* CpuBackend::allocate(std::size_t nbytes) { return allocator_.allocate(nbytes); }
@@ -33,7 +33,9 @@ void CpuBackend::copy_from_host(void* dst, const void* host_src, std::size_t nby
   if (nbytes > 0) std::memcpy(dst, host_src, nbytes);
 }
 
-void CpuBackend::set_num_threads(int threads) { openblas_set_num_threads(threads); }
+// OMP_NUM_THREADS and omp_set_num_threads govern every loop, BLAS products included (they run
+// in normgrad's OpenMP loops); OpenBLAS itself stays at one thread.
+void CpuBackend::set_num_threads(int) { openblas_set_num_threads(1); }
 
 }  // namespace cpu
 

@@ -6,7 +6,9 @@
 // strides that are both > 1, negative strides) is first copied into a row-major scratch
 // matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each.
 // Large float32 products go to normgrad's own AVX-512 GEMM on CPUs that have it
-// (sgemm_avx512.h says why), the rest to OpenBLAS.
+// (sgemm_avx512.h says why), the rest to OpenBLAS, single-threaded, in blocks of C that
+// normgrad's threads share (blocked_blas_gemm says why). Either way a product has the same
+// bits at any thread count.
 
 #include <cblas.h>
 
@@ -61,6 +63,57 @@ StridedMatrix strided(CBLAS_TRANSPOSE transpose, const float* data, std::int64_t
                                    : StridedMatrix{data, 1, leading_dim};
 }
 
+void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
+               std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
+               std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
+               std::int64_t n, std::int64_t k, const double* a, std::int64_t lda, const double* b,
+               std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+// The rows or columns of C that one BLAS call computes.
+constexpr std::int64_t blas_block = 128;
+
+// A product through OpenBLAS, with the same bits at any thread count. OpenBLAS's own threads
+// divide a product by the thread count, and for some shapes (few rows, or a long inner
+// dimension) that changes the order of its sums: a batch-4 product differed between 1 and 2
+// threads. So OpenBLAS runs single-threaded (cpu_backend.cpp), and C is cut here into blocks
+// of blas_block columns (or rows, when it has more rows than columns), whose boundaries
+// depend on the shape alone; threads take whole blocks, and each block is one
+// single-threaded call whoever makes it.
+template <typename T>
+void blocked_blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
+                       std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+                       std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  const bool by_columns = n >= m;
+  const std::int64_t extent = by_columns ? n : m;
+  const std::int64_t blocks = (extent + blas_block - 1) / blas_block;
+  parallel_for(blocks, blas_block * k * (by_columns ? m : n), [&](std::int64_t begin,
+                                                                   std::int64_t end) {
+    for (std::int64_t block = begin; block < end; ++block) {
+      const std::int64_t first = block * blas_block;
+      const std::int64_t size = std::min(blas_block, extent - first);
+      if (by_columns) {  // columns [first, first + size) of B and C
+        const T* b_block = b + (transpose_b == CblasNoTrans ? first : first * ldb);
+        blas_gemm(transpose_a, transpose_b, m, size, k, a, lda, b_block, ldb, beta, c + first,
+                  ldc);
+      } else {  // rows [first, first + size) of A and C
+        const T* a_block = a + (transpose_a == CblasNoTrans ? first * lda : first);
+        blas_gemm(transpose_a, transpose_b, size, n, k, a_block, lda, b, ldb, beta,
+                  c + first * ldc, ldc);
+      }
+    }
+  });
+}
+
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
           float beta, float* c, std::int64_t ldc) {
@@ -69,17 +122,13 @@ void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t
                 beta != 0.0f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
-              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  blocked_blas_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
           double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
-              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  blocked_blas_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T>
