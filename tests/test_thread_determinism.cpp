@@ -35,6 +35,7 @@ struct Model {
 std::vector<std::vector<char>> train(const std::function<Model()>& make, int threads, int steps) {
   const int previous = get_num_threads();
   set_num_threads(threads);
+  REQUIRE(get_num_threads() == threads);  // nothing (OpenBLAS included) may reset it
   manual_seed(11);
   const Model model = make();
   optim::Adam adam(model.module->parameters(), {.lr = 1e-2});
@@ -140,6 +141,7 @@ TEST_CASE("products that OpenBLAS computes are the same at 1, 2 and 3 threads") 
     std::vector<std::vector<double>> results;
     for (const int threads : {1, 2, 3}) {
       set_num_threads(threads);
+      REQUIRE(get_num_threads() == threads);
       results.push_back(matmul(a, b).to_vector<double>());
     }
     CHECK(results[1] == results[0]);

@@ -15,11 +15,20 @@ namespace normgrad::backend {
 
 namespace cpu {
 
-CpuBackend::CpuBackend() {
-  // OpenBLAS never starts threads of its own: normgrad's OpenMP threads share its products in
-  // fixed blocks (matmul.cpp), so that a product's bits do not depend on the thread count.
+namespace {
+
+// OpenBLAS never starts threads of its own: normgrad's OpenMP threads share its products in
+// fixed blocks (matmul.cpp), so that a product's bits do not depend on the thread count.
+// OpenBLAS's OpenMP build sets OpenMP's thread count along with its own, so ours is put back.
+void keep_openblas_single_threaded() {
+  const int threads = omp_get_max_threads();
   openblas_set_num_threads(1);
+  omp_set_num_threads(threads);
 }
+
+}  // namespace
+
+CpuBackend::CpuBackend() { keep_openblas_single_threaded(); }
 
 void* CpuBackend::allocate(std::size_t nbytes) { return allocator_.allocate(nbytes); }
 
@@ -35,7 +44,7 @@ void CpuBackend::copy_from_host(void* dst, const void* host_src, std::size_t nby
 
 // OMP_NUM_THREADS and omp_set_num_threads govern every loop, BLAS products included (they run
 // in normgrad's OpenMP loops); OpenBLAS itself stays at one thread.
-void CpuBackend::set_num_threads(int) { openblas_set_num_threads(1); }
+void CpuBackend::set_num_threads(int) { keep_openblas_single_threaded(); }
 
 }  // namespace cpu
 

@@ -11,6 +11,7 @@
 // bits at any thread count.
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <climits>
@@ -63,9 +64,28 @@ StridedMatrix strided(CBLAS_TRANSPOSE transpose, const float* data, std::int64_t
                                    : StridedMatrix{data, 1, leading_dim};
 }
 
+// OpenBLAS's OpenMP build takes as many threads as OpenMP offers outside a parallel region
+// (and one inside it), whatever openblas_set_num_threads said. A call made outside one is
+// given a single thread for its duration: OpenMP's count is the calling thread's own setting.
+class OneBlasThread {
+ public:
+  OneBlasThread() : threads_(omp_in_parallel() ? 0 : omp_get_max_threads()) {
+    if (threads_ > 1) omp_set_num_threads(1);
+  }
+  ~OneBlasThread() {
+    if (threads_ > 1) omp_set_num_threads(threads_);
+  }
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
+
+ private:
+  int threads_;
+};
+
 void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
                std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
                std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  const OneBlasThread one_thread;
   cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
               b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
@@ -74,6 +94,7 @@ void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::in
 void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
                std::int64_t n, std::int64_t k, const double* a, std::int64_t lda, const double* b,
                std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
+  const OneBlasThread one_thread;
   cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
               b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
@@ -85,7 +106,7 @@ constexpr std::int64_t blas_block = 128;
 // A product through OpenBLAS, with the same bits at any thread count. OpenBLAS's own threads
 // divide a product by the thread count, and for some shapes (few rows, or a long inner
 // dimension) that changes the order of its sums: a batch-4 product differed between 1 and 2
-// threads. So OpenBLAS runs single-threaded (cpu_backend.cpp), and C is cut here into blocks
+// threads. So OpenBLAS runs single-threaded (OneBlasThread), and C is cut here into blocks
 // of blas_block columns (or rows, when it has more rows than columns), whose boundaries
 // depend on the shape alone; threads take whole blocks, and each block is one
 // single-threaded call whoever makes it.
