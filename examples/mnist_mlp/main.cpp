@@ -8,11 +8,13 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/wait_policy.h"
 #include "cpu_share.h"
 #include "model.h"
 #include "plot.h"
@@ -113,10 +115,11 @@ int run(const Options& options) {
     }
   std::printf(
       "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
-      "threads: %d; device: %s\n\n",
+      "threads: %d (OMP_WAIT_POLICY=%s); device: %s\n\n",
       options.data.c_str(), static_cast<long long>(train.images.size(0)),
       static_cast<long long>(all_train.images.size(0)), static_cast<long long>(test.images.size(0)),
       options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads(),
+      std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "unset",
       device.str().c_str());
   std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
@@ -174,6 +177,7 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  examples::default_to_passive_waiting(argv);  // idle threads sleep (common/wait_policy.h)
   CLI::App app{
       "The LayerNorm paper's permutation-invariant MNIST experiment on Fashion-MNIST: a "
       "784-1000-1000-10 MLP with each normaliser on its hidden layers, at each batch size"};
