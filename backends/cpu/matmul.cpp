@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -82,22 +83,21 @@ class OneBlasThread {
   int threads_;
 };
 
+// One cblas_sgemm or cblas_dgemm call on a single thread: c = a b + beta c.
+template <typename T>
 void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
-               std::int64_t n, std::int64_t k, const float* a, std::int64_t lda, const float* b,
-               std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+               std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+               std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   const OneBlasThread one_thread;
-  cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda),
-              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
-
-void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m,
-               std::int64_t n, std::int64_t k, const double* a, std::int64_t lda, const double* b,
-               std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-  const OneBlasThread one_thread;
-  cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
-              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  const auto lda_ = static_cast<blasint>(lda), ldb_ = static_cast<blasint>(ldb),
+             ldc_ = static_cast<blasint>(ldc);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, transpose_a, transpose_b, M, N, K, 1.0f, a, lda_, b, ldb_, beta, c,
+                ldc_);
+  else
+    cblas_dgemm(CblasRowMajor, transpose_a, transpose_b, M, N, K, 1.0, a, lda_, b, ldb_, beta, c,
+                ldc_);
 }
 
 // The rows or columns of C that one BLAS call computes.
