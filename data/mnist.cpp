@@ -43,14 +43,25 @@ ImageDataset load_mnist(const std::string& folder, Split split) {
   NG_CHECK(multiply_fits(images.shape[1], images.shape[2], pixels) && pixels <= max_image_pixels,
            "load_mnist", "'", image_path, "': images of ", images.shape[1], " x ", images.shape[2],
            " pixels are larger than the ", max_image_pixels, " pixels allowed");
-  std::vector<float> image_values(images.values.size());
-  for (std::size_t i = 0; i < image_values.size(); ++i)
+  // The tensors are filled in place, and an allocation the machine cannot make is an Error
+  // naming the file (the factories turn std::bad_alloc into one).
+  Tensor image_tensor, label_tensor;
+  try {
+    image_tensor = empty({count, pixels});
+    label_tensor = empty({count}, {.dtype = DType::Int64});
+  } catch (const Error& error) {
+    NG_CHECK(false, "load_mnist", "'", image_path, "': ", error.what());
+  }
+  float* image_values = image_tensor.data_ptr<float>();
+  for (std::size_t i = 0; i < images.values.size(); ++i)
     image_values[i] = static_cast<float>(images.values[i]) / 255.0f;
-  std::vector<std::int64_t> label_values(labels.values.begin(), labels.values.end());
-  for (std::size_t i = 0; i < label_values.size(); ++i)
+  std::int64_t* label_values = label_tensor.data_ptr<std::int64_t>();
+  for (std::size_t i = 0; i < labels.values.size(); ++i) {
+    label_values[i] = labels.values[i];
     NG_CHECK(label_values[i] < 10, "load_mnist", "'", label_path, "': label ", label_values[i],
              " of image ", i, " is not a class in [0, 10)");
-  return {from_vector(image_values, {count, pixels}), from_vector(label_values, {count})};
+  }
+  return {image_tensor, label_tensor};
 }
 
 }  // namespace normgrad::data

@@ -341,6 +341,42 @@ TEST_CASE("running out of memory while reading an IDX stream is an Error") {
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
 
+TEST_CASE("running out of memory while converting MNIST images is an Error naming the file") {
+  if (under_address_sanitizer) {
+    MESSAGE("skipped: AddressSanitizer reserves more address space than the limit allows");
+    return;
+  }
+  Folder folder;
+  // 100000 images of 28 x 28: 78 MB of bytes, 314 MB as float32.
+  data::IdxArray images{{100000, 28, 28}, std::vector<std::uint8_t>(100000 * 28 * 28, 7)};
+  data::write_idx(folder.file("t10k-images-idx3-ubyte"), images);
+  data::write_idx(folder.file("t10k-labels-idx1-ubyte"),
+                  {{100000}, std::vector<std::uint8_t>(100000, 3)});
+  images = {};
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // 200 MiB more address space than it uses now: the bytes fit, the floats not
+    empty_cache();     // blocks cached by earlier tests would serve the floats without a fault
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    long long used_kib = 0;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) used_kib = std::stoll(line.substr(7));
+    const rlim_t limit = static_cast<rlim_t>(used_kib + (200 << 10)) * 1024;
+    const rlimit bounds{limit, limit};
+    ::setrlimit(RLIMIT_AS, &bounds);
+    const std::string message =
+        testing::error_of([&] { data::load_mnist(folder.path.string(), data::Split::Test); });
+    const bool named = message.find("load_mnist") != std::string::npos &&
+                       message.find("t10k-images-idx3-ubyte") != std::string::npos &&
+                       message.find("out of memory") != std::string::npos;
+    ::_exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
 TEST_CASE("an MNIST folder whose image dims overflow is refused") {
   Folder folder;
   // No images, each of (2^32 - 1)^2 pixels: the file holds nothing, the product wraps.
