@@ -38,7 +38,7 @@ void safetensors_seeds(const fs::path& folder) {
                     {"empty", zeros({0, 3})},
                     {"scalar", full({}, 2.0)}},
                    (folder / "tensors.safetensors").string(), {{"note", "seed"}});
-  nn::Linear layer(4, 2);
+  nn::Linear layer(3, 2);  // what fuzz_safetensors loads into
   nn::save(layer, (folder / "linear.safetensors").string());
 }
 
@@ -52,36 +52,48 @@ void training_state_seeds(const fs::path& folder) {
   optim::save_training_state((folder / "state.safetensors").string(), model, adam, generator, 1);
 }
 
-void idx_seeds(const fs::path& idx, const fs::path& idx_gzip, const fs::path& mnist,
-               const fs::path& scratch) {
+// IDX files written by data::write_idx, plain and compressed, for the two IDX harnesses, and
+// an MNIST folder's four files for fuzz_mnist_folder.
+void idx_seeds(const fs::path& root, const fs::path& scratch) {
   const data::IdxArray images = small_images(3, 4);
   const data::IdxArray labels{{3}, {1, 7, 9}};
-  data::write_idx((scratch / "images").string(), images);
-  data::write_idx((scratch / "labels").string(), labels);
-  data::write_idx((scratch / "images.gz").string(), images);
-  const std::string image_bytes = read_bytes(scratch / "images"),
-                    label_bytes = read_bytes(scratch / "labels");
-  write_bytes(idx / "images-idx3-ubyte", image_bytes);
-  write_bytes(idx / "labels-idx1-ubyte", label_bytes);
-  write_bytes(idx / "images-idx3-ubyte.gz", read_bytes(scratch / "images.gz"));
-  write_bytes(idx_gzip / "images-idx3-ubyte", image_bytes);
-  write_bytes(idx_gzip / "labels-idx1-ubyte", label_bytes);
-  write_bytes(mnist / "test-split", fuzz::mnist_folder_input(image_bytes, label_bytes));
+  const data::IdxArray train_images = small_images(5, 2);
+  const data::IdxArray train_labels{{5}, {0, 1, 2, 3, 9}};
+  const auto written = [&](const data::IdxArray& array, const char* name) {
+    data::write_idx((scratch / name).string(), array);
+    return read_bytes(scratch / name);
+  };
+  const std::string image_bytes = written(images, "images"),
+                    label_bytes = written(labels, "labels");
+  write_bytes(root / "idx" / "images-idx3-ubyte", image_bytes);
+  write_bytes(root / "idx" / "labels-idx1-ubyte", label_bytes);
+  write_bytes(root / "idx" / "images-idx3-ubyte.gz", written(images, "images.gz"));
+  write_bytes(root / "idx_gzip" / "images-idx3-ubyte", image_bytes);
+  write_bytes(root / "idx_gzip" / "labels-idx1-ubyte", label_bytes);
+  write_bytes(root / "mnist_folder" / "both-splits",
+              fuzz::mnist_folder_input({written(train_images, "train-images"),
+                                        written(train_labels, "train-labels"), image_bytes,
+                                        label_bytes}));
 }
 
 void norm_spec_seeds(const fs::path& folder) {
+  // Every kind and every option of the grammar in nn/norms/factory.h.
   const char* specs[] = {"none",
                          "layernorm",
+                         "layernorm,eps=1e-5",
                          "rmsnorm",
-                         "prmsnorm",
+                         "prmsnorm:0.0625",
                          "prmsnorm:0.125,rounding=floor",
-                         "rmsnorm:eps=1e-8,placement=outside",
-                         "l2norm",
+                         "rmsnorm,eps=1e-8,placement=outside",
+                         "l2norm,bias=on",
                          "batchnorm,bias=off",
                          "weightnorm",
-                         "layernorm,eps=1e-5,bias=off"};
+                         " layernorm , eps=1e-5 , bias=off "};
   int i = 0;
-  for (const char* spec : specs) write_bytes(folder / ("spec-" + std::to_string(i++)), spec);
+  for (const char* spec : specs) {
+    nn::NormSpec::parse(spec);  // a seed the grammar refuses would start the fuzzer off track
+    write_bytes(folder / ("spec-" + std::to_string(i++)), spec);
+  }
 }
 
 }  // namespace
@@ -99,7 +111,7 @@ int main(int argc, char** argv) {
     fs::create_directories(scratch);
     safetensors_seeds(root / "safetensors");
     training_state_seeds(root / "training_state");
-    idx_seeds(root / "idx", root / "idx_gzip", root / "mnist_folder", scratch);
+    idx_seeds(root, scratch);
     norm_spec_seeds(root / "norm_spec");
     fs::remove_all(scratch);
   } catch (const std::exception& error) {
