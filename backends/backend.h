@@ -265,7 +265,7 @@ class Backend {
   // contiguous and `mask` ([B], x's dtype) is null or says which rows take the step: a row
   // whose mask is 0 keeps its previous state, and its pre-activations get zero gradient.
   //
-  // GRU in the form of Nematus (PAPER.md 5.2): gx and gh [B, 3H] hold the input-side and the
+  // GRU in the form of Nematus (paper, Appendix A.1): gx and gh [B, 3H] hold the input-side and the
   // state-side pre-activations of [reset r | update u | candidate c], each already normalised:
   //   r = sigmoid(gx_r + gh_r),  u = sigmoid(gx_u + gh_u),  c = tanh(gx_c + r gh_c),
   //   h = u h_prev + (1 - u) c.

@@ -1,4 +1,4 @@
-// Conv2d and pooling at the shapes of the paper's CIFAR model (ConvPool-CNN-C, PAPER.md 5.6),
+// Conv2d and pooling at the shapes of the paper's CIFAR model (ConvPool-CNN-C, its App. A.4),
 // float32, batch 32: what conv2d costs beside the GEMMs it cannot avoid.
 //
 // conv2d is im2col then GEMMs, [O, K] @ [K, n L] for a chunk of n samples with K = C kh kw and

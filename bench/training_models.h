@@ -2,8 +2,8 @@
 // The two models whose training step bench_training_step times (bench_training_step_torch.py
 // builds the same ones in PyTorch):
 //   - a GRU language model: embedding -> one GRU layer -> linear over the vocabulary, the
-//     recurrent core of the paper's RNNSearch (PAPER.md 5.2) at a size one CPU step can take;
-//   - ConvPool-CNN-C, the paper's CIFAR-10 model (PAPER.md 5.6), layer for layer.
+//     recurrent core of the paper's RNNSearch (its App. A.1) at a size one CPU step can take;
+//   - ConvPool-CNN-C, the paper's CIFAR-10 model (paper, Appendix A.4), layer for layer.
 // The norm is a spec (norms/factory.h) for every norm slot; "none" is the plain model.
 
 #include <normgrad/normgrad.h>

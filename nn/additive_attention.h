@@ -1,6 +1,6 @@
 #pragma once
 // AdditiveAttention: the MLP attention of Bahdanau et al. (2015) as Nematus has it
-// (PAPER.md 5.2), for a decoder that attends over the encoder's states C at every step:
+// (paper, Appendix A.1), for a decoder that attends over the encoder's states C at every step:
 //
 //   e_ij = v . tanh( N1(U_c C_j + b) + N2(W_s s_i) )       scores, one per source position j
 //   a_ij = softmax_j(e_ij) over the unpadded positions       weights, 0 at padding

@@ -6,7 +6,7 @@
 // kaiming_uniform_ with negative slope sqrt(5), which works out to U(-1/sqrt(fan_in),
 // 1/sqrt(fan_in)), and the bias is drawn from the same interval.
 //
-// The paper's CIFAR model (PAPER.md 5.6) uses 3x3 convolutions with padding 1 and 0 and 1x1
+// The paper's CIFAR model (its Appendix A.4) uses 3x3 convolutions with padding 1 and 0 and 1x1
 // ("network in network") convolutions:
 //   nn::Conv2d conv(96, 192, 3, {.padding = 1});
 //   nn::Conv2d nin(192, 192, 1);

@@ -1,5 +1,5 @@
 #pragma once
-// GRU with four norm slots, in the form of Nematus (PAPER.md 5.2):
+// GRU with four norm slots, in the form of Nematus (paper, Appendix A.1):
 //   [r, u] = sigmoid( N1(W_g x + b_g) + N2(U_g h + c_g) )
 //   h~     = tanh( N3(W_c x + b_c) + r * N4(U_c h + c_c) )
 //   h'     = u h + (1 - u) h~

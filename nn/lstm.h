@@ -1,5 +1,5 @@
 #pragma once
-// LSTM with three norm slots, as the paper's attentive reader has it (PAPER.md 5.4, after the
+// LSTM with three norm slots, as the paper's attentive reader has it (its App. A.2, after the
 // LayerNorm paper's Eq. 20-22):
 //   [i, f, g, o] = N1(W_ih x + b_ih) + N2(W_hh h + b_hh)
 //   c' = sigmoid(f) c + sigmoid(i) tanh(g)

@@ -1,6 +1,6 @@
 #pragma once
 // Pooling layers and Flatten: stateless modules around the ops of autograd/ops.h, so that a
-// model can list them beside its convolutions. The paper's CIFAR model (PAPER.md 5.6) uses
+// model can list them beside its convolutions. The paper's CIFAR model (its Appendix A.4) uses
 // MaxPool2d(2) (2x2 windows, stride 2) and ends in GlobalAvgPool2d, [N, C, H, W] -> [N, C].
 
 #include <cstdint>

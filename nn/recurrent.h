@@ -7,7 +7,7 @@
 //   out.output;  // [T, B, 2048]: both directions' states at each step, 0 at padded steps
 //   out.hidden;  // [2, B, 1024]: each direction's last state
 //
-// How a step is computed (PAPER.md 5.2 and 5.4): the input side of every step, W_ih x + b_ih
+// How a step is computed (paper, App. A.1 and A.2): the input side of every step, W_ih x + b_ih
 // and its norms, is one GEMM over all T B rows before the loop; the loop does only the
 // state side, W_hh h + b_hh and its norms, and the fused pointwise kernel of
 // recurrent_functional.h.

@@ -11,7 +11,7 @@
 
 namespace normgrad::nn::functional {
 
-// One GRU step in the form of Nematus (PAPER.md 5.2), after the pre-activations have been
+// One GRU step in the form of Nematus (paper, Appendix A.1), after the pre-activations have been
 // computed and normalised. gx, gh: [B, 3H], the input-side and state-side terms of
 // [reset r | update u | candidate c]; h_prev: [B, H]. Returns
 //   r = sigmoid(gx_r + gh_r),  u = sigmoid(gx_u + gh_u),  c = tanh(gx_c + r gh_c),

@@ -1,6 +1,6 @@
 #pragma once
 // The Transformer's encoder and decoder (Vaswani et al. 2017), with the normaliser a NormSpec
-// (PAPER.md 5.3: the paper compares LayerNorm, RMSNorm and pRMSNorm in these layers).
+// (the paper's section 6.1 compares LayerNorm, RMSNorm and pRMSNorm in these layers).
 //
 // Each sublayer F (self-attention, cross-attention, the feed-forward network) is wrapped as
 //   post-norm (the paper's, the default):  x = Norm(x + Dropout(F(x)))

@@ -254,7 +254,7 @@ TEST_CASE("conv2d: errors name the op and the shapes") {
 
 namespace {
 
-// A miniature of the paper's ConvPool-CNN-C (PAPER.md 5.6): 3x3 convolutions with padding 1
+// A miniature of the paper's ConvPool-CNN-C (paper, Appendix A.4): 3x3 convolutions with padding 1
 // and 0, a 2x2 max-pool, a 1x1 convolution and global average pooling.
 struct TinyConvPoolNet : nn::Module {
   std::shared_ptr<nn::Conv2d> conv1, conv2, nin;

@@ -305,6 +305,41 @@ constexpr bool under_address_sanitizer = false;
 constexpr bool under_address_sanitizer = false;
 #endif
 
+// The message of the Error that `body` throws in a child process whose address space ends
+// `headroom_mib` MiB above what it uses when the body starts: "" if it throws none, and
+// "(the child died)" if it crashes or throws anything else.
+template <typename Body> std::string error_with_little_memory(long long headroom_mib, Body&& body) {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    empty_cache();  // blocks cached by earlier tests would serve allocations without a fault
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    long long used_kib = 0;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) used_kib = std::stoll(line.substr(7));
+    const rlim_t limit = static_cast<rlim_t>(used_kib + (headroom_mib << 10)) * 1024;
+    const rlimit bounds{limit, limit};
+    ::setrlimit(RLIMIT_AS, &bounds);
+    const std::string message = testing::error_of(body);
+    const bool written =
+        ::write(pipe_fds[1], message.data(), message.size()) == static_cast<ssize_t>(message.size());
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+    message.append(buffer, static_cast<std::size_t>(got));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? message : "(the child died)";
+}
+
 TEST_CASE("running out of memory while reading an IDX stream is an Error") {
   if (under_address_sanitizer) {
     MESSAGE("skipped: AddressSanitizer reserves more address space than the limit allows");
@@ -320,25 +355,8 @@ TEST_CASE("running out of memory while reading an IDX stream is an Error") {
   const std::string zeros(1 << 24, '\0');
   for (int i = 0; i < 64; ++i) gzwrite(file, zeros.data(), static_cast<unsigned>(zeros.size()));
   gzclose(file);
-  // A child whose address space ends 256 MiB above what it uses now.
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    long long used_kib = 0;
-    while (std::getline(status, line))
-      if (line.rfind("VmSize:", 0) == 0) used_kib = std::stoll(line.substr(7));
-    const rlim_t limit = static_cast<rlim_t>(used_kib + (256 << 10)) * 1024;
-    const rlimit bounds{limit, limit};
-    ::setrlimit(RLIMIT_AS, &bounds);
-    const std::string message = testing::error_of([&] { data::read_idx(path); });
-    ::_exit(message.find("out of memory allocating 1073741824 bytes") != std::string::npos ? 0
-                                                                                             : 1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const std::string message = error_with_little_memory(256, [&] { data::read_idx(path); });
+  CHECK(message.find("out of memory allocating 1073741824 bytes") != std::string::npos);
 }
 
 TEST_CASE("running out of memory while converting MNIST images is an Error naming the file") {
@@ -353,28 +371,12 @@ TEST_CASE("running out of memory while converting MNIST images is an Error namin
   data::write_idx(folder.file("t10k-labels-idx1-ubyte"),
                   {{100000}, std::vector<std::uint8_t>(100000, 3)});
   images = {};
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // 200 MiB more address space than it uses now: the bytes fit, the floats not
-    empty_cache();     // blocks cached by earlier tests would serve the floats without a fault
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    long long used_kib = 0;
-    while (std::getline(status, line))
-      if (line.rfind("VmSize:", 0) == 0) used_kib = std::stoll(line.substr(7));
-    const rlim_t limit = static_cast<rlim_t>(used_kib + (200 << 10)) * 1024;
-    const rlimit bounds{limit, limit};
-    ::setrlimit(RLIMIT_AS, &bounds);
-    const std::string message =
-        testing::error_of([&] { data::load_mnist(folder.path.string(), data::Split::Test); });
-    const bool named = message.find("load_mnist") != std::string::npos &&
-                       message.find("t10k-images-idx3-ubyte") != std::string::npos &&
-                       message.find("out of memory") != std::string::npos;
-    ::_exit(named ? 0 : 1);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // 200 MiB more address space: the bytes fit, the floats do not.
+  const std::string message = error_with_little_memory(
+      200, [&] { data::load_mnist(folder.path.string(), data::Split::Test); });
+  CHECK(message.find("load_mnist") != std::string::npos);
+  CHECK(message.find("t10k-images-idx3-ubyte") != std::string::npos);
+  CHECK(message.find("out of memory") != std::string::npos);
 }
 
 TEST_CASE("an MNIST folder whose image dims overflow is refused") {

@@ -1,4 +1,4 @@
-// The LayerNorm paper's permutation-invariant MNIST experiment (PAPER.md section 6), run on
+// The LayerNorm paper's permutation-invariant MNIST experiment (Ba, Kiros and Hinton 2016), run on
 // Fashion-MNIST: a 784-1000-1000-10 MLP trained with Adam at batch sizes 128 and 4, its
 // hidden layers normalised by each normaliser in turn. Prints the final test accuracy and the
 // time per training step of every run, writes the curves as CSV and draws them as the

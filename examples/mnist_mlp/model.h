@@ -1,5 +1,5 @@
 #pragma once
-// The permutation-invariant MNIST model of the LayerNorm paper (PAPER.md section 6): a
+// The permutation-invariant MNIST model of the LayerNorm paper (Ba, Kiros and Hinton 2016): a
 // 784-1000-1000-10 multilayer perceptron whose two hidden layers are normalised by whichever
 // normaliser a spec string names ("none", "layernorm", "rmsnorm", "prmsnorm:0.0625",
 // "batchnorm", ...); the logit layer is never normalised.

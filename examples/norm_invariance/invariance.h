@@ -1,5 +1,5 @@
 #pragma once
-// The invariance lab: Table 1 of the RMSNorm paper (PAPER.md section 2), computed by
+// The invariance lab: Table 1 of the RMSNorm paper (its section 4.1), computed by
 // experiment instead of by argument.
 //
 // One layer h = Norm(W x), with W a [units, inputs] weight and x a batch of cases, is run
@@ -7,7 +7,7 @@
 // invariant to that transformation when every output stays the same (to round-off). For
 // WeightNorm the layer is h = (g v / ||v||) x, and the transformations act on v.
 //
-// Also the gradient property of PAPER.md section 3.1: dL/dW scales as 1/delta when W is
+// Also the gradient property of the paper's section 4.2: dL/dW scales as 1/delta when W is
 // scaled by delta, and does not change when x is.
 
 #include <array>

@@ -10,7 +10,7 @@
 // track_running_stats there are no running estimates, and the batch's statistics are used
 // in evaluation too.
 //
-// The paper's CIFAR model (PAPER.md 5.6) uses eps = 1e-6 and these defaults otherwise.
+// The paper's CIFAR model (its Appendix A.4) uses eps = 1e-6 and these defaults otherwise.
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // The normalisers written with primitive differentiable ops. They are the reference — the
 // "composed twin" — that every fused kernel is tested against, and their gradients come from
-// autograd, checked by gradcheck. Formulas (PAPER.md sections 1 and 3), per normalised group
+// autograd, checked by gradcheck. Formulas (the paper's sections 3 and 4), per normalised group
 // of n values a_1..a_n (the trailing `normalized_dims` dims of x), with gain g and bias b
 // broadcast against x:
 //   LayerNorm  y = g (a - mean(a)) / sqrt(var(a) + eps) + b          (population variance)

@@ -44,7 +44,7 @@ Tensor l2_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain
 //                 running_var  = (1 - momentum) running_var  + momentum var M / (M - 1)
 //               (the unbiased variance, as PyTorch does). momentum is the weight of the new
 //               batch, PyTorch's convention; the "momentum 0.9" of the paper's Lasagne CIFAR
-//               code (PAPER.md 5.6) is the weight kept by the old average: the same 0.1.
+//               code (paper, Appendix A.4) is the weight kept by the old average: the same 0.1.
 //               That code corrects the variance by N / (N - 1), N the batch size, even for
 //               feature maps; M / (M - 1) counts every value that entered the mean, as
 //               PyTorch does. Training needs M > 1.

@@ -4,7 +4,7 @@
 // for each output unit i, where v_i is the unit's row of incoming weights (a Linear weight
 // [out, in], or a Conv weight [out, in, kh, kw] flattened per output channel) and g_i its
 // gain. The direction v and the length g are trained separately; scaling v_i changes nothing,
-// which is WeightNorm's row of the invariance table (PAPER.md section 2).
+// which is WeightNorm's row of the invariance table (the RMSNorm paper's Table 1).
 //
 // It normalises weights, not activations, so a layer whose NormSpec is "weightnorm" wraps its
 // weight in this module instead of normalising its output (see factory.h).
@@ -12,7 +12,7 @@
 //   nn::WeightNorm wn(randn({4, 3}));        // v = that weight, g = its row norms
 //   Tensor y = matmul(x, wn.weight().t());   // weight() == the original weight at first
 //
-// Data-dependent initialisation (PAPER.md 5.6): run a first batch through the layer with no
+// Data-dependent initialisation (paper, Appendix A.4): run a first batch through the layer with no
 // bias, pass the outputs to init_from_data(), and set the layer's bias to what it returns;
 // each unit's outputs then have mean 0 and standard deviation `scale` on that batch.
 
