@@ -1,0 +1,18 @@
+#pragma once
+// Reading plain text corpora and system outputs: UTF-8, one segment per line.
+
+#include <string>
+#include <vector>
+
+namespace normgrad::data {
+
+// The lines of a UTF-8 text file, split at "\n" only (a "\r" stays in its line, as in
+// sacreBLEU, which opens files with newline="\n"); a last line without "\n" counts. A missing
+// or unreadable file, a directory, or invalid UTF-8 is an Error naming the file and the line.
+std::vector<std::string> read_text_lines(const std::string& path);
+
+// The lines with trailing whitespace (Python's definition) removed, as sacreBLEU's command line
+// strips each line it reads.
+std::vector<std::string> strip_line_ends(std::vector<std::string> lines);
+
+}  // namespace normgrad::data
