@@ -10,7 +10,6 @@ import sys
 import tempfile
 import unittest
 
-from corpus.fetch import extract
 from corpus.main import main
 from corpus.split import english_key
 from corpus.tests.fixtures import message, mo_bytes, write_package
@@ -158,54 +157,6 @@ class EndToEndTest(unittest.TestCase):
         for flag in ("--out", "--cache", "--seed", "--dev-size", "--test-size", "--packages",
                      "--offline"):
             self.assertIn(flag, result.stdout)
-
-
-@unittest.skipUnless(shutil.which("dpkg-deb"), "dpkg-deb is not installed")
-class ExtractTest(unittest.TestCase):
-    """A .deb built here: German catalogs extracted, symlinks and other files not."""
-
-    def test_extract_german_catalogs_only(self):
-        with tempfile.TemporaryDirectory(prefix="corpus-deb-") as tmp:
-            root = os.path.join(tmp, "pkg")
-            os.makedirs(os.path.join(root, "DEBIAN"))
-            with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
-                f.write("Package: fake-l10n\nVersion: 2.0-1\nArchitecture: all\n"
-                        "Maintainer: Test <test@example.org>\nDescription: test\n")
-            locale = os.path.join(root, "usr", "share", "locale")
-            for language in ("de", "de_DE", "fr"):
-                os.makedirs(os.path.join(locale, language, "LC_MESSAGES"))
-                with open(os.path.join(locale, language, "LC_MESSAGES", "fake.mo"), "wb") as f:
-                    f.write(mo_bytes([message("Open", "Öffnen")]))
-            os.symlink("fake.mo", os.path.join(locale, "de", "LC_MESSAGES", "alias.mo"))
-            with open(os.path.join(locale, "de", "LC_MESSAGES", "iso_639-3.mo"), "wb") as f:
-                f.write(mo_bytes([message("English", "Englisch")]))
-            os.makedirs(os.path.join(root, "usr", "share", "doc"))
-            with open(os.path.join(root, "usr", "share", "doc", "README"), "w") as f:
-                f.write("not a catalog\n")
-            cache = os.path.join(tmp, "cache")
-            os.makedirs(os.path.join(cache, "debs"))
-            deb = os.path.join(cache, "debs", "fake-l10n_2.0-1_all.deb")
-            subprocess.run(["dpkg-deb", "--root-owner-group", "--build", root, deb],
-                           check=True, capture_output=True)
-            folder = extract("fake-l10n", deb, "ab" * 32, os.path.join(cache, "catalogs"))
-            found = sorted(os.path.relpath(os.path.join(d, n), folder)
-                           for d, _, names in os.walk(folder) for n in names)
-            self.assertEqual(found, [".source.json",
-                                     "usr/share/locale/de/LC_MESSAGES/fake.mo"])
-            with open(os.path.join(folder, ".source.json")) as f:
-                self.assertEqual(json.load(f)["version"], "2.0-1")
-            # --offline extracts a cached .deb that has no catalogs yet.
-            shutil.rmtree(folder)
-            code, log = build_one(cache, os.path.join(tmp, "out"), "fake-l10n")
-            self.assertIn("fake-l10n: 1 catalogs, 1 pairs", log)
-
-
-def build_one(cache, out, package):
-    stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr):
-        code = main(["--offline", "--cache", cache, "--out", out, "--dev-size", "0",
-                     "--test-size", "0", "--packages", package])
-    return code, stderr.getvalue()
 
 
 if __name__ == "__main__":
