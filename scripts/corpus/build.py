@@ -3,7 +3,7 @@
 import os
 import sys
 
-from .accel import choose_markers
+from .accel import choose_markers, vocabulary
 from .catalog import load_catalog, raw_pairs
 from .clean import after_markup, before_accelerators
 from .e2fsck import expand_pairs
@@ -61,11 +61,12 @@ def build_pairs(packages, fetched, log=None):
         counts["raw"] += raw
         counts["e2fsck_table"] += table
         staged = [(before_accelerators(en), before_accelerators(de)) for en, de in pairs]
-        markers = choose_markers(staged, declared)
+        words = vocabulary(staged)
+        markers = choose_markers(staged, declared, words)
         pair_filter.start_package()
         kept = 0
         for english, german in staged:
-            cleaned = after_markup(english, german, markers)
+            cleaned = after_markup(english, german, markers, words)
             if cleaned is None:
                 counts["placeholder_mismatch"] += 1
             elif pair_filter.keep(*cleaned):

@@ -79,10 +79,10 @@ def before_accelerators(text):
     return strip_markup(gcc_quoting(text))
 
 
-def after_markup(english, german, markers):
+def after_markup(english, german, markers, words=None):
     """Rules 3 to 5: (english, german) cleaned, or None when the placeholder counts
-    differ."""
-    english, german = strip_accelerators(english, german, markers)
+    differ. words: the package's vocabulary, for accelerator markers inside words."""
+    english, german = strip_accelerators(english, german, markers, words)
     english, en_numbers, en_others = normalize(normalize_whitespace(english))
     german, de_numbers, de_others = normalize(normalize_whitespace(german))
     if (en_numbers, en_others) != (de_numbers, de_others):

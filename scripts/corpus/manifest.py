@@ -15,6 +15,12 @@ SPLITS = ("train", "dev", "test")
 LANGUAGES = ("en", "de")
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path, data):
     """Write bytes to path through a temporary file in the same folder and a rename, so
     that a reader never sees half a file and an interrupted run leaves the old one."""
@@ -24,6 +30,7 @@ def write_atomically(path, data):
     try:
         with os.fdopen(handle, "wb") as f:
             f.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp's 0600 would hide the corpus
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):

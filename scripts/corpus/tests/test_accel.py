@@ -2,7 +2,7 @@
 
 import unittest
 
-from corpus.accel import candidates, choose_markers, strip_accelerators
+from corpus.accel import candidates, choose_markers, strip_accelerators, vocabulary
 
 
 class StripTest(unittest.TestCase):
@@ -12,6 +12,11 @@ class StripTest(unittest.TestCase):
         self.assertEqual(strip_accelerators("&Open", "Ö&ffnen", ("&",)), ("Open", "Öffnen"))
         self.assertEqual(strip_accelerators("E~xport", "E~xportieren", ("~",)),
                          ("Export", "Exportieren"))
+
+    def test_marker_kept_in_a_word_copied_unchanged(self):
+        self.assertEqual(strip_accelerators("_Unicode Characters", "_Unicode-Zeichen", ("_",)),
+                         ("Unicode Characters", "Unicode-Zeichen"))
+        self.assertEqual(strip_accelerators("_X axis", "_X-Achse", ("_",)), ("X axis", "X-Achse"))
 
     def test_marker_at_word_start_with_punctuation(self):
         self.assertEqual(strip_accelerators("_Find/Replace...", "_Suchen/Ersetzen …",
@@ -27,6 +32,24 @@ class StripTest(unittest.TestCase):
                                 ("use _N/_P suffixes", "Endungen _N/_P verwenden")):
             self.assertEqual(strip_accelerators(english, german, ("_", "&")),
                              (english, german), english)
+
+    def test_snake_case_needs_the_joined_word_in_the_package(self):
+        words = vocabulary([("Reload", "Neu laden"), ("Report", "Bericht")])
+        self.assertEqual(strip_accelerators("Re_load", "_Neu laden", ("_",), words),
+                         ("Reload", "Neu laden"))
+        self.assertEqual(strip_accelerators("missing `default_missing'",
+                                            "»default_missing« fehlt", ("_",), words),
+                         ("missing `default_missing'", "»default_missing« fehlt"))
+        self.assertEqual(strip_accelerators("bad fs_type", "falscher Typ", ("_",), words),
+                         ("bad fs_type", "falscher Typ"))
+        # recapitalised by the translator, still the same identifier
+        self.assertEqual(strip_accelerators("i_blocks is %d", "i_Blocks ist %d", ("_",), words),
+                         ("i_blocks is %d", "i_Blocks ist %d"))
+
+    def test_quoted_word_with_a_leading_marker(self):
+        self.assertEqual(strip_accelerators("'_Atomic' qualifier", "'_Atomic'-Qualifizierer",
+                                            ("_",)),
+                         ("'_Atomic' qualifier", "'_Atomic'-Qualifizierer"))
 
     def test_escaped_marker_and_entity_are_not_candidates(self):
         self.assertEqual(candidates("Drag && Drop", "&"), [])

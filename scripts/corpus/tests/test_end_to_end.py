@@ -21,7 +21,8 @@ OUTPUTS = ("train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de", "MA
 def gui_catalog():
     messages = [message(f"_Open file number {i}", f"Datei Nummer {i} ö_ffnen")
                 for i in range(40)]
-    messages += [message("<b>Bold</b> move", "<b>Fetter</b> Zug"),
+    messages += [message("Open", "Öffnen"),  # "ö_ffnen" is a word of this package
+                 message("<b>Bold</b> move", "<b>Fetter</b> Zug"),
                  message("%d file", ["Eine Datei", "%d Dateien"], plural="%d files"),
                  message("Gamma", "Gamma"),
                  message("translator-credits", "Erika Mustermann"),
@@ -93,7 +94,7 @@ class EndToEndTest(unittest.TestCase):
 
         manifest = json.loads(read(out, "MANIFEST.json"))
         counts = manifest["counts"]
-        self.assertEqual(counts["raw"], 40 + 7 + 22)
+        self.assertEqual(counts["raw"], 40 + 8 + 22)
         self.assertEqual(counts["placeholder_mismatch"], 1)   # "%d file" -> "Eine Datei"
         self.assertEqual(counts["identical"], 1)
         self.assertEqual(counts["credits"], 1)
@@ -106,6 +107,10 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(manifest["options"]["packages"], ["gui-data", "cli-tools"])
         self.assertEqual(set(manifest["files"]), set(OUTPUTS[:6]))
         self.assertEqual(manifest["files"]["dev.de"]["lines"], 3)
+        mask = os.umask(0)
+        os.umask(mask)
+        self.assertEqual(os.stat(os.path.join(out, "train.en")).st_mode & 0o777,
+                         0o666 & ~mask)
 
     def test_byte_identical_across_runs_and_hash_seeds(self):
         outputs = []
