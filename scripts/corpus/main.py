@@ -24,17 +24,20 @@ def parse_args(argv):
                     "catalogs of Debian packages: train/dev/test .en/.de files (one segment "
                     "per line, lines aligned) and MANIFEST.json. Packages come from apt-get "
                     "download into the cache; a second run reuses them.")
-    parser.add_argument("--out", default=os.path.join(REPO_ROOT, "out", "corpus", CORPUS_NAME),
-                        help="output folder (default: out/corpus/%(default_name)s in the "
-                             "repository)" % {"default_name": CORPUS_NAME})
-    parser.add_argument("--cache", default=os.path.join(REPO_ROOT, "out", "corpus", "cache"),
+    parser.add_argument("--out", metavar="DIR",
+                        default=os.path.join(REPO_ROOT, "out", "corpus", CORPUS_NAME),
+                        help=f"output folder (default: out/corpus/{CORPUS_NAME} in the "
+                             "repository)")
+    parser.add_argument("--cache", metavar="DIR",
+                        default=os.path.join(REPO_ROOT, "out", "corpus", "cache"),
                         help="downloaded .deb files and extracted catalogs (default: "
                              "out/corpus/cache in the repository)")
-    parser.add_argument("--seed", default=DEFAULT_SEED,
+    parser.add_argument("--seed", metavar="S", default=DEFAULT_SEED,
                         help="split seed: another seed picks other dev/test segments "
                              "(default: %(default)s)")
-    parser.add_argument("--dev-size", type=int, default=2000, help="dev pairs (default 2000)")
-    parser.add_argument("--test-size", type=int, default=2000,
+    parser.add_argument("--dev-size", metavar="N", type=int, default=2000,
+                        help="dev pairs (default 2000)")
+    parser.add_argument("--test-size", metavar="N", type=int, default=2000,
                         help="test pairs (default 2000)")
     parser.add_argument("--packages", nargs="+", metavar="PACKAGE",
                         help="Debian packages to read, in priority order (default: the 57 "
