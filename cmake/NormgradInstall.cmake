@@ -8,7 +8,8 @@
 #                                          through the include/normgrad directory
 #   <libdir>/libnormgrad.{a,so}
 #   <libdir>/cmake/normgrad/               normgradConfig.cmake, its version file, the exported
-#                                          targets and NormgradBLAS.cmake
+#                                          targets, NormgradBLAS.cmake and
+#                                          NormgradSentencepiece.cmake
 #
 # normgrad::blas is an imported target, so the export refers to it by name only (for a static
 # library as $<LINK_ONLY:normgrad::blas>): normgradConfig.cmake re-creates it with the same
@@ -52,6 +53,7 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/normgradConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/normgradConfigVersion.cmake
   ${CMAKE_CURRENT_SOURCE_DIR}/cmake/NormgradBLAS.cmake
+  ${CMAKE_CURRENT_SOURCE_DIR}/cmake/NormgradSentencepiece.cmake
   DESTINATION ${NORMGRAD_INSTALL_CMAKEDIR})
 
 # A shared build gets a versioned soname; 0.x minor versions are not ABI-compatible.
