@@ -231,3 +231,18 @@ void SubwordTokenizer::check_fingerprint(std::string_view expected, std::string_
 }
 
 }  // namespace normgrad::data
+
+namespace normgrad::data {
+
+void SubwordTokenizer::check_checkpoint(const std::map<std::string, std::string>& metadata,
+                                        std::string_view checkpoint) const {
+  const auto found = metadata.find(tokenizer_metadata_key);
+  if (found == metadata.end()) {
+    throw Error(detail::concat("SubwordTokenizer: checkpoint ", checkpoint,
+                               " records no tokenizer (no ", tokenizer_metadata_key,
+                               " in its metadata)"));
+  }
+  check_fingerprint(found->second, detail::concat("checkpoint ", checkpoint));
+}
+
+}  // namespace normgrad::data

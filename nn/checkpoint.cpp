@@ -171,8 +171,7 @@ StateDict load_tensors(const std::string& path, Metadata* metadata, const LoadOp
     tensors[entry.name] = t;
   }
   verify_checksums(tensors, header.metadata, path, options.verify_checksums);
-  if (metadata != nullptr)
-    for (auto& [key, value] : header.metadata) (*metadata)[key] = std::move(value);
+  if (metadata != nullptr) *metadata = std::move(header.metadata);  // the file's, not merged with old
   return tensors;
 }
 

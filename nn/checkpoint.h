@@ -47,6 +47,7 @@ struct LoadOptions {
 
 // Any named tensors (copied to the CPU and made contiguous on the way out). Metadata keys that
 // start with "normgrad.xxh64." are reserved for the checksums; they are not returned on load.
+// load_tensors replaces *metadata with the file's metadata.
 void save_tensors(const StateDict& tensors, const std::string& path, const Metadata& metadata = {});
 StateDict load_tensors(const std::string& path, Metadata* metadata = nullptr,
                        const LoadOptions& options = {});

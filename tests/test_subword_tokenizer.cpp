@@ -7,6 +7,7 @@
 
 #include "data/subword_tokenizer.h"
 #include "helpers.h"
+#include "nn/checkpoint.h"
 #include "parallel_text_fixture.h"
 
 using namespace normgrad;
@@ -106,4 +107,26 @@ TEST_CASE("SubwordTokenizer refuses bad files, options, models and ids") {
   CHECK_ERROR(tokenizer.encode("bad \xC3"), "invalid UTF-8");
   std::filesystem::remove(invalid);
   std::filesystem::remove(not_a_model);
+}
+
+TEST_CASE("a checkpoint records its tokenizer, and another tokenizer is refused") {
+  const auto corpus = testing::small_parallel_corpus("subword_checkpoint");
+  const auto tokenizer =
+      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 220});
+  const auto other =
+      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 230});
+  const auto path =
+      (std::filesystem::temp_directory_path() / "normgrad_test_tokenizer_checkpoint.safetensors")
+          .string();
+  nn::save_tensors({{"embedding", zeros({4, 2})}}, path,
+                   {{data::tokenizer_metadata_key, tokenizer.fingerprint()}});
+  nn::Metadata metadata;
+  nn::load_tensors(path, &metadata);
+  CHECK_NOTHROW(tokenizer.check_checkpoint(metadata, path));
+  CHECK_ERROR(other.check_checkpoint(metadata, path), "is not the one checkpoint", path.c_str(),
+              tokenizer.fingerprint().c_str(), other.fingerprint().c_str());
+  nn::save_tensors({{"embedding", zeros({4, 2})}}, path);
+  nn::load_tensors(path, &metadata);
+  CHECK_ERROR(tokenizer.check_checkpoint(metadata, path), "records no tokenizer", path.c_str());
+  std::filesystem::remove(path);
 }
