@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "nn/functional.h"
@@ -40,6 +41,24 @@ RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, 
   if (options.bias) bias_ih = register_parameter("bias_ih", uniform({gates * hidden_size}));
   if (options.recurrent_bias)
     bias_hh = register_parameter("bias_hh", uniform({gates * hidden_size}));
+}
+
+void RecurrentCell::set_weights(const Tensor& weight_ih, const Tensor& weight_hh) {
+  const Shape ih_shape = weight_ih_norm_ ? weight_ih_norm_->direction.shape() : weight_ih_.shape();
+  const Shape hh_shape = weight_hh_norm_ ? weight_hh_norm_->direction.shape() : weight_hh_.shape();
+  NG_CHECK(weight_ih.defined() && weight_ih.shape() == ih_shape && weight_hh.defined() &&
+               weight_hh.shape() == hh_shape,
+           type_name(), "::set_weights expects W_ih ", ih_shape, " and W_hh ", hh_shape, ", got ",
+           weight_ih.defined() ? weight_ih.shape() : Shape{}, " and ",
+           weight_hh.defined() ? weight_hh.shape() : Shape{});
+  NoGradGuard no_grad;
+  if (weight_ih_norm_) {
+    weight_ih_norm_->reset(weight_ih.to(options_.dtype));
+    weight_hh_norm_->reset(weight_hh.to(options_.dtype));
+  } else {
+    weight_ih_.copy_(weight_ih.to(options_.dtype));
+    weight_hh_.copy_(weight_hh.to(options_.dtype));
+  }
 }
 
 Tensor RecurrentCell::weight_ih() const {

@@ -60,6 +60,9 @@ class RecurrentCell : public Module {
 
   Tensor weight_ih() const;  // W_ih, through WeightNorm when the spec says so
   Tensor weight_hh() const;
+  // Replaces W_ih [gates H, input] and W_hh [gates H, H] with the given values (copied), for a
+  // model's own initialisation; under WeightNorm its direction and gain start from them.
+  void set_weights(const Tensor& weight_ih, const Tensor& weight_hh);
   Tensor bias_ih;  // [gates H]; undefined without options.bias
   Tensor bias_hh;  // [gates H]; undefined without options.recurrent_bias
 

@@ -259,3 +259,22 @@ TEST_CASE("recurrent layers refuse bad input with clear errors") {
               "lstm_cell_state", "mask", "[2]");
   CHECK_ERROR(lstm.cell(2), "direction 2");
 }
+
+TEST_CASE("RecurrentCell::set_weights replaces W_ih and W_hh, plain or under WeightNorm") {
+  for (const char* spec : {"none", "rmsnorm", "weightnorm"}) {
+    INFO("norm " << spec);
+    nn::GruCell cell(3, 4, {.norm = spec});
+    const Tensor w_ih = randn({12, 3});
+    const Tensor w_hh = randn({12, 4});
+    cell.set_weights(w_ih, w_hh);
+    CHECK(testing::all_close(cell.weight_ih(), w_ih.to_vector<double>(), 1e-6, 1e-6));
+    CHECK(testing::all_close(cell.weight_hh(), w_hh.to_vector<double>(), 1e-6, 1e-6));
+    // The parameters themselves changed: a step depends on the new weights.
+    const Tensor x = randn({2, 3});
+    const Tensor h = randn({2, 4});
+    const Tensor before = cell.forward(x, h);
+    cell.set_weights(mul(w_ih, 2.0), w_hh);
+    CHECK_FALSE(testing::all_close(cell.forward(x, h), before.to_vector<double>(), 1e-4, 1e-4));
+    CHECK_ERROR(cell.set_weights(randn({12, 4}), w_hh), "set_weights expects W_ih [12, 3]", "[12, 4]");
+  }
+}

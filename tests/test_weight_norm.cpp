@@ -96,3 +96,13 @@ TEST_CASE("WeightNorm refuses bad weights, gains and data") {
   CHECK_ERROR(wn.init_from_data(zeros({1, 3})), "init_from_data", "at least 2");
   CHECK_ERROR(wn.init_from_data(zeros({8, 3}), 1, -1.0), "init_from_data", "-1");
 }
+
+TEST_CASE("WeightNorm::reset starts again from a given weight, and refuses another shape") {
+  nn::WeightNorm wn(randn({3, 4}));
+  const Tensor fresh = randn({3, 4});
+  wn.reset(fresh);
+  CHECK(all_close(wn.weight(), fresh.to_vector<double>(), 1e-6, 1e-6));
+  CHECK(all_close(wn.direction, fresh.to_vector<double>(), 0, 0));
+  CHECK(all_close(wn.gain, sqrt(square(fresh).sum({1})).to_vector<double>(), 1e-6, 1e-7));
+  CHECK_ERROR(wn.reset(randn({4, 3})), "WeightNorm::reset", "[3, 4]", "[4, 3]");
+}

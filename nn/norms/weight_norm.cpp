@@ -40,6 +40,19 @@ WeightNorm::WeightNorm(const Tensor& weight, WeightNormOptions options) : option
 
 Tensor WeightNorm::weight() const { return weight_norm(direction, gain, options_.eps); }
 
+void WeightNorm::reset(const Tensor& weight) {
+  NG_CHECK(weight.defined() && weight.shape() == direction.shape() &&
+               weight.dtype() == direction.dtype(),
+           "WeightNorm::reset", "expects a weight ", direction.shape(), " of ", direction.dtype(),
+           ", got ", weight.defined() ? weight.shape() : Shape{}, " of ",
+           weight.defined() ? weight.dtype() : direction.dtype());
+  NoGradGuard no_grad;
+  std::vector<std::int64_t> row_dims;
+  for (std::int64_t d = 1; d < weight.dim(); ++d) row_dims.push_back(d);
+  direction.copy_(weight);
+  gain.copy_(row_dims.empty() ? abs(weight) : sqrt(square(weight).sum(row_dims)));
+}
+
 Tensor WeightNorm::init_from_data(const Tensor& outputs, std::int64_t unit_dim, double scale) {
   const std::int64_t units = gain.size(0);
   NG_CHECK(outputs.defined() && outputs.dim() >= 2, "WeightNorm::init_from_data",

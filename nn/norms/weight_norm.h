@@ -41,6 +41,9 @@ class WeightNorm : public Module {
   std::string type_name() const override { return "WeightNorm"; }
 
   Tensor weight() const;  // g v / ||v||, differentiable in v and g
+  // Starts again from `weight` (the shape of direction): v = weight, g = its row norms, as the
+  // constructor does. For a model's own initialisation scheme after construction.
+  void reset(const Tensor& weight);
 
   // outputs: the layer's outputs for one batch, computed with this weight and no bias, with
   // one unit per index of `unit_dim` ([N, out] or [N, out, H, W] with unit_dim 1). Rescales g
