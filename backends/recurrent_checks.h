@@ -11,22 +11,30 @@
 
 namespace normgrad::backend {
 
+// True when element (r, c) of a [rows, width] operand lies at r * width + c. A dim of size 1
+// can have any stride (Tensor::contiguous() does not copy for it: a row selected from a
+// [1, T, W] tensor is [1, W] with strides [T W, 1]), so only the strides of longer dims count.
+inline bool dense_rows(const TensorRef& operand, std::int64_t rows, std::int64_t width) {
+  return operand.shape == Shape({rows, width}) && operand.strides.size() == 2 &&
+         (rows <= 1 || operand.strides[0] == width) && (width <= 1 || operand.strides[1] == 1);
+}
+
 // Checks that every operand is contiguous with the expected [rows, width] shape and the dtype
 // of the first; the op layer guarantees this, so a failure here is a bug in normgrad.
 inline void check_rows(const char* op, std::int64_t rows,
                        std::initializer_list<std::pair<const TensorRef*, std::int64_t>> operands) {
   const DType dtype = operands.begin()->first->dtype;
   for (const auto& [operand, width] : operands) {
-    NG_CHECK(operand->shape == Shape({rows, width}) && operand->strides == Strides({width, 1}) &&
-                 operand->dtype == dtype,
-             op, "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
+    NG_CHECK(dense_rows(*operand, rows, width) && operand->dtype == dtype, op,
+             "expects contiguous [", rows, ", ", width, "] operands of one dtype, got shape ",
              operand->shape, ", strides ", operand->strides, ", dtype ", operand->dtype);
   }
 }
 
 inline void check_mask(const char* op, const TensorRef* mask, std::int64_t rows, DType dtype) {
   if (!mask) return;
-  NG_CHECK(mask->shape == Shape({rows}) && mask->strides == Strides({1}) && mask->dtype == dtype,
+  NG_CHECK(mask->shape == Shape({rows}) && mask->strides.size() == 1 &&
+               (rows <= 1 || mask->strides[0] == 1) && mask->dtype == dtype,
            op, "expects a contiguous mask [", rows, "] of dtype ", dtype, ", got shape ",
            mask->shape, ", dtype ", mask->dtype);
 }

@@ -278,3 +278,18 @@ TEST_CASE("RecurrentCell::set_weights replaces W_ih and W_hh, plain or under Wei
     CHECK_ERROR(cell.set_weights(randn({12, 4}), w_hh), "set_weights expects W_ih [12, 3]", "[12, 4]");
   }
 }
+
+TEST_CASE("a GRU step takes one row selected from a sequence, whose stride over rows is not its width") {
+  // x.select(1, t) of a [1, T, 3H] input side is [1, 3H] with strides [T 3H, 1]: contiguous in
+  // every way that matters, and contiguous() leaves it as it is.
+  for (const bool fused : {true, false}) {
+    INFO("fused " << fused);
+    nn::GruCell cell(3, 4, {.norm = "rmsnorm", .fused = fused});
+    const Tensor sequence = cell.input_side(randn({1, 5, 3}));  // [1, 5, 12]
+    const Tensor h = randn({1, 4});
+    const Tensor row = sequence.select(1, 2);
+    CHECK(row.strides() == Strides{60, 1});
+    const Tensor expected = cell.step(row.clone(), {h}, Tensor())[0];
+    CHECK(all_close(cell.step(row, {h}, Tensor())[0], expected.to_vector<double>(), 0, 0));
+  }
+}
