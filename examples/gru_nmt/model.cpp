@@ -1,0 +1,197 @@
+#include "model.h"
+
+#include <cmath>
+
+namespace gru_nmt {
+
+namespace ng = normgrad;
+
+namespace {
+
+// Nematus's norm_weight: orthogonal when square, else N(0, 0.01^2); shifted by `center`.
+ng::Tensor nematus_weight(std::int64_t rows, std::int64_t columns, double center,
+                          ng::Generator& generator, ng::DType dtype) {
+  ng::Tensor w = ng::empty({rows, columns}, {.dtype = dtype});
+  if (rows == columns) {
+    ng::nn::init::orthogonal_(w, 1.0, generator);
+  } else {
+    ng::nn::init::normal_(w, 0.0, 0.01, generator);
+  }
+  return center == 0.0 ? w : ng::add(w, center);
+}
+
+// A GRU weight [3H, in] made of its three gate blocks (reset, update, candidate), each
+// initialised on its own as Nematus does.
+ng::Tensor gru_weight(std::int64_t hidden, std::int64_t in, double center, ng::Generator& generator,
+                      ng::DType dtype) {
+  return ng::cat({nematus_weight(hidden, in, center, generator, dtype),
+                  nematus_weight(hidden, in, center, generator, dtype),
+                  nematus_weight(hidden, in, center, generator, dtype)},
+                 0);
+}
+
+void initialise_gru(ng::nn::GruCell& cell, double center, ng::Generator& generator,
+                    ng::DType dtype) {
+  const std::int64_t hidden = cell.hidden_size();
+  cell.set_weights(gru_weight(hidden, cell.input_size(), center, generator, dtype),
+                   gru_weight(hidden, hidden, center, generator, dtype));
+  ng::NoGradGuard no_grad;
+  if (cell.bias_ih.defined()) cell.bias_ih.zero_();
+  if (cell.bias_hh.defined()) cell.bias_hh.zero_();
+}
+
+}  // namespace
+
+NormalizedLinear::NormalizedLinear(std::int64_t in, std::int64_t out, const ng::nn::NormSpec& norm,
+                                   const ng::Tensor& initial_weight) {
+  NG_CHECK(initial_weight.shape() == ng::Shape({out, in}), "NormalizedLinear",
+           "initial weight must be [", out, ", ", in, "], got ", initial_weight.shape());
+  if (norm.reparameterises_weight()) {
+    weight_norm_ = register_module("weight", std::make_shared<ng::nn::WeightNorm>(initial_weight));
+  } else {
+    weight_ = register_parameter("weight", initial_weight.clone());
+  }
+  bias_ = register_parameter("bias", ng::zeros({out}, {.dtype = initial_weight.dtype()}));
+  norm_ = register_module(
+      "norm", ng::nn::make_norm(norm, out, ng::nn::NormLayout::Features, initial_weight.dtype()));
+}
+
+ng::Tensor NormalizedLinear::forward(const ng::Tensor& x) {
+  const ng::Tensor w = weight_norm_ ? weight_norm_->weight() : weight_;
+  return norm_->forward(ng::nn::functional::linear(x, w, bias_));
+}
+
+RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator) : config_(config) {
+  NG_CHECK(config.vocabulary_size > 4 && config.embedding_size > 0 && config.hidden_size > 0,
+           "RnnSearch", "vocabulary_size must be > 4 and the sizes positive, got vocabulary ",
+           config.vocabulary_size, ", embedding ", config.embedding_size, ", hidden ",
+           config.hidden_size);
+  const ng::nn::NormSpec norm(config.norm);
+  const std::int64_t V = config.vocabulary_size, E = config.embedding_size, H = config.hidden_size;
+  const double center = config.init_center;
+  const ng::DType dtype = config.dtype;
+
+  const ng::nn::EmbeddingOptions embedding_options{.padding_index = std::nullopt, .dtype = dtype};
+  source_embedding_ = register_module("source_embedding",
+                                      std::make_shared<ng::nn::Embedding>(V, E, embedding_options));
+  ng::NoGradGuard no_grad_init;
+  source_embedding_->weight.copy_(nematus_weight(V, E, center, generator, dtype));
+  if (!config.tie_target_embeddings) {
+    target_embedding_ = register_module(
+        "target_embedding", std::make_shared<ng::nn::Embedding>(V, E, embedding_options));
+    target_embedding_->weight.copy_(nematus_weight(V, E, center, generator, dtype));
+  }
+
+  // Nematus's GRUs: the bias on the input side (before its norm), none on the state side.
+  const ng::nn::RecurrentCellOptions encoder_cell{
+      .norm = norm, .bias = true, .recurrent_bias = false, .dtype = dtype};
+  encoder_ = register_module(
+      "encoder", std::make_shared<ng::nn::Gru>(
+                     E, H,
+                     ng::nn::RecurrentOptions{
+                         .cell = encoder_cell, .bidirectional = true, .batch_first = true},
+                     generator));
+  for (std::int64_t direction : {0, 1}) {
+    initialise_gru(static_cast<ng::nn::GruCell&>(encoder_->cell(direction)), center, generator,
+                   dtype);
+  }
+  init_state_ = register_module(
+      "init_state", std::make_shared<NormalizedLinear>(
+                        2 * H, H, norm, nematus_weight(H, 2 * H, center, generator, dtype)));
+
+  decoder_gru1_ = register_module("decoder_gru1",
+                                  std::make_shared<ng::nn::GruCell>(E, H, encoder_cell, generator));
+  initialise_gru(*decoder_gru1_, center, generator, dtype);
+  attention_ = register_module(
+      "attention",
+      std::make_shared<ng::nn::AdditiveAttention>(
+          2 * H, H, 2 * H, ng::nn::AdditiveAttentionOptions{.norm = norm, .dtype = dtype}));
+  // GRU2 reads the context: its bias sits on the state side (Nematus's nematus_compat).
+  const ng::nn::RecurrentCellOptions second_cell{
+      .norm = norm, .bias = false, .recurrent_bias = true, .dtype = dtype};
+  decoder_gru2_ = register_module(
+      "decoder_gru2", std::make_shared<ng::nn::GruCell>(2 * H, H, second_cell, generator));
+  initialise_gru(*decoder_gru2_, center, generator, dtype);
+
+  output_from_embedding_ = register_module(
+      "output_from_embedding", std::make_shared<NormalizedLinear>(
+                                   E, E, norm, nematus_weight(E, E, center, generator, dtype)));
+  output_from_state_ = register_module(
+      "output_from_state", std::make_shared<NormalizedLinear>(
+                               H, E, norm, nematus_weight(E, H, center, generator, dtype)));
+  output_from_context_ =
+      register_module("output_from_context",
+                      std::make_shared<NormalizedLinear>(
+                          2 * H, E, norm, nematus_weight(E, 2 * H, center, generator, dtype)));
+  logits_ = register_module(
+      "logits", std::make_shared<ng::nn::Linear>(E, V, ng::nn::LinearOptions{.dtype = dtype}));
+  logits_->weight.copy_(nematus_weight(V, E, center, generator, dtype));
+  logits_->bias.zero_();
+}
+
+EncodedSource RnnSearch::encode(const ng::Tensor& source, const ng::Tensor& source_lengths,
+                                const ng::Tensor& source_padding) {
+  const ng::Tensor embedded = source_embedding_->forward(source);  // [B, S, E]
+  const ng::Tensor context =
+      encoder_->forward_lengths(embedded, source_lengths).output;  // [B, S, 2H], 0 at padding
+  // The mean over each sentence's real positions: padded positions hold zeros.
+  const ng::Tensor lengths = source_lengths.to(context.dtype()).unsqueeze(1);  // [B, 1]
+  const ng::Tensor mean_context = ng::div(ng::sum(context, {1}), lengths);     // [B, 2H]
+  EncodedSource encoded;
+  encoded.initial_state = ng::tanh(init_state_->forward(mean_context));
+  encoded.attention = attention_->project_context(context, source_padding);
+  return encoded;
+}
+
+ng::Tensor RnnSearch::embed_target(const ng::Tensor& tokens) {
+  if (config_.tie_target_embeddings) return ng::embedding(logits_->weight, tokens);
+  return target_embedding_->forward(tokens);
+}
+
+ng::Tensor RnnSearch::output_logits(const ng::Tensor& embedded, const ng::Tensor& state,
+                                    const ng::Tensor& context) {
+  const ng::Tensor hidden = ng::tanh(ng::add(
+      ng::add(output_from_embedding_->forward(embedded), output_from_state_->forward(state)),
+      output_from_context_->forward(context)));
+  return logits_->forward(hidden);
+}
+
+ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& target_input) {
+  NG_CHECK(target_input.dim() == 2, "RnnSearch::forward",
+           "target_input must be [batch, steps], got ", target_input.shape());
+  const std::int64_t steps = target_input.size(1);
+  const ng::Tensor embedded = embed_target(target_input);  // [B, T, E]
+  const ng::Tensor gru1_input =
+      decoder_gru1_->input_side(embedded);  // [B, T, 3H], all steps at once
+  ng::Tensor state = source.initial_state;
+  std::vector<ng::Tensor> states, contexts;
+  states.reserve(steps);
+  contexts.reserve(steps);
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const ng::Tensor intermediate =
+        decoder_gru1_->step(gru1_input.select(1, t), {state}, ng::Tensor())[0];
+    const ng::Tensor context = attention_->attend(source.attention, intermediate).output;
+    state =
+        decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor())[0];
+    states.push_back(state);
+    contexts.push_back(context);
+  }
+  // The deep output of every step at once.
+  return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1));
+}
+
+RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContext& source,
+                                const ng::Tensor& previous_tokens, const ng::Tensor& state) {
+  const ng::Tensor embedded = embed_target(previous_tokens);  // [R, E]
+  const ng::Tensor intermediate = decoder_gru1_->forward(embedded, state);
+  const ng::Tensor context = attention_->attend(source, intermediate).output;
+  const ng::Tensor next =
+      decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor())[0];
+  return {output_logits(embedded, next, context), next};
+}
+
+ng::Tensor RnnSearch::decoder_state_projection(const ng::Tensor& state) const {
+  return ng::nn::functional::linear(state, decoder_gru1_->weight_hh(), decoder_gru1_->bias_hh);
+}
+
+}  // namespace gru_nmt

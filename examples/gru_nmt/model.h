@@ -1,0 +1,99 @@
+#pragma once
+// RNNSearch (Bahdanau et al., 2015) exactly as Nematus v0.3 codes it, the model of the RMSNorm
+// paper's Tables 2, 3 and 5, with a norm slot wherever Nematus has one:
+//
+//   encoder    x -> Embedding -> bidirectional GRU -> C = [forward; backward] (2H per position)
+//   init       s_0 = tanh( N(W_init mean_j C_j + b) )                 mean over real positions
+//   decoder    the conditional GRU, at each target step t:
+//                s'_t = GRU1(E y_{t-1}, s_{t-1})
+//                c_t  = attention(C, s'_t)                 (additive; its two terms normalised
+//                apart) s_t  = GRU2(c_t, s'_t)                    (bias on the state side only)
+//   output     o_t = tanh( N(W_e E y_{t-1} + b_e) + N(W_s s_t + b_s) + N(W_c c_t + b_c) )
+//              logits_t = W_o o_t + b_o                    (not normalised)
+//
+// Every GRU has four norms (input and state side, gates and candidate apart); with
+// "weightnorm" the weights are reparameterised instead. Initialisation as Nematus: N(0, 0.01^2)
+// and orthogonal square matrices (each gate block of a GRU separately), biases 0;
+// init_center shifts every weight matrix's mean (the paper's Figure 4).
+
+#include <normgrad/normgrad.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gru_nmt {
+
+struct ModelConfig {
+  std::int64_t vocabulary_size = 8000;  // the joint subword vocabulary of source and target
+  std::int64_t embedding_size = 512;
+  std::int64_t hidden_size = 1024;
+  std::string norm = "none";           // none, layernorm, l2norm, rmsnorm, prmsnorm:p, weightnorm
+  bool tie_target_embeddings = false;  // the output layer's weight is the target embedding
+  double init_center = 0.0;
+  normgrad::DType dtype = normgrad::DType::Float32;  // Float64 for gradient checks
+};
+
+// A feed-forward layer as Nematus's: N(W x + b), or with WeightNorm's W. No activation.
+class NormalizedLinear : public normgrad::nn::Module {
+ public:
+  NormalizedLinear(std::int64_t in, std::int64_t out, const normgrad::nn::NormSpec& norm,
+                   const normgrad::Tensor& initial_weight);  // its dtype is the layer's
+  std::string type_name() const override { return "NormalizedLinear"; }
+  normgrad::Tensor forward(const normgrad::Tensor& x);
+
+ private:
+  normgrad::Tensor weight_, bias_;
+  std::shared_ptr<normgrad::nn::WeightNorm> weight_norm_;
+  std::shared_ptr<normgrad::nn::Norm> norm_;
+};
+
+// What the decoder needs of one batch of source sentences.
+struct EncodedSource {
+  normgrad::nn::AdditiveAttention::ProjectedContext attention;  // C, N1(U_c C + b), padding
+  normgrad::Tensor initial_state;                               // s_0 [B, H]
+};
+
+class RnnSearch : public normgrad::nn::Module {
+ public:
+  RnnSearch(const ModelConfig& config, normgrad::Generator& generator);
+  std::string type_name() const override { return "RnnSearch"; }
+  const ModelConfig& config() const { return config_; }
+
+  // source int64 [B, S] with its lengths [B] and padding mask [B, S] (1 at padding).
+  EncodedSource encode(const normgrad::Tensor& source, const normgrad::Tensor& source_lengths,
+                       const normgrad::Tensor& source_padding);
+
+  // Teacher forcing: the logits [B, T, V] of every target position, given target_input
+  // [B, T] (bos, y_1 .. y_{T-1}).
+  normgrad::Tensor forward(const EncodedSource& source, const normgrad::Tensor& target_input);
+
+  // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
+  // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
+  struct Step {
+    normgrad::Tensor logits;
+    normgrad::Tensor state;
+  };
+  Step step(const normgrad::nn::AdditiveAttention::ProjectedContext& source,
+            const normgrad::Tensor& previous_tokens, const normgrad::Tensor& state);
+
+  // The state-side pre-activation U h of the decoder's first GRU, for the paper's Table 5.
+  normgrad::Tensor decoder_state_projection(const normgrad::Tensor& state) const;
+
+ private:
+  normgrad::Tensor embed_target(const normgrad::Tensor& tokens);
+  normgrad::Tensor output_logits(const normgrad::Tensor& embedded, const normgrad::Tensor& state,
+                                 const normgrad::Tensor& context);
+
+  ModelConfig config_;
+  std::shared_ptr<normgrad::nn::Embedding> source_embedding_, target_embedding_;
+  std::shared_ptr<normgrad::nn::Gru> encoder_;
+  std::shared_ptr<NormalizedLinear> init_state_;
+  std::shared_ptr<normgrad::nn::GruCell> decoder_gru1_, decoder_gru2_;
+  std::shared_ptr<normgrad::nn::AdditiveAttention> attention_;
+  std::shared_ptr<NormalizedLinear> output_from_embedding_, output_from_state_,
+      output_from_context_;
+  std::shared_ptr<normgrad::nn::Linear> logits_;
+};
+
+}  // namespace gru_nmt
