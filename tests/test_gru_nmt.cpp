@@ -5,7 +5,10 @@
 #include <cmath>
 
 #include "gru_nmt/model.h"
+#include "gru_nmt/training.h"
+#include "gru_nmt/translation.h"
 #include "module_gradcheck.h"
+#include "parallel_text_fixture.h"
 
 using namespace normgrad;
 
@@ -147,4 +150,108 @@ TEST_CASE("RnnSearch refuses impossible sizes") {
   CHECK_ERROR(gru_nmt::RnnSearch({.vocabulary_size = 3}, generator), "RnnSearch",
               "vocabulary_size must be > 4");
   CHECK_ERROR(gru_nmt::RnnSearch({.hidden_size = 0}, generator), "hidden 0");
+}
+
+TEST_CASE(
+    "RnnSearch decodes with the library's beam search: greedy is the argmax loop, and a batch is "
+    "its sentences") {
+  Generator generator(11);
+  gru_nmt::RnnSearch model(tiny_config("rmsnorm"), generator);
+  testing::randomise(model, 12);
+  const TinyBatch batch;
+  decoding::BeamSearchOptions greedy{.beam_size = 1, .bos = 2, .eos = 3, .max_length_b = 6};
+  const auto results = gru_nmt::translate_batch(model, batch.source, batch.source_lengths,
+                                                batch.source_padding, greedy);
+  REQUIRE(results.size() == 2);
+
+  // The same by hand for the first sentence: feed the argmax back until eos or 6 tokens.
+  NoGradGuard no_grad;
+  const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
+  auto context = encoded.attention;
+  context.context = context.context.narrow(0, 0, 1);
+  context.projected = context.projected.narrow(0, 0, 1);
+  context.padding_mask = context.padding_mask.narrow(0, 0, 1);
+  Tensor state = encoded.initial_state.narrow(0, 0, 1);
+  std::int64_t token = 2;
+  std::vector<std::int64_t> expected;
+  double log_prob = 0;
+  for (int t = 0; t < 6; ++t) {
+    const auto step = model.step(context, from_vector<std::int64_t>({token}, {1}), state);
+    state = step.state;
+    const Tensor log_probs = log_softmax(step.logits, -1);
+    token = argmax(log_probs, -1).item<std::int64_t>();
+    log_prob += log_probs.to_vector<double>()[token];
+    if (token == 3) break;
+    expected.push_back(token);
+  }
+  CHECK(results[0][0].tokens == expected);
+  CHECK(results[0][0].log_prob == doctest::Approx(log_prob).epsilon(1e-12));
+
+  // Beam 3 on the batch against each sentence alone.
+  decoding::BeamSearchOptions beam{
+      .beam_size = 3, .n_best = 3, .bos = 2, .eos = 3, .max_length_b = 6};
+  const auto together = gru_nmt::translate_batch(model, batch.source, batch.source_lengths,
+                                                 batch.source_padding, beam);
+  for (std::int64_t s = 0; s < 2; ++s) {
+    const auto length = batch.source_lengths.to_vector<std::int64_t>()[s];
+    const auto alone = gru_nmt::translate_batch(
+        model, batch.source.narrow(0, s, 1).narrow(1, 0, length).contiguous(),
+        from_vector<std::int64_t>({length}, {1}), zeros({1, length}, {.dtype = DType::Int64}),
+        beam);
+    REQUIRE(alone[0].size() == together[s].size());
+    for (std::size_t n = 0; n < alone[0].size(); ++n) {
+      CHECK(alone[0][n].tokens == together[s][n].tokens);
+      CHECK(alone[0][n].score == doctest::Approx(together[s][n].score).epsilon(1e-10));
+    }
+  }
+}
+
+TEST_CASE("RnnSearch learns the fixture corpus: its loss falls within a few Adam steps") {
+  const auto corpus = testing::small_parallel_corpus("gru_nmt_learns", 200);
+  const auto tokenizer =
+      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 120});
+  const auto dataset =
+      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+  data::TranslationBatches batches(dataset, {.max_sentences = 16, .shuffle = false});
+  Generator generator(21);
+  gru_nmt::RnnSearch model({.vocabulary_size = tokenizer.vocabulary_size(),
+                            .embedding_size = 16,
+                            .hidden_size = 24,
+                            .norm = "rmsnorm"},
+                           generator);
+  optim::Adam adam(model.parameters(), {.lr = 0.01});
+  const auto batch = batches.make_batch(batches.epoch_plan(0)[3]);
+  const double first = gru_nmt::train_step(model, adam, batch).token_loss;
+  double last = first;
+  for (int step = 0; step < 30; ++step) last = gru_nmt::train_step(model, adam, batch).token_loss;
+  MESSAGE("token loss " << first << " -> " << last);
+  CHECK(first == doctest::Approx(std::log(120.0)).epsilon(0.05));  // about uniform at the start
+  CHECK(last < 0.5 * first);
+}
+
+TEST_CASE(
+    "batch_loss sums each sentence's token losses and averages over sentences, padding excluded") {
+  Generator generator(13);
+  gru_nmt::RnnSearch model(tiny_config("none"), generator);
+  testing::randomise(model, 14);
+  const TinyBatch tiny;
+  data::TranslationBatch batch;
+  batch.pairs = {0, 1};
+  batch.source = tiny.source;
+  batch.source_lengths = tiny.source_lengths;
+  batch.source_padding = tiny.source_padding;
+  batch.target_input = tiny.target_input;
+  batch.target_output =
+      from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});  // the second ends early
+  const double loss = gru_nmt::batch_loss(model, batch, 0.0).item();
+  NoGradGuard no_grad;
+  const Tensor log_probs =
+      log_softmax(model.forward(model.encode(tiny.source, tiny.source_lengths, tiny.source_padding),
+                                tiny.target_input),
+                  -1);
+  const auto lp = log_probs.to_vector<double>();  // [2, 3, 9]
+  const auto at = [&](int b, int t, int v) { return lp[(b * 3 + t) * 9 + v]; };
+  const double expected =
+      -(at(0, 0, 4) + at(0, 1, 5) + at(0, 2, 3) + at(1, 0, 6) + at(1, 1, 3)) / 2;
+  CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
 }

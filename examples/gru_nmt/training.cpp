@@ -1,0 +1,36 @@
+#include "training.h"
+
+namespace gru_nmt {
+
+namespace ng = normgrad;
+
+ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& batch,
+                      double label_smoothing) {
+  const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
+  const ng::Tensor logits = model.forward(encoded, batch.target_input);  // [B, T, V]
+  const ng::Tensor total = ng::nn::cross_entropy(logits, batch.target_output,
+                                                 {.ignore_index = ng::data::pad_id,
+                                                  .label_smoothing = label_smoothing,
+                                                  .reduction = ng::nn::Reduction::Sum});
+  return ng::div(total, static_cast<double>(batch.pairs.size()));
+}
+
+StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
+                      const ng::data::TranslationBatch& batch, const StepSettings& settings) {
+  optimizer.zero_grad();
+  const ng::Tensor loss = batch_loss(model, batch, settings.label_smoothing);
+  loss.backward();
+  StepResult result;
+  result.loss = loss.item();
+  result.target_tokens = batch.target_tokens;
+  result.token_loss = result.loss * static_cast<double>(batch.pairs.size()) /
+                      static_cast<double>(batch.target_tokens);
+  const auto parameters = model.parameters();
+  result.gradient_norm = settings.clip_norm > 0
+                             ? ng::optim::clip_grad_norm(parameters, settings.clip_norm)
+                             : ng::optim::clip_grad_norm(parameters, 1e300);
+  optimizer.step();
+  return result;
+}
+
+}  // namespace gru_nmt
