@@ -24,8 +24,10 @@ nn::StateDict with_prefix_removed(const nn::StateDict& state, const std::string&
 }  // namespace
 
 void save_training_state(const std::string& path, const nn::Module& model,
-                         const Optimizer& optimizer, const Generator& generator,
-                         std::int64_t step) {
+                         const Optimizer& optimizer, const Generator& generator, std::int64_t step,
+                         const nn::Metadata& metadata) {
+  NG_CHECK(metadata.count("content") == 0, "save_training_state",
+           "the metadata key \"content\" is the format's own");
   nn::StateDict state;
   for (const auto& [name, tensor] : model.state_dict()) state[model_prefix + name] = tensor;
   for (const auto& [name, tensor] : optimizer.state_dict()) state[optimizer_prefix + name] = tensor;
@@ -35,12 +37,15 @@ void save_training_state(const std::string& path, const nn::Module& model,
                                             std::bit_cast<std::int64_t>(generator.offset())},
                   {2});
   state["step"] = from_vector(std::vector<std::int64_t>{step}, {});
-  nn::save_tensors(state, path, {{"content", "normgrad training state"}});
+  nn::Metadata all_metadata = metadata;
+  all_metadata["content"] = "normgrad training state";
+  nn::save_tensors(state, path, all_metadata);
 }
 
 std::int64_t load_training_state(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                                 Generator& generator) {
-  const nn::StateDict state = nn::load_tensors(path);
+                                 Generator& generator, nn::Metadata* metadata) {
+  nn::Metadata stored;
+  const nn::StateDict state = nn::load_tensors(path, &stored);
   for (const char* key : {"rng", "step"})
     NG_CHECK(state.count(key) && state.at(key).dtype() == DType::Int64, "load_training_state", "'",
              path, "' has no int64 \"", key, "\" entry: is it a training state?");
@@ -67,6 +72,10 @@ std::int64_t load_training_state(const std::string& path, nn::Module& model, Opt
   const std::vector<std::int64_t> rng = state.at("rng").to_vector<std::int64_t>();
   generator.manual_seed(std::bit_cast<std::uint64_t>(rng[0]));
   generator.set_offset(std::bit_cast<std::uint64_t>(rng[1]));
+  if (metadata != nullptr) {
+    stored.erase("content");
+    *metadata = std::move(stored);
+  }
   return state.at("step").item<std::int64_t>();
 }
 

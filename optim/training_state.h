@@ -12,18 +12,23 @@
 #include <string>
 
 #include "core/generator.h"
+#include "nn/checkpoint.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
 
 namespace normgrad::optim {
 
-// Atomic, as nn::save_tensors.
+// Atomic, as nn::save_tensors. `metadata` travels with it: what else a training loop needs to
+// resume (a data position, the best score so far, a tokenizer's fingerprint); the key "content"
+// is the format's own.
 void save_training_state(const std::string& path, const nn::Module& model,
-                         const Optimizer& optimizer, const Generator& generator, std::int64_t step);
+                         const Optimizer& optimizer, const Generator& generator, std::int64_t step,
+                         const nn::Metadata& metadata = {});
 
-// Restores model, optimizer and generator and returns the step. The file is checked against
-// all three before any of them changes.
+// Restores model, optimizer and generator and returns the step; fills *metadata, when given,
+// with what save_training_state stored. The file is checked against all three before any of
+// them changes.
 std::int64_t load_training_state(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                                 Generator& generator);
+                                 Generator& generator, nn::Metadata* metadata = nullptr);
 
 }  // namespace normgrad::optim

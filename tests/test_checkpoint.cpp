@@ -285,3 +285,20 @@ TEST_CASE(
   optim::Adam adam({w});
   CHECK_ERROR(adam.load_state_dict({}), "Adam", "steps");
 }
+
+TEST_CASE("a training state carries the loop's own metadata, and keeps its own key") {
+  TemporaryFolder folder;
+  Run run;
+  run.train_step();
+  const nn::Metadata loop{{"batch_position", "3 17"}, {"best_bleu", "21.5"}};
+  optim::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
+                             1, loop);
+  Run resumed;
+  nn::Metadata restored{{"stale", "x"}};
+  CHECK(optim::load_training_state(folder.file("run.safetensors"), *resumed.model, *resumed.adam,
+                                   resumed.generator, &restored) == 1);
+  CHECK(restored == loop);
+  CHECK_ERROR(optim::save_training_state(folder.file("other.safetensors"), *run.model, *run.adam,
+                                         run.generator, 1, {{"content", "mine"}}),
+              "save_training_state", "\"content\"");
+}
