@@ -40,6 +40,26 @@ void initialise_gru(ng::nn::GruCell& cell, double center, ng::Generator& generat
   if (cell.bias_hh.defined()) cell.bias_hh.zero_();
 }
 
+// The attention's weights as Nematus's: U_c [A, C] and W_s [A, Q] by norm_weight, v as a
+// norm_weight column, b = 0. The layer drew its own from the default generator; these come
+// from the model's, so that a seed decides the whole model.
+void initialise_attention(ng::nn::AdditiveAttention& attention, double center,
+                          ng::Generator& generator, ng::DType dtype) {
+  const std::int64_t A = attention.attention_size();
+  const ng::Tensor context = nematus_weight(A, attention.context_size(), center, generator, dtype);
+  const ng::Tensor query = nematus_weight(A, attention.query_size(), center, generator, dtype);
+  ng::NoGradGuard no_grad;
+  if (attention.context_weight_norm) {
+    attention.context_weight_norm->reset(context);
+    attention.query_weight_norm->reset(query);
+  } else {
+    attention.context_weight.copy_(context);
+    attention.query_weight.copy_(query);
+  }
+  attention.score_weight.copy_(nematus_weight(A, 1, center, generator, dtype).reshape({A}));
+  attention.context_bias.zero_();
+}
+
 }  // namespace
 
 NormalizedLinear::NormalizedLinear(std::int64_t in, std::int64_t out, const ng::nn::NormSpec& norm,
@@ -106,6 +126,7 @@ RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator) : conf
       "attention",
       std::make_shared<ng::nn::AdditiveAttention>(
           2 * H, H, 2 * H, ng::nn::AdditiveAttentionOptions{.norm = norm, .dtype = dtype}));
+  initialise_attention(*attention_, center, generator, dtype);
   // GRU2 reads the context: its bias sits on the state side (Nematus's nematus_compat).
   const ng::nn::RecurrentCellOptions second_cell{
       .norm = norm, .bias = false, .recurrent_bias = true, .dtype = dtype};

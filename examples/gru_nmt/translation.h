@@ -11,6 +11,7 @@
 
 #include <normgrad/normgrad.h>
 
+#include "data/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
 
@@ -30,6 +31,34 @@ class RnnSearchDecoder final : public normgrad::decoding::StepDecoder {
   normgrad::nn::AdditiveAttention::ProjectedContext source_;
   normgrad::Tensor state_;
 };
+
+// Source sentences as the encoder takes them: ids + eos, padded, with lengths and the
+// padding mask (1 at padding).
+struct SourceBatch {
+  normgrad::Tensor ids, lengths, padding;
+};
+SourceBatch make_source_batch(const std::vector<std::vector<std::int32_t>>& sentences,
+                              normgrad::Device device);
+
+// Translates many sentences (subword ids, without eos; empty ones give empty translations):
+// in batches of up to `batch_sentences`, sorted by length so that a batch is little padding,
+// returned in the given order as the best hypothesis's text (decoded by the tokenizer).
+struct Translation {
+  std::string text;
+  double score = 0;  // the search's penalised score
+};
+// The same, with options.n_best translations per sentence, best first.
+std::vector<std::vector<Translation>> translate_n_best(
+    RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    const std::vector<std::vector<std::int32_t>>& sentences,
+    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
+    normgrad::Device device);
+
+std::vector<std::string> translate_sentences(
+    RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    const std::vector<std::vector<std::int32_t>>& sentences,
+    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
+    normgrad::Device device);
 
 // Translates a batch of source sentences (ids [B, S] with lengths and padding, as
 // data::TranslationBatch holds them) with beam search; `options` must carry bos and eos.

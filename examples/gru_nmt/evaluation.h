@@ -1,0 +1,33 @@
+#pragma once
+// Measuring a model on a held-out set during training: the cross-entropy per target token and
+// BLEU of its translations against the untouched reference text.
+
+#include <normgrad/normgrad.h>
+
+#include <string>
+#include <vector>
+
+#include "data/parallel_dataset.h"
+#include "data/subword_tokenizer.h"
+#include "model.h"
+
+namespace gru_nmt {
+
+// Cross-entropy per target token (eos included, no label smoothing) over the whole dataset.
+double dataset_token_loss(RnnSearch& model, const normgrad::data::ParallelDataset& dataset,
+                          std::int64_t batch_sentences, normgrad::Device device);
+
+struct BleuEvaluation {
+  double bleu = 0;
+  std::string text;                       // sacreBLEU's line
+  std::vector<std::string> translations;  // one per pair of the dataset, in its order
+};
+
+// Translates the dataset's sources with a beam of `beam` (1: greedy) and scores them with BLEU
+// against `references`, the reference file's lines (dataset.line(i) picks each pair's).
+BleuEvaluation dataset_bleu(RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
+                            const normgrad::data::ParallelDataset& dataset,
+                            const std::vector<std::string>& references, std::int64_t beam,
+                            std::int64_t batch_sentences, normgrad::Device device);
+
+}  // namespace gru_nmt

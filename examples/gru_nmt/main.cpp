@@ -1,0 +1,250 @@
+// gru_nmt: the RMSNorm paper's RNNSearch translation model, trained, used and scored from the
+// command line, in the manner of Nematus and Marian.
+//
+//   gru_nmt train --model out/gru_nmt/rmsnorm --norm rmsnorm --train-source train.en ...
+//   gru_nmt translate --model out/gru_nmt/rmsnorm < test.en > test.hyp
+//   gru_nmt score --model out/gru_nmt/rmsnorm --source test.en --target test.de
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "common/wait_policy.h"
+#include "data/text_file.h"
+#include "data/unicode_text.h"
+#include "model_folder.h"
+#include "scoring.h"
+#include "trainer.h"
+#include "translation.h"
+
+namespace {
+
+namespace ng = normgrad;
+
+ng::Device parse_device(const std::string& name) {
+  if (name == "cpu") return ng::Device::cpu();
+  if (name == "cuda") {
+    NG_CHECK(ng::cuda::is_available(), "gru_nmt", "--device cuda: no CUDA device is available");
+    return ng::Device::cuda();
+  }
+  throw ng::Error("gru_nmt: --device must be cpu or cuda, got '" + name + "'");
+}
+
+// stdin's lines, each checked as UTF-8 and stripped of its line end.
+std::vector<std::string> read_stdin_lines() {
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    ng::data::decode_utf8(line, "standard input line " + std::to_string(lines.size() + 1));
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::default_to_passive_waiting(argv);
+  CLI::App app{
+      "gru_nmt: RNNSearch (Nematus v0.3's GRU encoder-decoder with attention) with any normaliser"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --device and --threads may follow the subcommand
+  std::string device_name = "cpu";
+  int threads = 0;
+  app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--threads", threads, "CPU threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
+
+  // ---- train
+  auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
+  std::string folder, preset_name = "cpu";
+  gru_nmt::TrainOptions train_options;
+  gru_nmt::Settings overrides = gru_nmt::preset("cpu");
+  bool resume = false, no_bar = false;
+  std::int64_t steps = 0;
+  double seconds = -1;
+  train->add_option("--model", folder, "The model folder to create (or resume)")->required();
+  train->add_option("--preset", preset_name, "cpu (small, the default) or paper")
+      ->check(CLI::IsMember({"cpu", "paper"}));
+  train->add_flag("--resume", resume, "Continue the folder's run from its newest training state");
+  train->add_option("--train-source", overrides.training.train_source,
+                    "Training source text, one sentence a line");
+  train->add_option("--train-target", overrides.training.train_target,
+                    "Training target text, aligned");
+  train->add_option("--dev-source", overrides.training.dev_source,
+                    "Dev source text, for dev loss and BLEU");
+  train->add_option("--dev-target", overrides.training.dev_target,
+                    "Dev target text (the untouched reference)");
+  auto* norm = train->add_option("--norm", overrides.model.norm,
+                                 "none, layernorm, l2norm, rmsnorm, prmsnorm:p or weightnorm");
+  auto* vocabulary = train->add_option("--vocabulary", overrides.model.vocabulary_size,
+                                       "Joint BPE vocabulary size");
+  auto* embedding =
+      train->add_option("--embedding", overrides.model.embedding_size, "Embedding size");
+  auto* hidden = train->add_option("--hidden", overrides.model.hidden_size, "GRU state size");
+  auto* tie = train->add_flag("--tie-target-embeddings", overrides.model.tie_target_embeddings,
+                              "The output layer's weight is the target embedding");
+  auto* center = train->add_option("--init-center", overrides.model.init_center,
+                                   "Shift of every weight's mean at init");
+  auto* batch =
+      train->add_option("--batch", overrides.training.batch_sentences, "Sentences per batch");
+  auto* max_length = train->add_option("--max-length", overrides.training.max_length,
+                                       "Longest training pair, in subwords");
+  auto* lr = train->add_option("--lr", overrides.training.learning_rate, "Adam's learning rate");
+  auto* smoothing =
+      train->add_option("--label-smoothing", overrides.training.label_smoothing, "Label smoothing");
+  auto* clip = train->add_option("--clip-norm", overrides.training.clip_norm,
+                                 "Global gradient norm clip (0: none)");
+  train->add_option("--steps", steps, "Training steps (the budget)")->check(CLI::PositiveNumber);
+  train->add_option("--seconds", seconds, "Wall-clock budget of this run (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  auto* dev_loss = train->add_option("--dev-loss-every", overrides.training.dev_loss_every,
+                                     "Dev loss interval (steps)");
+  auto* dev_bleu = train->add_option("--dev-bleu-every", overrides.training.dev_bleu_every,
+                                     "Dev BLEU interval (steps)");
+  auto* dev_beam =
+      train->add_option("--dev-beam", overrides.training.dev_beam, "Beam for dev BLEU (1: greedy)");
+  auto* patience =
+      train->add_option("--patience", overrides.training.patience,
+                        "Dev BLEU evaluations without a new best before stopping (0: never)");
+  auto* checkpoint = train->add_option("--checkpoint-every", overrides.training.checkpoint_every,
+                                       "Training state interval");
+  auto* keep = train->add_option("--keep-checkpoints", overrides.training.keep_checkpoints,
+                                 "Training states kept");
+  auto* seed = train->add_option("--seed", overrides.training.seed,
+                                 "Seed of initialisation and batch order");
+  train->add_flag("--no-progress-bar", no_bar, "Plain progress lines even on a terminal");
+
+  // ---- translate
+  auto* translate =
+      app.add_subcommand("translate", "Translate stdin to stdout with a trained model folder");
+  std::string translate_folder;
+  std::int64_t beam = 5, n_best = 1, translate_batch = 32;
+  bool greedy = false;
+  translate->add_option("--model", translate_folder, "A model folder written by train")->required();
+  translate->add_option("--beam", beam, "Beam width")->check(CLI::Range(1, 1000));
+  translate
+      ->add_option("--n-best", n_best, "Translations per sentence, tab-separated with their scores")
+      ->check(CLI::Range(1, 1000));
+  translate->add_flag("--greedy", greedy, "Greedy search (a beam of 1)");
+  translate->add_option("--batch", translate_batch, "Sentences per batch")
+      ->check(CLI::PositiveNumber);
+
+  // ---- score
+  auto* score =
+      app.add_subcommand("score", "Log-probabilities of sentence pairs under a trained model");
+  std::string score_folder, score_source, score_target;
+  score->add_option("--model", score_folder, "A model folder written by train")->required();
+  score->add_option("--source", score_source, "Source sentences")
+      ->required()
+      ->check(CLI::ExistingFile);
+  score->add_option("--target", score_target, "Their translations, aligned")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const ng::Device device = parse_device(device_name);
+    if (threads > 0) ng::set_num_threads(threads);
+    if (train->parsed()) {
+      gru_nmt::Settings settings = gru_nmt::preset(preset_name);
+      // Flags given on the command line replace the preset's values.
+      auto take = [](CLI::Option* option, auto& target, const auto& value) {
+        if (option->count() > 0) target = value;
+      };
+      take(norm, settings.model.norm, overrides.model.norm);
+      take(vocabulary, settings.model.vocabulary_size, overrides.model.vocabulary_size);
+      take(embedding, settings.model.embedding_size, overrides.model.embedding_size);
+      take(hidden, settings.model.hidden_size, overrides.model.hidden_size);
+      take(tie, settings.model.tie_target_embeddings, overrides.model.tie_target_embeddings);
+      take(center, settings.model.init_center, overrides.model.init_center);
+      take(batch, settings.training.batch_sentences, overrides.training.batch_sentences);
+      take(max_length, settings.training.max_length, overrides.training.max_length);
+      take(lr, settings.training.learning_rate, overrides.training.learning_rate);
+      take(smoothing, settings.training.label_smoothing, overrides.training.label_smoothing);
+      take(clip, settings.training.clip_norm, overrides.training.clip_norm);
+      take(dev_loss, settings.training.dev_loss_every, overrides.training.dev_loss_every);
+      take(dev_bleu, settings.training.dev_bleu_every, overrides.training.dev_bleu_every);
+      take(dev_beam, settings.training.dev_beam, overrides.training.dev_beam);
+      take(patience, settings.training.patience, overrides.training.patience);
+      take(checkpoint, settings.training.checkpoint_every, overrides.training.checkpoint_every);
+      take(keep, settings.training.keep_checkpoints, overrides.training.keep_checkpoints);
+      take(seed, settings.training.seed, overrides.training.seed);
+      settings.training.train_source = overrides.training.train_source;
+      settings.training.train_target = overrides.training.train_target;
+      settings.training.dev_source = overrides.training.dev_source;
+      settings.training.dev_target = overrides.training.dev_target;
+      if (steps > 0) settings.training.max_steps = steps;
+      if (seconds >= 0) settings.training.max_seconds = seconds;
+      if (!resume) {
+        NG_CHECK(!settings.training.train_source.empty() &&
+                     !settings.training.train_target.empty() &&
+                     !settings.training.dev_source.empty() && !settings.training.dev_target.empty(),
+                 "gru_nmt train",
+                 "a new model needs --train-source, --train-target, --dev-source and --dev-target");
+        gru_nmt::check(settings);
+        std::cerr << gru_nmt::describe(settings);
+      }
+      train_options.folder = folder;
+      train_options.settings = settings;
+      train_options.resume = resume;
+      train_options.resume_max_steps = steps;
+      train_options.resume_max_seconds = seconds;
+      train_options.device = device;
+      train_options.progress_bar = !no_bar && isatty(STDERR_FILENO);
+      train_options.messages = &std::cerr;
+      const auto summary = gru_nmt::train(train_options);
+      std::cerr << "best dev BLEU: "
+                << (summary.best_bleu < 0 ? std::string("not measured")
+                                          : std::to_string(summary.best_bleu))
+                << "\n";
+      return 0;
+    }
+    ng::Generator generator(0);
+    const bool translating = translate->parsed();
+    const gru_nmt::ModelFolder model_folder(translating ? translate_folder : score_folder);
+    auto loaded = gru_nmt::load_model_folder(model_folder, generator);
+    if (!device.is_cpu()) loaded.model->to(device);
+    if (translating) {
+      const std::int64_t width = greedy ? 1 : beam;
+      NG_CHECK(n_best <= width, "gru_nmt translate", "--n-best ", n_best, " is more than the beam ",
+               width);
+      const auto lines = read_stdin_lines();
+      std::vector<std::vector<std::int32_t>> sources;
+      for (const auto& line : lines) sources.push_back(loaded.tokenizer.encode(line));
+      const ng::decoding::BeamSearchOptions options{
+          .beam_size = width,
+          .n_best = n_best,
+          .bos = ng::data::bos_id,
+          .eos = ng::data::eos_id,
+          .length_penalty = ng::decoding::LengthPenalty::Average,
+          .max_length_a = 2.0,
+          .max_length_b = 10};
+      const auto translations = gru_nmt::translate_n_best(*loaded.model, loaded.tokenizer, sources,
+                                                          options, translate_batch, device);
+      for (std::size_t i = 0; i < translations.size(); ++i) {
+        if (n_best == 1) {
+          std::cout << translations[i].front().text << "\n";
+        } else {
+          // Moses's n-best form: sentence number ||| translation ||| score
+          for (const auto& t : translations[i])
+            std::cout << i << " ||| " << t.text << " ||| " << t.score << "\n";
+        }
+      }
+      return 0;
+    }
+    const auto sources = ng::data::read_text_lines(score_source);
+    const auto targets = ng::data::read_text_lines(score_target);
+    for (const auto& s :
+         gru_nmt::score_pairs(*loaded.model, loaded.tokenizer, sources, targets, 32, device)) {
+      std::printf("%.6f\t%lld\n", s.log_probability, static_cast<long long>(s.tokens));
+    }
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "gru_nmt: " << error.what() << "\n";
+    return 1;
+  }
+}

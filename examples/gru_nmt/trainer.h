@@ -1,0 +1,42 @@
+#pragma once
+// gru_nmt train: the whole training run of one model folder. A new run trains the tokenizer on
+// the training text and writes the folder's configuration; every step logs a CSV row; dev
+// loss and dev BLEU are measured at their intervals, the best weights kept, and training stops
+// early after `patience` BLEU evaluations without a new best; training states are written at
+// their interval and at the end. --resume continues from the newest training state with the
+// same batches, the same random numbers and so the same losses as an uninterrupted run.
+
+#include <normgrad/normgrad.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model_folder.h"
+#include "settings.h"
+
+namespace gru_nmt {
+
+struct TrainOptions {
+  std::string folder{};
+  Settings settings{};  // for a new run; a resumed run reads the folder's (budgets below apply)
+  bool resume = false;
+  // On resume, these replace the folder's budgets when set (> 0), so a run can be extended.
+  std::int64_t resume_max_steps = 0;
+  double resume_max_seconds = -1;  // < 0: keep the folder's
+  normgrad::Device device = normgrad::Device::cpu();
+  bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
+  std::ostream* messages = nullptr;  // progress and notes; nothing when null
+};
+
+struct TrainSummary {
+  std::int64_t first_step = 0;  // the step this invocation started after
+  std::int64_t last_step = 0;
+  std::vector<double> losses;   // batch_loss of each step this invocation took
+  double best_bleu = -1;        // -1: no dev BLEU yet
+  std::string stopped_because;  // "the step budget", "the time budget", "early stopping"
+};
+
+TrainSummary train(const TrainOptions& options);
+
+}  // namespace gru_nmt
