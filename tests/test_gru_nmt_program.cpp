@@ -1,9 +1,7 @@
 // gru_nmt as a program: training into a model folder, exact resume, translate and score from
 // the folder alone, and refusals of bad flags, data and folders.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,11 +10,14 @@
 #include "gru_nmt/trainer.h"
 #include "helpers.h"
 #include "parallel_text_fixture.h"
+#include "run_program.h"
 
 using namespace normgrad;
 namespace fs = std::filesystem;
 
 namespace {
+
+using testing::run_program;
 
 // A fresh folder under the temporary directory, removed afterwards.
 struct ScratchFolder {
@@ -48,22 +49,6 @@ gru_nmt::Settings tiny_settings(const testing::ParallelCorpusFiles& train,
   t.dev_bleu_every = 4;
   t.checkpoint_every = 4;
   return settings;
-}
-
-struct ProgramResult {
-  int status = -1;
-  std::string output;
-};
-
-ProgramResult run_program(const std::string& command) {
-  ProgramResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
 }
 
 }  // namespace

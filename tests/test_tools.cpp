@@ -1,30 +1,15 @@
 // The command-line tools run as a user runs them: output, exit status and error messages.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <string>
 
 #include "fixture_helpers.h"
+#include "run_program.h"
 
 namespace {
 
-struct ProgramResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-ProgramResult run_program(const std::string& command) {
-  ProgramResult result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using testing::run_program;
 
 std::string fixture_text(const std::string& name) {
   return std::string(NORMGRAD_FIXTURES_DIR) + "/bleu/" + name;
