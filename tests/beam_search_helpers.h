@@ -1,10 +1,10 @@
 #pragma once
 // What the beam-search tests (test_beam_search*.cpp) share. Step decoders: a table conditioned on
 // the previous token, whose best sequence is known; a hash of the prefix, whose log-probabilities
-// depend on the sentence and the whole prefix, as a real model's do; and a real model, an
-// Embedding, a GruCell and a Linear output layer. Each records what the search asked of it.
-// Checks: a greedy loop written out, log-probabilities recomputed through a fresh decoder, and
-// the documented length penalties written out again.
+// depend on the sentence and the whole prefix, as a real model's do; a real model, an
+// Embedding, a GruCell and a Linear output layer; and an attention decoder with a key/value cache.
+// Each records what the search asked of it. Checks: a greedy loop written out, log-probabilities
+// recomputed through a fresh decoder, and the documented length penalties written out again.
 
 #include <algorithm>
 #include <cmath>
@@ -168,6 +168,60 @@ class GruDecoder : public StepDecoder {
   std::int64_t vocab_;
   DType dtype_;
   Tensor state_;
+};
+
+// A decoder with a cache that grows by one position a step, as a Transformer decoder's
+// self-attention keys and values do: [rows, 1 head, t, d]. A step embeds the token (plus a
+// per-sentence memory vector standing in for the encoder), appends its key and value,
+// attends from it over the cache and projects to V; reorder index_selects every row tensor.
+class CachedAttentionDecoder : public StepDecoder {
+ public:
+  CachedAttentionDecoder(std::int64_t vocab, std::int64_t dim)
+      : embed_(vocab, dim, {.padding_index = std::nullopt, .dtype = DType::Float64}),
+        key_(dim, dim, {.dtype = DType::Float64}),
+        value_(dim, dim, {.dtype = DType::Float64}),
+        output_(dim, vocab, {.dtype = DType::Float64}),
+        vocab_(vocab) {}
+  void start(const std::vector<std::int64_t>& sentences) {
+    std::vector<Tensor> memories;
+    for (const std::int64_t s : sentences) {
+      Generator generator(2000 + static_cast<std::uint64_t>(s));
+      memories.push_back(randn({embed_.weight.size(1)}, generator, {.dtype = DType::Float64}));
+    }
+    memory_ = normgrad::stack(memories);
+    keys_ = values_ = Tensor();
+  }
+  std::int64_t vocab_size() const override { return vocab_; }
+  Device device() const override { return Device::cpu(); }
+  Tensor step(const Tensor& previous) override {
+    log.step_rows.push_back(previous.size(0));
+    const Tensor x = embed_.forward(previous) + memory_;  // [rows, d]
+    const auto position = [](const Tensor& t) { return t.unsqueeze(1).unsqueeze(1); };
+    const Tensor key = position(key_.forward(x)), value = position(value_.forward(x));
+    keys_ = keys_.defined() ? normgrad::cat({keys_, key}, 2) : key;
+    values_ = values_.defined() ? normgrad::cat({values_, value}, 2) : value;
+    const Tensor attended =
+        nn::functional::scaled_dot_product_attention(position(x), keys_, values_).output;
+    const Tensor hidden = normgrad::tanh(attended.flatten(1) + x);
+    return normgrad::log_softmax(output_.forward(hidden), 1);
+  }
+  void reorder(const Tensor& rows) override {
+    checked_reorder(rows, memory_.size(0), log);
+    memory_ = normgrad::index_select(memory_, 0, rows);
+    keys_ = normgrad::index_select(keys_, 0, rows);
+    values_ = normgrad::index_select(values_, 0, rows);
+  }
+  std::int64_t cache_length() const { return keys_.defined() ? keys_.size(2) : 0; }
+  DecoderLog log;
+
+ private:
+  struct Seeded {
+    Seeded() { normgrad::manual_seed(8); }
+  } seeded_;
+  nn::Embedding embed_;
+  nn::Linear key_, value_, output_;
+  std::int64_t vocab_;
+  Tensor memory_, keys_, values_;
 };
 
 // The token ids every test uses.

@@ -65,18 +65,6 @@ BeamSearchOptions hash_options(std::int64_t k, LengthPenalty penalty) {
 
 }  // namespace
 
-TEST_CASE("top_tokens keeps the best entries in order, smaller token ids first on ties") {
-  const std::vector<float> row = {0.5f, -1.0f, 2.0f, 0.5f, 2.0f, -3.0f, 0.5f};
-  std::vector<decoding::TokenLogProb> best(4);
-  CHECK(decoding::top_tokens(row.data(), 7, 4, best.data()) == -1);
-  const std::vector<std::int64_t> tokens = {best[0].token, best[1].token, best[2].token,
-                                            best[3].token};
-  CHECK(tokens == std::vector<std::int64_t>{2, 4, 0, 3});
-  CHECK(best[3].log_prob == 0.5);
-  const std::vector<double> with_nan = {0.0, -1.0, NAN, 1.0};
-  CHECK(decoding::top_tokens(with_nan.data(), 4, 2, best.data()) == 2);
-}
-
 TEST_CASE("beam search finds the sentence that greedy decoding misses") {
   TableDecoder wide = greedy_trap();
   const auto beam = decoding::beam_search(

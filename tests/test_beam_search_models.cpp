@@ -1,6 +1,7 @@
-// Beam search over real layers: a GRU decoder (Embedding, GruCell, Linear) against each
-// sentence alone, a fresh decoder's log-probabilities and a greedy loop; and the same search
-// on CUDA against the CPU (skipped without a GPU).
+// Beam search over real layers: a GRU decoder (Embedding, GruCell, Linear) and an attention
+// decoder with a key/value cache, against each sentence alone, a fresh decoder's
+// log-probabilities and a greedy loop; and the same search on CUDA against the CPU (skipped
+// without a GPU).
 
 #include <vector>
 
@@ -12,6 +13,7 @@ using decoding::BeamSearchOptions;
 using decoding::Hypothesis;
 using decoding::LengthPenalty;
 using testing::bos;
+using testing::CachedAttentionDecoder;
 using testing::check_sorted;
 using testing::eos;
 using testing::greedy;
@@ -58,6 +60,37 @@ TEST_CASE("a GRU decoder (Embedding, GruCell, Linear) runs through beam_search")
   }
   CHECK(batch.log.step_rows.front() == 4);
   CHECK(batch.log.reorders.front().size() == 16);  // 4 sentences of 4 rows
+}
+
+TEST_CASE("a decoder with a growing key/value cache runs through beam_search") {
+  const std::vector<std::int64_t> sentences = {0, 1, 2}, sources = {5, 2, 8};
+  const BeamSearchOptions options{.beam_size = 3,
+                                  .n_best = 2,
+                                  .bos = bos,
+                                  .eos = eos,
+                                  .length_penalty = LengthPenalty::Average,
+                                  .max_length_a = 0.5,
+                                  .max_length_b = 3};
+  CachedAttentionDecoder batch(15, 8);
+  batch.start(sentences);
+  const auto results = decoding::beam_search(batch, sources, options);
+  // The cache holds one position per step taken, for the rows that are left.
+  CHECK(batch.cache_length() == static_cast<std::int64_t>(batch.log.step_rows.size()));
+  for (std::size_t s = 0; s < sentences.size(); ++s) {
+    INFO("sentence " << s);
+    CachedAttentionDecoder alone(15, 8);
+    alone.start({sentences[s]});
+    const auto single = decoding::beam_search(alone, {sources[s]}, options)[0];
+    REQUIRE(single.size() == results[s].size());
+    for (std::size_t i = 0; i < single.size(); ++i) {
+      CHECK(single[i].tokens == results[s][i].tokens);
+      CHECK(single[i].log_prob == doctest::Approx(results[s][i].log_prob).epsilon(1e-12));
+      CachedAttentionDecoder fresh(15, 8);
+      fresh.start({sentences[s]});
+      CHECK(results[s][i].log_prob ==
+            doctest::Approx(recomputed_log_prob(fresh, results[s][i])).epsilon(1e-12));
+    }
+  }
 }
 
 TEST_CASE("beam_search on CUDA gives the CPU's n-best lists") {
