@@ -255,3 +255,18 @@ TEST_CASE(
       -(at(0, 0, 4) + at(0, 1, 5) + at(0, 2, 3) + at(1, 0, 6) + at(1, 1, 3)) / 2;
   CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
 }
+
+TEST_CASE(
+    "RnnSearch's first decoder step reads a zero vector, whatever the start token's embedding") {
+  Generator generator(15);
+  gru_nmt::RnnSearch model(tiny_config("layernorm"), generator);
+  testing::randomise(model, 16);
+  const TinyBatch batch;  // target_input starts with bos (2) in both rows
+  NoGradGuard no_grad;
+  const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
+  const auto before = model.forward(encoded, batch.target_input).to_vector<double>();
+  parameter(model, "target_embedding.weight").select(0, data::bos_id).fill_(7.0);
+  CHECK(testing::all_close(model.forward(encoded, batch.target_input), before, 0, 0));
+  parameter(model, "target_embedding.weight").select(0, 4).fill_(7.0);  // a real token: it matters
+  CHECK_FALSE(testing::all_close(model.forward(encoded, batch.target_input), before, 1e-6, 1e-6));
+}

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "data/subword_tokenizer.h"
+
 namespace gru_nmt {
 
 namespace ng = normgrad;
@@ -165,8 +167,12 @@ EncodedSource RnnSearch::encode(const ng::Tensor& source, const ng::Tensor& sour
 }
 
 ng::Tensor RnnSearch::embed_target(const ng::Tensor& tokens) {
-  if (config_.tie_target_embeddings) return ng::embedding(logits_->weight, tokens);
-  return target_embedding_->forward(tokens);
+  const ng::Tensor embedded = config_.tie_target_embeddings ? ng::embedding(logits_->weight, tokens)
+                                                            : target_embedding_->forward(tokens);
+  // Nematus feeds the first decoder step a zero vector, not the embedding of a start token.
+  const ng::Tensor not_start =
+      ng::ne(tokens, static_cast<double>(ng::data::bos_id)).to(embedded.dtype());
+  return ng::mul(embedded, not_start.unsqueeze(-1));
 }
 
 ng::Tensor RnnSearch::output_logits(const ng::Tensor& embedded, const ng::Tensor& state,

@@ -4,7 +4,8 @@
 //
 //   encoder    x -> Embedding -> bidirectional GRU -> C = [forward; backward] (2H per position)
 //   init       s_0 = tanh( N(W_init mean_j C_j + b) )                 mean over real positions
-//   decoder    the conditional GRU, at each target step t:
+//   decoder    the conditional GRU, at each target step t (E y_0 = 0: the first step reads a
+//              zero vector, as in Nematus, where the start token bos stands):
 //                s'_t = GRU1(E y_{t-1}, s_{t-1})
 //                c_t  = attention(C, s'_t)                 (additive; its two terms normalised
 //                apart) s_t  = GRU2(c_t, s'_t)                    (bias on the state side only)
