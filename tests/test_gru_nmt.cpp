@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gru_nmt/analysis.h"
 #include "gru_nmt/model.h"
 #include "gru_nmt/training.h"
 #include "gru_nmt/translation.h"
@@ -269,4 +270,52 @@ TEST_CASE(
   CHECK(testing::all_close(model.forward(encoded, batch.target_input), before, 0, 0));
   parameter(model, "target_embedding.weight").select(0, 4).fill_(7.0);  // a real token: it matters
   CHECK_FALSE(testing::all_close(model.forward(encoded, batch.target_input), before, 1e-6, 1e-6));
+}
+
+TEST_CASE(
+    "Table 5's statistics: mean and deviation of U h at positions 1 to 4 and over all real "
+    "positions") {
+  const auto corpus = testing::small_parallel_corpus("gru_nmt_table5", 40);
+  const auto tokenizer =
+      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 90});
+  const auto dataset =
+      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+  Generator generator(17);
+  auto config = tiny_config("rmsnorm");
+  config.vocabulary_size = tokenizer.vocabulary_size();
+  gru_nmt::RnnSearch model(config, generator);
+  testing::randomise(model, 18);
+  const auto statistics = gru_nmt::hidden_to_hidden_statistics(model, dataset, 16, Device::cpu());
+
+  // The same by hand: every pair alone, its states through U h, only its real positions.
+  std::array<double, 4> sum{}, squares{};
+  std::array<std::int64_t, 4> count{};
+  double all_sum = 0;
+  std::int64_t all_count = 0;
+  data::TranslationBatches batches(dataset, {.max_sentences = 1, .shuffle = false});
+  NoGradGuard no_grad;
+  for (std::size_t pair = 0; pair < dataset.size(); ++pair) {
+    const auto batch = batches.make_batch(std::vector<std::size_t>{pair});
+    Tensor states;
+    model.forward(model.encode(batch.source, batch.source_lengths, batch.source_padding),
+                  batch.target_input, &states);
+    const auto values = model.decoder_state_projection(states).to_vector<double>();
+    const std::int64_t width = 3 * config.hidden_size;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto t = static_cast<std::size_t>(static_cast<std::int64_t>(i) / width);
+      all_sum += values[i];
+      ++all_count;
+      if (t < 4) sum[t] += values[i], squares[t] += values[i] * values[i], ++count[t];
+    }
+  }
+  for (std::size_t t = 0; t < 4; ++t) {
+    INFO("position " << t + 1);
+    CHECK(statistics.values[t] == count[t]);
+    const double mean = sum[t] / count[t];
+    CHECK(statistics.mean[t] == doctest::Approx(mean).epsilon(1e-9));
+    CHECK(statistics.deviation[t] ==
+          doctest::Approx(std::sqrt(squares[t] / count[t] - mean * mean)).epsilon(1e-9));
+  }
+  CHECK(statistics.mean_all == doctest::Approx(all_sum / all_count).epsilon(1e-9));
+  CHECK(statistics.deviation_all > 0);
 }

@@ -183,7 +183,8 @@ ng::Tensor RnnSearch::output_logits(const ng::Tensor& embedded, const ng::Tensor
   return logits_->forward(hidden);
 }
 
-ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& target_input) {
+ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& target_input,
+                              ng::Tensor* states_read) {
   NG_CHECK(target_input.dim() == 2, "RnnSearch::forward",
            "target_input must be [batch, steps], got ", target_input.shape());
   const std::int64_t steps = target_input.size(1);
@@ -191,10 +192,11 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
   const ng::Tensor gru1_input =
       decoder_gru1_->input_side(embedded);  // [B, T, 3H], all steps at once
   ng::Tensor state = source.initial_state;
-  std::vector<ng::Tensor> states, contexts;
+  std::vector<ng::Tensor> states, contexts, read;
   states.reserve(steps);
   contexts.reserve(steps);
   for (std::int64_t t = 0; t < steps; ++t) {
+    if (states_read != nullptr) read.push_back(state);
     const ng::Tensor intermediate =
         decoder_gru1_->step(gru1_input.select(1, t), {state}, ng::Tensor())[0];
     const ng::Tensor context = attention_->attend(source.attention, intermediate).output;
@@ -203,6 +205,7 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
     states.push_back(state);
     contexts.push_back(context);
   }
+  if (states_read != nullptr) *states_read = ng::stack(read, 1);
   // The deep output of every step at once.
   return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1));
 }

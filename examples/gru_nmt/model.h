@@ -66,8 +66,10 @@ class RnnSearch : public normgrad::nn::Module {
                        const normgrad::Tensor& source_padding);
 
   // Teacher forcing: the logits [B, T, V] of every target position, given target_input
-  // [B, T] (bos, y_1 .. y_{T-1}).
-  normgrad::Tensor forward(const EncodedSource& source, const normgrad::Tensor& target_input);
+  // [B, T] (bos, y_1 .. y_{T-1}). With `states_read`, also the decoder states s_{t-1} that the
+  // first GRU read at each step, [B, T, H] (for the paper's Table 5).
+  normgrad::Tensor forward(const EncodedSource& source, const normgrad::Tensor& target_input,
+                           normgrad::Tensor* states_read = nullptr);
 
   // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
   // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
@@ -78,7 +80,8 @@ class RnnSearch : public normgrad::nn::Module {
   Step step(const normgrad::nn::AdditiveAttention::ProjectedContext& source,
             const normgrad::Tensor& previous_tokens, const normgrad::Tensor& state);
 
-  // The state-side pre-activation U h of the decoder's first GRU, for the paper's Table 5.
+  // The state-side pre-activation U h of the decoder's first GRU (before its norms), [..., 3H],
+  // for the paper's Table 5.
   normgrad::Tensor decoder_state_projection(const normgrad::Tensor& state) const;
 
  private:
