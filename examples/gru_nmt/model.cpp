@@ -189,8 +189,10 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
            "target_input must be [batch, steps], got ", target_input.shape());
   const std::int64_t steps = target_input.size(1);
   const ng::Tensor embedded = embed_target(target_input);  // [B, T, E]
-  const ng::Tensor gru1_input =
-      decoder_gru1_->input_side(embedded);  // [B, T, 3H], all steps at once
+  // GRU1's input side of every step at once, [B, T, 3H], taken apart with unbind: its steps'
+  // gradients then land in one buffer, where T select()s would each build a zero tensor of the
+  // whole [B, T, 3H] in backward and make a step's time grow with T^2.
+  const std::vector<ng::Tensor> gru1_input = ng::unbind(decoder_gru1_->input_side(embedded), 1);
   ng::Tensor state = source.initial_state;
   std::vector<ng::Tensor> states, contexts, read;
   states.reserve(steps);
@@ -198,7 +200,7 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
   for (std::int64_t t = 0; t < steps; ++t) {
     if (states_read != nullptr) read.push_back(state);
     const ng::Tensor intermediate =
-        decoder_gru1_->step(gru1_input.select(1, t), {state}, ng::Tensor())[0];
+        decoder_gru1_->step(gru1_input[static_cast<std::size_t>(t)], {state}, ng::Tensor())[0];
     const ng::Tensor context = attention_->attend(source.attention, intermediate).output;
     state =
         decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor())[0];
