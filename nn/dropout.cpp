@@ -13,16 +13,20 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& generator) {
   NG_CHECK(p >= 0 && p <= 1, "dropout", "p must lie in [0, 1], got ", p);
   NG_CHECK(is_floating(x.dtype()), "dropout", "expects a floating-point input, got ", x.dtype());
   if (!training || p == 0) return x;
-  Tensor scaled_mask;
-  {
-    NoGradGuard no_grad;
-    const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
-    // Kept where a uniform draw on [0, 1) is at least p: probability 1 - p. For p = 1 nothing
-    // is kept, and the scale is never used.
-    const Tensor keep = ge(rand(x.shape(), generator, options), p);
-    scaled_mask = p < 1 ? keep * (1.0 / (1.0 - p)) : keep;
-  }
-  return x * scaled_mask;
+  return x * dropout_mask(x.shape(), p, generator, {.dtype = x.dtype(), .device = x.device()});
+}
+
+Tensor dropout_mask(const Shape& shape, double p, Generator& generator,
+                    const TensorOptions& options) {
+  NG_CHECK(p >= 0 && p <= 1, "dropout_mask", "p must lie in [0, 1], got ", p);
+  NG_CHECK(is_floating(options.dtype), "dropout_mask", "needs a floating-point dtype, got ",
+           options.dtype);
+  NoGradGuard no_grad;
+  if (p == 0) return ones(shape, options);
+  // Kept where a uniform draw on [0, 1) is at least p: probability 1 - p. For p = 1 nothing
+  // is kept, and the scale is never used.
+  const Tensor keep = ge(rand(shape, generator, options), p);
+  return p < 1 ? keep * (1.0 / (1.0 - p)) : keep;
 }
 
 }  // namespace functional

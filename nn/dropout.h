@@ -18,6 +18,13 @@ namespace functional {
 // The masks are not differentiated: the gradient flows through the kept values alone.
 Tensor dropout(const Tensor& x, double p, bool training,
                Generator& generator = default_generator());
+
+// The scaled mask that dropout multiplies by: 1 / (1 - p) where a value is kept (probability
+// 1 - p), 0 elsewhere; all ones for p = 0. Drawn once and reused at every time step, it gives
+// variational dropout (Gal and Ghahramani, 2016): a mask [B, 1, E] broadcast over a sentence's
+// positions, or [B, H] given to a recurrent cell as its state dropout. Not differentiated.
+Tensor dropout_mask(const Shape& shape, double p, Generator& generator,
+                    const TensorOptions& options = {});
 }  // namespace functional
 
 class Dropout : public Layer {

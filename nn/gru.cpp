@@ -27,10 +27,11 @@ Tensor GruCell::input_side(const Tensor& x) {
 }
 
 std::vector<Tensor> GruCell::step(const Tensor& input_side, const std::vector<Tensor>& state,
-                                  const Tensor& mask) {
+                                  const Tensor& mask, const Tensor& state_dropout) {
   NG_CHECK(state.size() == 1, type_name(), "expects one state tensor, got ", state.size());
   const Tensor& h = state[0];
-  const Tensor gh = normalise(project_state(h), *state_gates_norm_, *state_candidate_norm_);
+  const Tensor gh =
+      normalise(project_state(h, state_dropout), *state_gates_norm_, *state_candidate_norm_);
   if (options().fused) return {functional::gru_step(input_side, gh, h, mask)};
   return {functional::gru_step_composed(input_side, gh, h, mask)};
 }

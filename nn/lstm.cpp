@@ -17,13 +17,13 @@ LstmCell::LstmCell(std::int64_t input_size, std::int64_t hidden_size, RecurrentC
 Tensor LstmCell::input_side(const Tensor& x) { return input_norm_->forward(project_input(x)); }
 
 std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<Tensor>& state,
-                                   const Tensor& mask) {
+                                   const Tensor& mask, const Tensor& state_dropout) {
   NG_CHECK(state.size() == 2, type_name(), "expects the state {h, c}, got ", state.size(),
            " tensors");
   const Tensor& h = state[0];
   const Tensor& c = state[1];
   const std::int64_t hidden = hidden_size();
-  const Tensor gates = input_side + state_norm_->forward(project_state(h));
+  const Tensor gates = input_side + state_norm_->forward(project_state(h, state_dropout));
   const Tensor c_new = options().fused ? functional::lstm_cell_state(gates, c, mask)
                                        : functional::lstm_cell_state_composed(gates, c, mask);
   const Tensor output_gate = sigmoid(gates.narrow(1, 3 * hidden, hidden));

@@ -33,7 +33,7 @@ class LstmCell : public RecurrentCell {
 
   Tensor input_side(const Tensor& x) override;
   std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
-                           const Tensor& mask) override;
+                           const Tensor& mask, const Tensor& state_dropout = Tensor()) override;
   std::size_t state_count() const override { return 2; }
 
  private:

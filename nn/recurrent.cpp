@@ -80,6 +80,13 @@ Tensor RecurrentCell::project_state(const Tensor& h) const {
   return functional::linear(h, weight_hh(), bias_hh);
 }
 
+Tensor RecurrentCell::project_state(const Tensor& h, const Tensor& state_dropout) const {
+  if (!state_dropout.defined()) return project_state(h);
+  NG_CHECK(state_dropout.shape() == h.shape(), type_name(),
+           "state_dropout must be the state's shape ", h.shape(), ", got ", state_dropout.shape());
+  return project_state(h * state_dropout.detach());
+}
+
 std::shared_ptr<Norm> RecurrentCell::add_norm(const std::string& name, std::int64_t features) {
   return register_module(name, make_norm(spec_, features, NormLayout::Features, options_.dtype));
 }
@@ -129,7 +136,8 @@ Tensor initial_slice(const Tensor& initial, std::int64_t direction, std::int64_t
 }  // namespace
 
 RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
-                                   const Tensor& initial_hidden, const Tensor& initial_cell) {
+                                   const Tensor& initial_hidden, const Tensor& initial_cell,
+                                   const Tensor& state_dropout) {
   const std::string name = type_name();
   const RecurrentCell& first = *cells_.front();
   const std::int64_t hidden = first.hidden_size(), count = directions();
@@ -153,6 +161,9 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
   NG_CHECK(!initial_cell.defined() || initial_cell.shape() == state_shape, name,
            "initial_cell must be ", state_shape, ", got ",
            initial_cell.defined() ? initial_cell.shape() : Shape{});
+  NG_CHECK(!state_dropout.defined() || state_dropout.shape() == state_shape, name,
+           "state_dropout must be ", state_shape, ", got ",
+           state_dropout.defined() ? state_dropout.shape() : Shape{});
 
   std::vector<Tensor> step_masks;
   Tensor time_major_mask;
@@ -169,10 +180,11 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
     std::vector<Tensor> state{initial_slice(initial_hidden, direction, batch, hidden, like_x)};
     if (state_count == 2)
       state.push_back(initial_slice(initial_cell, direction, batch, hidden, like_x));
+    const Tensor dropout = state_dropout.defined() ? state_dropout.select(0, direction) : Tensor();
     std::vector<Tensor> per_step(steps);
     for (std::int64_t i = 0; i < steps; ++i) {
       const std::int64_t t = direction == 0 ? i : steps - 1 - i;
-      state = cell.step(inputs[t], state, mask.defined() ? step_masks[t] : Tensor());
+      state = cell.step(inputs[t], state, mask.defined() ? step_masks[t] : Tensor(), dropout);
       per_step[t] = state[0];
     }
     outputs.push_back(steps > 0 ? stack(per_step, time_dim)
@@ -192,8 +204,8 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
 }
 
 RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& lengths,
-                                           const Tensor& initial_hidden,
-                                           const Tensor& initial_cell) {
+                                           const Tensor& initial_hidden, const Tensor& initial_cell,
+                                           const Tensor& state_dropout) {
   NG_CHECK(input.defined() && input.dim() == 3, type_name(), "input must be 3-d, got ",
            input.defined() ? input.shape() : Shape{});
   const std::int64_t steps = input.size(options_.batch_first ? 1 : 0);
@@ -201,7 +213,7 @@ RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& le
   NG_CHECK(lengths.defined() && lengths.shape() == Shape({batch}), type_name(), "lengths must be [",
            batch, "], got ", lengths.defined() ? lengths.shape() : Shape{});
   return forward(input, sequence_mask(lengths, steps, options_.batch_first, input.dtype()),
-                 initial_hidden, initial_cell);
+                 initial_hidden, initial_cell, state_dropout);
 }
 
 }  // namespace normgrad::nn

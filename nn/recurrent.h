@@ -70,13 +70,19 @@ class RecurrentCell : public Module {
   virtual Tensor input_side(const Tensor& x) = 0;
   // One step, given its input side [B, gates H] and the state ({h}, or {h, c} for an LSTM),
   // each [B, H]. mask: undefined or [B]; rows where it is 0 keep their state.
+  // state_dropout: undefined or [B, H], multiplying h where W_hh reads it (and only there: the
+  // state carried on is not masked), the same mask at every step for variational dropout
+  // (functional::dropout_mask in dropout.h).
   virtual std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
-                                   const Tensor& mask) = 0;
+                                   const Tensor& mask, const Tensor& state_dropout = Tensor()) = 0;
   virtual std::size_t state_count() const = 0;
 
  protected:
   Tensor project_input(const Tensor& x) const;  // W_ih x + b_ih
   Tensor project_state(const Tensor& h) const;  // W_hh h + b_hh
+  // W_hh (h * state_dropout) + b_hh, after checking the mask's shape; W_hh h + b_hh when the
+  // mask is undefined.
+  Tensor project_state(const Tensor& h, const Tensor& state_dropout) const;
   // A norm for this cell's spec over `features` values, registered as `name`.
   std::shared_ptr<Norm> add_norm(const std::string& name, std::int64_t features);
 
@@ -107,14 +113,17 @@ class Recurrent : public Module {
 
   // input: [T, B, input] ([B, T, input] when batch_first). mask: undefined, or [T, B]
   // ([B, T]). initial_hidden, initial_cell: undefined (zeros) or [D, B, H]; initial_cell is
-  // for an LSTM only.
+  // for an LSTM only. state_dropout: undefined or [D, B, H], each direction's mask on the state
+  // its W_hh reads at every step (RecurrentCell::step).
   RecurrentOutput forward(const Tensor& input, const Tensor& mask = Tensor(),
                           const Tensor& initial_hidden = Tensor(),
-                          const Tensor& initial_cell = Tensor());
+                          const Tensor& initial_cell = Tensor(),
+                          const Tensor& state_dropout = Tensor());
   // The same with lengths (int64 [B]) in place of the mask.
   RecurrentOutput forward_lengths(const Tensor& input, const Tensor& lengths,
                                   const Tensor& initial_hidden = Tensor(),
-                                  const Tensor& initial_cell = Tensor());
+                                  const Tensor& initial_cell = Tensor(),
+                                  const Tensor& state_dropout = Tensor());
 
   std::int64_t directions() const { return options_.bidirectional ? 2 : 1; }
   RecurrentCell& cell(std::int64_t direction = 0) const;  // 0 forward, 1 reverse

@@ -83,6 +83,31 @@ TEST_CASE("Dropout keeps 1 - p of the values, scaled by 1 / (1 - p), and only in
               "int64");
 }
 
+TEST_CASE("dropout_mask: 0 or 1 / (1 - p), the same for the same seed, ones for p = 0") {
+  Generator generator(4);
+  const Tensor mask = nn::functional::dropout_mask({300, 100}, 0.2, generator,
+                                                   {.dtype = DType::Float64});
+  CHECK(!mask.requires_grad());
+  const double kept = gt(mask, 0.0).sum().item() / 30000.0;
+  CHECK(kept == doctest::Approx(0.8).epsilon(0.02));
+  // Every value is 0 or the scale: kept values times (1 - p) are exactly 1.
+  CHECK(all_close(mask * 0.8, gt(mask, 0.0).to(DType::Float64), 1e-15, 0));
+  Generator again(4);
+  CHECK(all_close(nn::functional::dropout_mask({300, 100}, 0.2, again, {.dtype = DType::Float64}),
+                  mask, 0, 0));
+  CHECK(all_close(nn::functional::dropout_mask({3, 4}, 0.0, generator), ones({3, 4}), 0, 0));
+  // functional::dropout multiplies by the mask the same generator would draw.
+  Generator g1(6), g2(6);
+  const Tensor x = rand({20, 30}, g1, {.dtype = DType::Float64});
+  Generator g3(7), g4(7);
+  CHECK(all_close(nn::functional::dropout(x, 0.3, true, g3),
+                  x * nn::functional::dropout_mask({20, 30}, 0.3, g4, {.dtype = DType::Float64}),
+                  0, 0));
+  CHECK_ERROR(nn::functional::dropout_mask({2}, -0.1, generator), "dropout_mask", "-0.1");
+  CHECK_ERROR(nn::functional::dropout_mask({2}, 0.5, generator, {.dtype = DType::Int64}),
+              "dropout_mask", "int64");
+}
+
 TEST_CASE("GaussianNoise adds N(0, sigma^2) in training and nothing in evaluation") {
   Generator generator(10);
   nn::GaussianNoise noise(0.15, &generator);

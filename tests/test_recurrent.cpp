@@ -1,6 +1,7 @@
 // GRU and LSTM: the fused step kernels against their composed twins, gradient checks through
 // several time steps for every norm and with masks, padding that leaves states unchanged, the
-// layouts and directions, unbind's one-buffer backward, and errors for bad input.
+// layouts and directions, unbind's one-buffer backward, state dropout, and errors for bad
+// input.
 
 #include <memory>
 #include <string>
@@ -226,6 +227,56 @@ TEST_CASE("cells: one step of the layer, and the parameters each norm adds") {
   CHECK(weight_normed.named_parameters().size() == 6);  // direction and gain for each weight
   const nn::LstmState state = rms.forward(x, {h, h});
   CHECK(state.cell.shape() == Shape({2, 4}));
+}
+
+TEST_CASE("state dropout masks h where W_hh reads it, and only there, at every step") {
+  Generator generator(41);
+  // Norm none: the step is gru_step / the LSTM's gates over W_hh (h * m) + b_hh.
+  nn::GruCell gru(3, 4, {.dtype = f64}, generator);
+  const Tensor x = leaf({2, 3}, 42), h = leaf({2, 4}, 43, 0.5);
+  const Tensor m = nn::functional::dropout_mask({2, 4}, 0.5, generator, {.dtype = f64});
+  const Tensor expected = nn::functional::gru_step(
+      gru.input_side(x), nn::functional::linear(h * m, gru.weight_hh(), gru.bias_hh), h, Tensor());
+  CHECK(all_close(gru.step(gru.input_side(x), {h}, Tensor(), m)[0], expected, 1e-15, 0));
+  // A mask of ones changes nothing.
+  CHECK(all_close(gru.step(gru.input_side(x), {h}, Tensor(), ones({2, 4}, {.dtype = f64}))[0],
+                  gru.forward(x, h), 0, 0));
+
+  // The layer gives each direction its own mask and reuses it at every step: the same as
+  // running the cells by hand.
+  for (const bool lstm : {false, true}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    Generator g(44);
+    std::shared_ptr<nn::Recurrent> layer;
+    if (lstm)
+      layer = std::make_shared<nn::Lstm>(3, 4, layer_options("rmsnorm", true), g);
+    else
+      layer = std::make_shared<nn::Gru>(3, 4, layer_options("rmsnorm", true), g);
+    const Tensor xs = leaf({3, 2, 3}, 45);
+    const Tensor masks = nn::functional::dropout_mask({2, 2, 4}, 0.3, g, {.dtype = f64});
+    const nn::RecurrentOutput out = layer->forward(xs, Tensor(), Tensor(), Tensor(), masks);
+    for (std::int64_t direction : {0, 1}) {
+      nn::RecurrentCell& cell = layer->cell(direction);
+      std::vector<Tensor> state{zeros({2, 4}, {.dtype = f64})};
+      if (lstm) state.push_back(zeros({2, 4}, {.dtype = f64}));
+      for (std::int64_t i = 0; i < 3; ++i) {
+        const std::int64_t t = direction == 0 ? i : 2 - i;
+        state = cell.step(cell.input_side(xs.select(0, t)), state, Tensor(),
+                          masks.select(0, direction));
+        CHECK(all_close(out.output.select(0, t).narrow(1, 4 * direction, 4), state[0], 1e-14, 0));
+      }
+    }
+    // Gradients through the masked state, in float64 against finite differences.
+    CHECK_GRADIENTS(
+        [&](const std::vector<Tensor>& in) {
+          return layer->forward(in[0], Tensor(), Tensor(), Tensor(), masks).output;
+        },
+        {xs});
+    CHECK_ERROR(layer->forward(xs, Tensor(), Tensor(), Tensor(), ones({2, 4}, {.dtype = f64})),
+                "state_dropout", "[2, 2, 4]", "[2, 4]");
+  }
+  CHECK_ERROR(gru.step(gru.input_side(x), {h}, Tensor(), ones({3, 4}, {.dtype = f64})),
+              "state_dropout", "[2, 4]", "[3, 4]");
 }
 
 TEST_CASE("sequence_mask") {
