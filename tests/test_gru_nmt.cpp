@@ -63,6 +63,88 @@ TEST_CASE("RnnSearch's gradients agree with finite differences for every norm of
   }
 }
 
+TEST_CASE(
+    "RnnSearch with dropout: masks of the right shapes, reused at every position, with exact "
+    "gradients") {
+  auto config = tiny_config("rmsnorm");
+  config.dropout_embedding = 0.3;
+  config.dropout_hidden = 0.4;
+  Generator generator(31);
+  gru_nmt::RnnSearch model(config, generator);
+  testing::randomise(model, 32);
+  const TinyBatch batch;
+  const gru_nmt::DropoutMasks masks = model.draw_dropout_masks(2, generator);
+  CHECK(masks.source_embedding.shape() == Shape({2, 1, 3}));
+  CHECK(masks.target_embedding.shape() == Shape({2, 1, 3}));
+  CHECK(masks.encoder_state.shape() == Shape({2, 2, 4}));
+  CHECK(masks.decoder_state1.shape() == Shape({2, 4}));
+  CHECK(masks.decoder_state2.shape() == Shape({2, 4}));
+  CHECK(masks.context.shape() == Shape({2, 8}));
+  CHECK(masks.output.shape() == Shape({2, 1, 3}));
+  const auto logits = [&](const gru_nmt::DropoutMasks* dropout) {
+    const auto encoded =
+        model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout);
+    return model.forward(encoded, batch.target_input, nullptr, dropout);
+  };
+  // Through fixed masks the model is an ordinary function of its parameters.
+  CHECK_PARAMETER_GRADIENTS(model, [&] { return logits(&masks); });
+
+  NoGradGuard no_grad;
+  CHECK_FALSE(testing::all_close(logits(&masks), logits(nullptr).to_vector<double>(), 1e-6, 1e-6));
+  // Masks of ones are no dropout at all.
+  gru_nmt::DropoutMasks ones_masks;
+  for (auto [mask, from] : {std::pair{&ones_masks.source_embedding, &masks.source_embedding},
+                            std::pair{&ones_masks.target_embedding, &masks.target_embedding},
+                            std::pair{&ones_masks.encoder_state, &masks.encoder_state},
+                            std::pair{&ones_masks.decoder_state1, &masks.decoder_state1},
+                            std::pair{&ones_masks.decoder_state2, &masks.decoder_state2},
+                            std::pair{&ones_masks.context, &masks.context},
+                            std::pair{&ones_masks.output, &masks.output}})
+    *mask = ones_like(*from);
+  CHECK(testing::all_close(logits(&ones_masks), logits(nullptr).to_vector<double>(), 0, 0));
+  // One output mask per sentence, at every position: zero for sentence 0 leaves only the
+  // logit bias at each of its positions.
+  gru_nmt::DropoutMasks output_only;
+  output_only.output = from_vector<double>({0, 0, 0, 1, 1, 1}, {2, 1, 3});
+  const Tensor dropped = logits(&output_only);
+  const Tensor bias = parameter(model, "logits.bias");
+  for (std::int64_t t = 0; t < 3; ++t)
+    CHECK(testing::all_close(dropped.select(0, 0).select(0, t).contiguous(),
+                             bias.to_vector<double>(), 1e-15, 0));
+  // No dropout configured: no masks.
+  Generator other(33);
+  const auto none = gru_nmt::RnnSearch(tiny_config("rmsnorm"), other).draw_dropout_masks(2, other);
+  CHECK_FALSE(none.output.defined());
+  CHECK_FALSE(none.encoder_state.defined());
+}
+
+TEST_CASE("train_step with dropout draws its masks from the given generator, and needs one") {
+  auto config = tiny_config("layernorm");
+  config.dropout_hidden = 0.5;
+  const TinyBatch tiny;
+  data::TranslationBatch batch;
+  batch.pairs = {0, 1};
+  batch.source = tiny.source;
+  batch.source_lengths = tiny.source_lengths;
+  batch.source_padding = tiny.source_padding;
+  batch.target_input = tiny.target_input;
+  batch.target_output = from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});
+  batch.target_tokens = 5;
+  const auto loss_with_seed = [&](std::uint64_t seed) {
+    Generator init(34);
+    gru_nmt::RnnSearch model(config, init);
+    optim::Adam adam(model.parameters(), {.lr = 0.01});
+    Generator masks(seed);
+    return gru_nmt::train_step(model, adam, batch, {.dropout_generator = &masks}).loss;
+  };
+  CHECK(loss_with_seed(1) == loss_with_seed(1));
+  CHECK(loss_with_seed(1) != loss_with_seed(2));
+  Generator init(34);
+  gru_nmt::RnnSearch model(config, init);
+  optim::Adam adam(model.parameters(), {.lr = 0.01});
+  CHECK_ERROR(gru_nmt::train_step(model, adam, batch), "train_step", "dropout", "no generator");
+}
+
 TEST_CASE("RnnSearch's step-wise decoder gives the logits of teacher forcing") {
   Generator generator(2);
   gru_nmt::RnnSearch model(tiny_config("rmsnorm"), generator);

@@ -57,7 +57,10 @@ TEST_CASE("gru_nmt train: a resumed run takes exactly the steps of an uninterrup
   const auto train = testing::small_parallel_corpus("gru_nmt_resume_train", 240);
   const auto dev = testing::small_parallel_corpus("gru_nmt_resume_dev", 30);
   ScratchFolder scratch("gru_nmt_resume");
-  const auto settings = tiny_settings(train, dev);
+  // With dropout, whose masks come from the run's generator: resume must restore it too.
+  auto settings = tiny_settings(train, dev);
+  settings.model.dropout_embedding = 0.1;
+  settings.model.dropout_hidden = 0.2;
 
   const auto whole = gru_nmt::train({.folder = scratch / "whole", .settings = settings});
   REQUIRE(whole.losses.size() == 8);
@@ -87,6 +90,7 @@ TEST_CASE("gru_nmt train: a resumed run takes exactly the steps of an uninterrup
   Generator generator(0);
   const auto loaded = gru_nmt::load_model_folder(folder, generator);
   CHECK(loaded.settings.model.hidden_size == 16);
+  CHECK(loaded.settings.model.dropout_hidden == 0.2);
   CHECK(loaded.weights == scratch / "split/best.safetensors");
 }
 
@@ -108,6 +112,10 @@ TEST_CASE(
   settings.model.norm = "batchnorm";
   CHECK_ERROR(gru_nmt::train({.folder = scratch / "b", .settings = settings}),
               "no place in a recurrent model");
+  settings = tiny_settings(train, dev);
+  settings.model.dropout_hidden = 1.0;
+  CHECK_ERROR(gru_nmt::train({.folder = scratch / "b", .settings = settings}), "hidden dropout",
+              "[0, 1)", "1");
   settings = tiny_settings(train, dev);
   settings.training.max_steps = 0;
   CHECK_ERROR(gru_nmt::train({.folder = scratch / "b", .settings = settings}),

@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
                               "The output layer's weight is the target embedding");
   auto* center = train->add_option("--init-center", overrides.model.init_center,
                                    "Shift of every weight's mean at init");
+  auto* dropout_embedding =
+      train->add_option("--dropout-embedding", overrides.model.dropout_embedding,
+                        "Dropout on the embeddings, one mask per sentence (0: none)");
+  auto* dropout_hidden =
+      train->add_option("--dropout-hidden", overrides.model.dropout_hidden,
+                        "Dropout on the recurrent states, context and deep output (0: none)");
   auto* batch =
       train->add_option("--batch", overrides.training.batch_sentences, "Sentences per batch");
   auto* max_length = train->add_option("--max-length", overrides.training.max_length,
@@ -161,6 +167,8 @@ int main(int argc, char** argv) {
       take(hidden, settings.model.hidden_size, overrides.model.hidden_size);
       take(tie, settings.model.tie_target_embeddings, overrides.model.tie_target_embeddings);
       take(center, settings.model.init_center, overrides.model.init_center);
+      take(dropout_embedding, settings.model.dropout_embedding, overrides.model.dropout_embedding);
+      take(dropout_hidden, settings.model.dropout_hidden, overrides.model.dropout_hidden);
       take(batch, settings.training.batch_sentences, overrides.training.batch_sentences);
       take(max_length, settings.training.max_length, overrides.training.max_length);
       take(lr, settings.training.learning_rate, overrides.training.learning_rate);

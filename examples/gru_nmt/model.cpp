@@ -152,11 +152,43 @@ RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator) : conf
   logits_->bias.zero_();
 }
 
+namespace {
+
+// x times the mask, or x when the mask is undefined.
+ng::Tensor masked(const ng::Tensor& x, const ng::Tensor& mask) {
+  return mask.defined() ? ng::mul(x, mask) : x;
+}
+
+}  // namespace
+
+DropoutMasks RnnSearch::draw_dropout_masks(std::int64_t batch, ng::Generator& generator) const {
+  const std::int64_t E = config_.embedding_size, H = config_.hidden_size;
+  const ng::TensorOptions options{.dtype = config_.dtype, .device = logits_->weight.device()};
+  const auto draw = [&](ng::Shape shape, double p) {
+    return p > 0 ? ng::nn::functional::dropout_mask(shape, p, generator, options) : ng::Tensor();
+  };
+  DropoutMasks masks;
+  masks.source_embedding = draw({batch, 1, E}, config_.dropout_embedding);
+  masks.target_embedding = draw({batch, 1, E}, config_.dropout_embedding);
+  masks.encoder_state = draw({2, batch, H}, config_.dropout_hidden);
+  masks.decoder_state1 = draw({batch, H}, config_.dropout_hidden);
+  masks.decoder_state2 = draw({batch, H}, config_.dropout_hidden);
+  masks.context = draw({batch, 2 * H}, config_.dropout_hidden);
+  masks.output = draw({batch, 1, E}, config_.dropout_hidden);
+  return masks;
+}
+
 EncodedSource RnnSearch::encode(const ng::Tensor& source, const ng::Tensor& source_lengths,
-                                const ng::Tensor& source_padding) {
-  const ng::Tensor embedded = source_embedding_->forward(source);  // [B, S, E]
+                                const ng::Tensor& source_padding, const DropoutMasks* dropout) {
+  const DropoutMasks none;
+  const DropoutMasks& masks = dropout != nullptr ? *dropout : none;
+  const ng::Tensor embedded =
+      masked(source_embedding_->forward(source), masks.source_embedding);  // [B, S, E]
   const ng::Tensor context =
-      encoder_->forward_lengths(embedded, source_lengths).output;  // [B, S, 2H], 0 at padding
+      encoder_
+          ->forward_lengths(embedded, source_lengths, ng::Tensor(), ng::Tensor(),
+                            masks.encoder_state)
+          .output;  // [B, S, 2H], 0 at padding
   // The mean over each sentence's real positions: padded positions hold zeros.
   const ng::Tensor lengths = source_lengths.to(context.dtype()).unsqueeze(1);  // [B, 1]
   const ng::Tensor mean_context = ng::div(ng::sum(context, {1}), lengths);     // [B, 2H]
@@ -176,19 +208,22 @@ ng::Tensor RnnSearch::embed_target(const ng::Tensor& tokens) {
 }
 
 ng::Tensor RnnSearch::output_logits(const ng::Tensor& embedded, const ng::Tensor& state,
-                                    const ng::Tensor& context) {
+                                    const ng::Tensor& context, const ng::Tensor& output_dropout) {
   const ng::Tensor hidden = ng::tanh(ng::add(
       ng::add(output_from_embedding_->forward(embedded), output_from_state_->forward(state)),
       output_from_context_->forward(context)));
-  return logits_->forward(hidden);
+  return logits_->forward(masked(hidden, output_dropout));
 }
 
 ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& target_input,
-                              ng::Tensor* states_read) {
+                              ng::Tensor* states_read, const DropoutMasks* dropout) {
   NG_CHECK(target_input.dim() == 2, "RnnSearch::forward",
            "target_input must be [batch, steps], got ", target_input.shape());
+  const DropoutMasks none;
+  const DropoutMasks& masks = dropout != nullptr ? *dropout : none;
   const std::int64_t steps = target_input.size(1);
-  const ng::Tensor embedded = embed_target(target_input);  // [B, T, E]
+  const ng::Tensor embedded =
+      masked(embed_target(target_input), masks.target_embedding);  // [B, T, E]
   // GRU1's input side of every step at once, [B, T, 3H], taken apart with unbind: its steps'
   // gradients then land in one buffer, where T select()s would each build a zero tensor of the
   // whole [B, T, 3H] in backward and make a step's time grow with T^2.
@@ -199,17 +234,18 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
   contexts.reserve(steps);
   for (std::int64_t t = 0; t < steps; ++t) {
     if (states_read != nullptr) read.push_back(state);
-    const ng::Tensor intermediate =
-        decoder_gru1_->step(gru1_input[static_cast<std::size_t>(t)], {state}, ng::Tensor())[0];
-    const ng::Tensor context = attention_->attend(source.attention, intermediate).output;
-    state =
-        decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor())[0];
+    const ng::Tensor intermediate = decoder_gru1_->step(
+        gru1_input[static_cast<std::size_t>(t)], {state}, ng::Tensor(), masks.decoder_state1)[0];
+    const ng::Tensor context =
+        masked(attention_->attend(source.attention, intermediate).output, masks.context);
+    state = decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor(),
+                                masks.decoder_state2)[0];
     states.push_back(state);
     contexts.push_back(context);
   }
   if (states_read != nullptr) *states_read = ng::stack(read, 1);
   // The deep output of every step at once.
-  return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1));
+  return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1), masks.output);
 }
 
 RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContext& source,

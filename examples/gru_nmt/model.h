@@ -32,6 +32,12 @@ struct ModelConfig {
   std::string norm = "none";           // none, layernorm, l2norm, rmsnorm, prmsnorm:p, weightnorm
   bool tie_target_embeddings = false;  // the output layer's weight is the target embedding
   double init_center = 0.0;
+  // Variational dropout (Gal and Ghahramani, 2016), off as in the paper: each mask drawn once
+  // per sentence and reused at every position. dropout_embedding: the source and target
+  // embeddings; dropout_hidden: the state every GRU reads through U, the attention context,
+  // and the deep output's hidden layer.
+  double dropout_embedding = 0.0;
+  double dropout_hidden = 0.0;
   normgrad::DType dtype = normgrad::DType::Float32;  // Float64 for gradient checks
 };
 
@@ -55,21 +61,40 @@ struct EncodedSource {
   normgrad::Tensor initial_state;                               // s_0 [B, H]
 };
 
+// One batch's dropout masks (normgrad::nn::functional::dropout_mask: 0 or 1 / (1 - p)); a
+// mask is undefined where its probability is 0.
+struct DropoutMasks {
+  normgrad::Tensor source_embedding;  // [B, 1, E]
+  normgrad::Tensor encoder_state;     // [2, B, H]: each direction's
+  normgrad::Tensor target_embedding;  // [B, 1, E]: what GRU1 and the deep output read
+  normgrad::Tensor decoder_state1;    // [B, H]: the s_{t-1} that GRU1's U reads
+  normgrad::Tensor decoder_state2;    // [B, H]: the s'_t that GRU2's U reads
+  normgrad::Tensor context;           // [B, 2H]: c_t, for GRU2 and the deep output
+  normgrad::Tensor output;            // [B, 1, E]: the deep output's tanh layer
+};
+
 class RnnSearch : public normgrad::nn::Module {
  public:
   RnnSearch(const ModelConfig& config, normgrad::Generator& generator);
   std::string type_name() const override { return "RnnSearch"; }
   const ModelConfig& config() const { return config_; }
 
-  // source int64 [B, S] with its lengths [B] and padding mask [B, S] (1 at padding).
+  // The masks of a training batch of `batch` sentences, drawn from `generator` (the config's
+  // dropout probabilities; all undefined when both are 0).
+  DropoutMasks draw_dropout_masks(std::int64_t batch, normgrad::Generator& generator) const;
+
+  // source int64 [B, S] with its lengths [B] and padding mask [B, S] (1 at padding). `dropout`:
+  // the batch's masks in training, or nullptr.
   EncodedSource encode(const normgrad::Tensor& source, const normgrad::Tensor& source_lengths,
-                       const normgrad::Tensor& source_padding);
+                       const normgrad::Tensor& source_padding,
+                       const DropoutMasks* dropout = nullptr);
 
   // Teacher forcing: the logits [B, T, V] of every target position, given target_input
   // [B, T] (bos, y_1 .. y_{T-1}). With `states_read`, also the decoder states s_{t-1} that the
   // first GRU read at each step, [B, T, H] (for the paper's Table 5).
   normgrad::Tensor forward(const EncodedSource& source, const normgrad::Tensor& target_input,
-                           normgrad::Tensor* states_read = nullptr);
+                           normgrad::Tensor* states_read = nullptr,
+                           const DropoutMasks* dropout = nullptr);
 
   // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
   // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
@@ -87,7 +112,8 @@ class RnnSearch : public normgrad::nn::Module {
  private:
   normgrad::Tensor embed_target(const normgrad::Tensor& tokens);
   normgrad::Tensor output_logits(const normgrad::Tensor& embedded, const normgrad::Tensor& state,
-                                 const normgrad::Tensor& context);
+                                 const normgrad::Tensor& context,
+                                 const normgrad::Tensor& output_dropout = normgrad::Tensor());
 
   ModelConfig config_;
   std::shared_ptr<normgrad::nn::Embedding> source_embedding_, target_embedding_;

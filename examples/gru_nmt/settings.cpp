@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <sstream>
+#include <utility>
 
 namespace gru_nmt {
 
@@ -41,6 +42,10 @@ void check(const Settings& s) {
   NG_CHECK(spec.kind != ng::nn::NormKind::BatchNorm, "gru_nmt", "norm '", s.model.norm,
            "' has no place in a recurrent model; use none, layernorm, l2norm, rmsnorm, prmsnorm:p "
            "or weightnorm");
+  for (const auto& [what, p] : {std::pair{"embedding dropout", s.model.dropout_embedding},
+                                std::pair{"hidden dropout", s.model.dropout_hidden}}) {
+    NG_CHECK(p >= 0 && p < 1, "gru_nmt", what, " must be in [0, 1), got ", p);
+  }
   positive("batch (sentences)", static_cast<double>(t.batch_sentences));
   NG_CHECK(t.max_length >= 0, "gru_nmt", "max length must be >= 0 (0: no limit), got ",
            t.max_length);
@@ -67,7 +72,9 @@ nlohmann::json to_json(const Settings& s) {
             {"hidden_size", m.hidden_size},
             {"norm", m.norm},
             {"tie_target_embeddings", m.tie_target_embeddings},
-            {"init_center", m.init_center}}},
+            {"init_center", m.init_center},
+            {"dropout_embedding", m.dropout_embedding},
+            {"dropout_hidden", m.dropout_hidden}}},
           {"training",
            {{"train_source", t.train_source},
             {"train_target", t.train_target},
@@ -99,6 +106,8 @@ Settings settings_from_json(const nlohmann::json& json, const std::string& origi
     s.model.norm = m.at("norm").get<std::string>();
     s.model.tie_target_embeddings = m.at("tie_target_embeddings").get<bool>();
     s.model.init_center = m.at("init_center").get<double>();
+    s.model.dropout_embedding = m.value("dropout_embedding", 0.0);
+    s.model.dropout_hidden = m.value("dropout_hidden", 0.0);
     const auto& t = json.at("training");
     auto& r = s.training;
     r.train_source = t.at("train_source").get<std::string>();

@@ -195,8 +195,10 @@ TrainSummary train(const TrainOptions& options) {
     }
     const auto step_start = std::chrono::steady_clock::now();
     const auto batch = batches.next();
-    const StepResult result = train_step(
-        model, adam, batch, {.label_smoothing = t.label_smoothing, .clip_norm = t.clip_norm});
+    const StepResult result = train_step(model, adam, batch,
+                                         {.label_smoothing = t.label_smoothing,
+                                          .clip_norm = t.clip_norm,
+                                          .dropout_generator = &generator});
     ++step;
     summary.losses.push_back(result.loss);
     const double step_seconds =

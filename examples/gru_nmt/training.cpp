@@ -1,13 +1,17 @@
 #include "training.h"
 
+#include <optional>
+
 namespace gru_nmt {
 
 namespace ng = normgrad;
 
 ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& batch,
-                      double label_smoothing) {
-  const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
-  const ng::Tensor logits = model.forward(encoded, batch.target_input);  // [B, T, V]
+                      double label_smoothing, const DropoutMasks* dropout) {
+  const auto encoded =
+      model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout);
+  const ng::Tensor logits =
+      model.forward(encoded, batch.target_input, nullptr, dropout);  // [B, T, V]
   const ng::Tensor total = ng::nn::cross_entropy(logits, batch.target_output,
                                                  {.ignore_index = ng::data::pad_id,
                                                   .label_smoothing = label_smoothing,
@@ -18,7 +22,17 @@ ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& batch,
 StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
                       const ng::data::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
-  const ng::Tensor loss = batch_loss(model, batch, settings.label_smoothing);
+  const ModelConfig& config = model.config();
+  std::optional<DropoutMasks> masks;
+  if (config.dropout_embedding > 0 || config.dropout_hidden > 0) {
+    NG_CHECK(settings.dropout_generator != nullptr, "gru_nmt train_step",
+             "the model asks for dropout (embedding ", config.dropout_embedding, ", hidden ",
+             config.dropout_hidden, ") but no generator was given for its masks");
+    masks = model.draw_dropout_masks(static_cast<std::int64_t>(batch.pairs.size()),
+                                     *settings.dropout_generator);
+  }
+  const ng::Tensor loss =
+      batch_loss(model, batch, settings.label_smoothing, masks ? &*masks : nullptr);
   loss.backward();
   StepResult result;
   result.loss = loss.item();

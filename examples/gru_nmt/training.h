@@ -13,12 +13,16 @@ namespace gru_nmt {
 struct StepSettings {
   double label_smoothing = 0.1;
   double clip_norm = 1.0;  // <= 0: no clipping
+  // Where the dropout masks come from when the model's config asks for dropout (then it must
+  // be set); a run's own generator, saved with its training state, makes resume exact.
+  normgrad::Generator* dropout_generator = nullptr;
 };
 
 // The loss of a batch: sum over real target tokens (eos included, padding excluded) of the
-// smoothed cross-entropy, divided by the number of sentences.
+// smoothed cross-entropy, divided by the number of sentences. `dropout`: the batch's masks
+// in training, or nullptr.
 normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::data::TranslationBatch& batch,
-                            double label_smoothing);
+                            double label_smoothing, const DropoutMasks* dropout = nullptr);
 
 struct StepResult {
   double loss = 0;           // batch_loss
