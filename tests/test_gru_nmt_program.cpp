@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
+#include "scratch_folder.h"
 
 using namespace normgrad;
 namespace fs = std::filesystem;
@@ -18,17 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::run_program;
-
-// A fresh folder under the temporary directory, removed afterwards.
-struct ScratchFolder {
-  explicit ScratchFolder(const std::string& name)
-      : path(fs::temp_directory_path() / ("normgrad_test_" + name)) {
-    fs::remove_all(path);
-  }
-  ~ScratchFolder() { fs::remove_all(path); }
-  std::string operator/(const std::string& child) const { return (path / child).string(); }
-  fs::path path;
-};
+using testing::ScratchFolder;
 
 gru_nmt::Settings tiny_settings(const testing::ParallelCorpusFiles& train,
                                 const testing::ParallelCorpusFiles& dev) {

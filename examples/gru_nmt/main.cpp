@@ -4,17 +4,26 @@
 //   gru_nmt train --model out/gru_nmt/rmsnorm --norm rmsnorm --train-source train.en ...
 //   gru_nmt translate --model out/gru_nmt/rmsnorm < test.en > test.hyp
 //   gru_nmt score --model out/gru_nmt/rmsnorm --source test.en --target test.de
+//   gru_nmt experiment --corpus out/corpus/debian-en-de --out out/gru_nmt   (the paper's tables)
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "data/unicode_text.h"
+#include "experiment.h"
+#include "figures.h"
 #include "model_folder.h"
+#include "nn/atomic_file.h"
+#include "report.h"
 #include "scoring.h"
 #include "trainer.h"
 #include "translation.h"
@@ -44,6 +53,52 @@ std::vector<std::string> read_stdin_lines() {
   return lines;
 }
 
+// "Intel(R) Xeon(R) ..., 2 threads", or the GPU's name.
+std::string machine_description(const ng::Device& device) {
+  if (!device.is_cpu()) return "GPU " + device.str();
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + ", " + std::to_string(ng::get_num_threads()) + " threads";
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+// Runs the experiment and writes its CSV files, figures and report.md into options.out.
+int run_experiment_command(const gru_nmt::ExperimentOptions& options) {
+  std::cerr << gru_nmt::describe(options.settings);
+  const auto results = gru_nmt::run_experiment(options);
+  const std::string out = options.out;
+  gru_nmt::write_table2_csv(out + "/table2.csv", results);
+  gru_nmt::write_table5_csv(out + "/table5.csv", results);
+  gru_nmt::write_curves_csv(out + "/curves.csv", results);
+  const auto figures = gru_nmt::draw_figures(out, results);
+  if (!figures.message.empty()) std::cerr << figures.message << "\n";
+  const gru_nmt::ReportContext context{.date = today(),
+                                       .machine = machine_description(options.device),
+                                       .corpus = options.corpus,
+                                       .settings = gru_nmt::describe(options.settings),
+                                       .figures = figures.files};
+  const std::string report = gru_nmt::report_markdown(results, context);
+  ng::nn::write_atomically(
+      out + "/report.md", "gru_nmt experiment",
+      [&](const ng::nn::FileWriter& file) { file.write(report.data(), report.size()); });
+  // The tables on stdout: the report up to its Settings section.
+  std::cout << report.substr(0, report.find("## Settings"));
+  std::cerr << "report: " << out << "/report.md\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,8 +122,8 @@ int main(int argc, char** argv) {
   std::int64_t steps = 0;
   double seconds = -1;
   train->add_option("--model", folder, "The model folder to create (or resume)")->required();
-  train->add_option("--preset", preset_name, "cpu (small, the default) or paper")
-      ->check(CLI::IsMember({"cpu", "paper"}));
+  train->add_option("--preset", preset_name, "cpu (the default), small or paper")
+      ->check(CLI::IsMember({"cpu", "small", "paper"}));
   train->add_flag("--resume", resume, "Continue the folder's run from its newest training state");
   train->add_option("--train-source", overrides.training.train_source,
                     "Training source text, one sentence a line");
@@ -151,6 +206,40 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
 
+  // ---- experiment
+  auto* experiment = app.add_subcommand(
+      "experiment",
+      "The paper's comparisons: Table 2, Figure 1, Table 5 and Figure 4, with a report");
+  gru_nmt::ExperimentOptions experiment_options;
+  experiment_options.corpus = "out/corpus/debian-en-de";
+  experiment_options.out = "out/gru_nmt";
+  std::string budget_name = "demo", experiment_preset = "small";
+  std::int64_t experiment_steps = 0, figure4_steps = 0, test_sentences = -1;
+  bool no_figure4 = false;
+  experiment->add_option("--corpus", experiment_options.corpus,
+                         "Folder with train, dev and test .en/.de (scripts/build_corpus)");
+  experiment->add_option("--out", experiment_options.out,
+                         "Where the runs, CSV files, figures and report.md go");
+  experiment->add_option("--budget", budget_name, "demo (about 12 minutes on 2 cores) or long")
+      ->check(CLI::IsMember({"demo", "long"}));
+  experiment
+      ->add_option("--preset", experiment_preset,
+                   "Model and training preset of every run: small (the default), cpu or paper")
+      ->check(CLI::IsMember({"cpu", "small", "paper"}));
+  experiment
+      ->add_option("--steps", experiment_steps, "Steps of each Table 2 run (replaces the budget's)")
+      ->check(CLI::PositiveNumber);
+  experiment->add_option("--figure4-steps", figure4_steps, "Steps of each Figure 4 run")
+      ->check(CLI::PositiveNumber);
+  experiment->add_option("--test-sentences", test_sentences, "Test lines to translate (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  experiment
+      ->add_option("--norms", experiment_options.norms, "The norms of Table 2, comma-separated")
+      ->delimiter(',');
+  experiment->add_flag("--no-figure4", no_figure4, "Leave out the Figure 4 runs");
+  experiment->add_option("--beam", experiment_options.beam, "Beam for test BLEU")
+      ->check(CLI::Range(1, 1000));
+
   CLI11_PARSE(app, argc, argv);
   try {
     const ng::Device device = parse_device(device_name);
@@ -210,6 +299,18 @@ int main(int argc, char** argv) {
                                           : std::to_string(summary.best_bleu))
                 << "\n";
       return 0;
+    }
+    if (experiment->parsed()) {
+      experiment_options.settings = gru_nmt::preset(experiment_preset);
+      experiment_options.budget = gru_nmt::experiment_budget(budget_name);
+      if (experiment_steps > 0) experiment_options.budget.steps = experiment_steps;
+      if (figure4_steps > 0) experiment_options.budget.figure4_steps = figure4_steps;
+      if (test_sentences >= 0) experiment_options.budget.test_sentences = test_sentences;
+      experiment_options.figure4 = !no_figure4;
+      experiment_options.device = device;
+      experiment_options.messages = &std::cerr;
+      gru_nmt::check_experiment(experiment_options);
+      return run_experiment_command(experiment_options);
     }
     ng::Generator generator(0);
     const bool translating = translate->parsed();

@@ -14,6 +14,12 @@ Settings preset(const std::string& name) {
     settings.model.hidden_size = 256;
     settings.model.vocabulary_size = 8000;
     settings.training.learning_rate = 5e-4;
+  } else if (name == "small") {
+    settings.model.embedding_size = 64;
+    settings.model.hidden_size = 128;
+    settings.model.vocabulary_size = 4000;
+    settings.training.learning_rate = 1e-3;
+    settings.training.max_length = 50;
   } else if (name == "paper") {
     settings.model.embedding_size = 512;
     settings.model.hidden_size = 1024;
@@ -24,7 +30,7 @@ Settings preset(const std::string& name) {
     settings.training.dev_bleu_every = 10000;
     settings.training.checkpoint_every = 10000;
   } else {
-    throw ng::Error("gru_nmt: unknown preset '" + name + "'; expected cpu or paper");
+    throw ng::Error("gru_nmt: unknown preset '" + name + "'; expected cpu, small or paper");
   }
   return settings;
 }

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const csv_header =
-    "step,wall_seconds,train_loss,train_token_loss,dev_token_loss,dev_bleu,tokens_per_second";
+    "step,wall_seconds,train_loss,train_token_loss,dev_token_loss,dev_bleu,tokens_per_second,"
+    "step_seconds";
 
 // The training loop's own state, saved with each training state as metadata.
 struct LoopState {
@@ -116,6 +117,12 @@ TrainSummary train(const TrainOptions& options) {
   // The data, checked before anything is written.
   const ng::data::SubwordTrainingOptions tokenizer_options{
       .vocabulary_size = static_cast<std::int32_t>(settings.model.vocabulary_size)};
+  if (!tokenizer && !options.tokenizer.empty()) {
+    tokenizer = ng::data::SubwordTokenizer::load(options.tokenizer);
+    NG_CHECK(tokenizer->vocabulary_size() == settings.model.vocabulary_size, "gru_nmt train",
+             "the tokenizer ", options.tokenizer, " has ", tokenizer->vocabulary_size(),
+             " pieces, but the model's vocabulary is ", settings.model.vocabulary_size);
+  }
   if (!tokenizer) {
     say("training the tokenizer on " + t.train_source + " and " + t.train_target + "\n");
     // Check line counts first: a misaligned corpus is refused before any training.
@@ -231,10 +238,10 @@ TrainSummary train(const TrainOptions& options) {
     }
     const double tokens_per_second =
         static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
-    std::fprintf(log, "%lld,%.3f,%.6f,%.6f,%s,%s,%.1f\n", static_cast<long long>(step),
+    std::fprintf(log, "%lld,%.3f,%.6f,%.6f,%s,%s,%.1f,%.6f\n", static_cast<long long>(step),
                  loop.wall_seconds, result.loss, result.token_loss,
                  optional_number(dev_loss, "%.6f").c_str(),
-                 optional_number(dev_bleu, "%.2f").c_str(), tokens_per_second);
+                 optional_number(dev_bleu, "%.2f").c_str(), tokens_per_second, step_seconds);
     std::fflush(log);
     progress.update(step, result.token_loss, tokens_per_second, dev_loss, elapsed);
 

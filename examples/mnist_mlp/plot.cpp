@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/gnuplot.h"
+
 namespace mnist_mlp {
 
 namespace {
@@ -19,23 +21,6 @@ std::vector<std::int64_t> batch_sizes_in_order(const std::vector<RunResult>& res
     if (std::find(sizes.begin(), sizes.end(), result.batch_size) == sizes.end())
       sizes.push_back(result.batch_size);
   return sizes;
-}
-
-// A gnuplot string literal in double quotes.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + '"';
-}
-
-// A word for sh, in single quotes.
-std::string shell_quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 std::string terminal_line(const std::string& terminal) {
@@ -61,10 +46,11 @@ std::string plot_command(const std::vector<RunResult>& results, std::int64_t bat
     const auto column = [&](int number) {
       return "(" + selected + " ? $" + std::to_string(number) + " : NaN)";
     };
-    command += std::string(first ? " " : ", \\\n     ") + (first ? quoted(csv_name) : "''") +
-               " using " + column(x_column) + ":" + column(y_column) + " with " + style + " lt " +
+    command += std::string(first ? " " : ", \\\n     ") +
+               (first ? examples::gnuplot_quoted(csv_name) : "''") + " using " + column(x_column) +
+               ":" + column(y_column) + " with " + style + " lt " +
                std::to_string(colour.at(results[run].norm)) + " lw 1.5 title " +
-               quoted(results[run].norm);
+               examples::gnuplot_quoted(results[run].norm);
     first = false;
   }
   return command + "\n";
@@ -72,25 +58,7 @@ std::string plot_command(const std::vector<RunResult>& results, std::int64_t bat
 
 }  // namespace
 
-std::optional<std::string> find_gnuplot_terminal() {
-  // `set terminal` with no name lists the terminals, one per line: "  pngcairo  png ...".
-  FILE* pipe = ::popen("gnuplot -e 'set terminal' 2>&1", "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string listing;
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, pipe)) listing += buffer;
-  if (::pclose(pipe) != 0) return std::nullopt;  // 127: no gnuplot on the PATH
-  std::vector<std::string> names;
-  std::istringstream lines(listing);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    std::string name;
-    if (words >> name) names.push_back(name);
-  }
-  for (const char* wanted : {"pngcairo", "png", "svg"})
-    if (std::find(names.begin(), names.end(), wanted) != names.end()) return wanted;
-  return std::nullopt;
-}
+std::optional<std::string> find_gnuplot_terminal() { return examples::find_gnuplot_terminal(); }
 
 std::vector<std::string> plot_files(const std::vector<RunResult>& results,
                                     const PlotSettings& settings) {
@@ -115,9 +83,10 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
   const auto sizes = batch_sizes_in_order(results);
   const auto files = plot_files(results, settings);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    script << "\nset output " << quoted(files[i]) << "\n"
+    script << "\nset output " << examples::gnuplot_quoted(files[i]) << "\n"
            << "set multiplot layout 1,3 title "
-           << quoted(settings.title + ", batch size " + std::to_string(sizes[i])) << "\n"
+           << examples::gnuplot_quoted(settings.title + ", batch size " + std::to_string(sizes[i]))
+           << "\n"
            << "set yrange [0:*]\nset ylabel 'training loss'\n"
            << "set xlabel 'training steps'\n"
            << plot_command(results, sizes[i], colour, settings.csv_name, 4, 6, false, "lines")
@@ -143,27 +112,16 @@ PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& 
     return outcome;
   }
   const PlotSettings settings{.terminal = *terminal, .title = std::move(title)};
-  const std::filesystem::path script_path = std::filesystem::path(folder) / "curves.gp";
-  {
-    std::ofstream script(script_path);
-    NG_CHECK(script.good(), "draw_plots", "cannot open '", script_path.string(), "' for writing");
-    script << plot_script(results, settings);
-  }
-  // gnuplot runs in the folder, so that the script's file names are relative to it.
-  const std::string command = "cd " + shell_quoted(folder) + " && gnuplot curves.gp 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string complaints;
-  char buffer[512];
-  while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe)) complaints += buffer;
-  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
-  if (status != 0) {
-    outcome.message = "gnuplot failed on " + script_path.string() + ":\n" + complaints;
+  const auto run = examples::run_gnuplot(folder, "curves.gp", plot_script(results, settings));
+  if (!run.ok) {
+    outcome.message = "gnuplot failed on " +
+                      (std::filesystem::path(folder) / "curves.gp").string() + ":\n" + run.output;
     return outcome;
   }
   outcome.drawn = true;
   for (const std::string& file : plot_files(results, settings))
     outcome.files.push_back((std::filesystem::path(folder) / file).string());
-  if (!complaints.empty()) outcome.message = complaints;  // warnings, but images were drawn
+  if (!run.output.empty()) outcome.message = run.output;  // warnings, but images were drawn
   return outcome;
 }
 

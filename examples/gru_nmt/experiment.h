@@ -1,0 +1,109 @@
+#pragma once
+// gru_nmt experiment: the RMSNorm paper's RNNSearch comparisons, run end to end on one corpus.
+//
+//   Table 2   every norm of `norms` trained for the same steps from the same seed, the same
+//             batches and (the norms add only gains and biases) the same initial weights; test
+//             BLEU with beam search, its bootstrap 95% interval and the paired-bootstrap p-value
+//             against LayerNorm; the best dev BLEU; seconds per 1000 training steps (the median
+//             measured step, times 1000) and the speed-up over LayerNorm, (T_LN - T) / T_LN.
+//   Figure 1  each run's training loss against steps and against training seconds, and its dev
+//             BLEU against steps (the runs' train.csv).
+//   Table 5   mean and deviation of the decoder GRU's U h on the dev set at target positions 1-4
+//             and over all positions, for the Table 2 runs of none, layernorm and rmsnorm.
+//   Figure 4  LayerNorm and RMSNorm from weights whose mean is shifted to init_center 0.2, dev BLEU
+//             against steps, over a longer budget.
+//
+// Each run is an ordinary model folder under <out>/runs/ (translate and score work on it); a
+// folder that already holds a run is resumed, or taken as it is when it reached its budget, so
+// an interrupted experiment continues where it stopped. The runs share one tokenizer, trained
+// once. report.h writes what comes out.
+
+#include <normgrad/normgrad.h>
+
+#include <array>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+#include "settings.h"
+
+namespace gru_nmt {
+
+struct ExperimentBudget {
+  std::string name;                 // "demo" or "long", for the report
+  std::int64_t steps = 0;           // each Table 2 run
+  std::int64_t figure4_steps = 0;   // each Figure 4 run
+  std::int64_t dev_loss_every = 0;  // steps between dev losses
+  std::int64_t dev_bleu_every = 0;  // steps between dev BLEUs (greedy)
+  std::int64_t test_sentences = 0;  // the first N lines of the test set (0: all)
+};
+
+// "demo": about 12 minutes on 2 cores with the small preset; "long": about 70.
+ExperimentBudget experiment_budget(const std::string& name);
+
+struct ExperimentOptions {
+  std::string corpus;  // a folder with train, dev and test .en/.de (scripts/build_corpus)
+  std::string out;     // where runs/, the CSV files, the plots and report.md go
+  ExperimentBudget budget{};
+  Settings settings{};  // the base of every run (the cpu preset by default); norm and
+                        // init_center are set per run
+  std::vector<std::string> norms{"none", "layernorm", "l2norm", "rmsnorm", "prmsnorm:0.0625"};
+  bool figure4 = true;
+  std::int64_t beam = 5;  // for test BLEU
+  normgrad::Device device = normgrad::Device::cpu();
+  std::ostream* messages = nullptr;
+};
+
+// One row of a run's train.csv.
+struct LogRow {
+  std::int64_t step = 0;
+  double wall_seconds = 0;
+  double train_token_loss = 0;
+  double dev_token_loss = -1;  // -1: not measured at this step
+  double dev_bleu = -1;
+  double step_seconds = 0;
+};
+
+struct RunResult {
+  std::string label;  // the norm spec, or "layernorm, centre 0.2"
+  std::string norm;
+  double init_center = 0;
+  std::string folder;
+  std::vector<LogRow> log;
+  std::int64_t steps = 0;
+  std::int64_t parameters = 0;
+  double best_dev_bleu = -1;
+  double seconds_per_1000_steps = 0;  // 1000 x the median step
+  double step_seconds_spread = 0;     // half the distance between the 25th and 75th percentile
+  // Test BLEU with beam search (Table 2 runs only), from the best weights by dev BLEU.
+  double test_bleu = -1;
+  double test_bleu_mean = 0, test_bleu_interval = 0;  // bootstrap mean and 95% half-width
+  double p_against_layernorm = -1;                    // -1: not computed (it is LayerNorm)
+};
+
+struct Table5Row {
+  std::string norm;
+  PreactivationStatistics statistics;
+};
+
+struct ExperimentResults {
+  ExperimentBudget budget;
+  std::vector<RunResult> table2;
+  std::vector<RunResult> figure4;
+  std::vector<Table5Row> table5;
+  std::string bleu_signature;
+  std::int64_t test_sentences = 0;
+  double total_seconds = 0;
+};
+
+// Reads a train.csv written by train(); an Error naming the file and line if it is not one.
+std::vector<LogRow> read_train_log(const std::string& path);
+
+// The checks done before any training: the corpus files exist and the budgets are positive.
+void check_experiment(const ExperimentOptions& options);
+
+ExperimentResults run_experiment(const ExperimentOptions& options);
+
+}  // namespace gru_nmt
