@@ -161,6 +161,15 @@ TEST_CASE("gru_nmt experiment refuses a missing corpus, an unknown norm and an e
   CHECK(gru_nmt::experiment_budget("demo").steps > 0);
   CHECK(gru_nmt::experiment_budget("long").steps > gru_nmt::experiment_budget("demo").steps);
   CHECK_FALSE(fs::exists(scratch / "out"));
+
+  // What every run shares: the corpus by absolute path, the budget, no early stopping.
+  options = tiny_experiment(corpus, scratch / "out");
+  const auto shared = gru_nmt::shared_run_settings(options);
+  CHECK(shared.model.norm == "per run: none, layernorm, rmsnorm");
+  CHECK(shared.training.train_source == fs::absolute(corpus + "/train.en").string());
+  CHECK(shared.training.max_steps == 4);
+  CHECK(shared.training.patience == 0);
+  CHECK(shared.training.dev_bleu_every == 2);
 }
 
 TEST_CASE("read_train_log reads train.csv's rows, empty cells as unmeasured, and refuses others") {

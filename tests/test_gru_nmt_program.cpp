@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data/text_file.h"
 #include "gru_nmt/model_folder.h"
 #include "gru_nmt/trainer.h"
 #include "helpers.h"
@@ -182,6 +183,25 @@ TEST_CASE("gru_nmt translate and score work from the model folder alone, line fo
   const auto missing_data = run_program(program + " train --model " + (scratch / "y"));
   CHECK(missing_data.status != 0);
   CHECK(missing_data.output.find("needs --train-source") != std::string::npos);
+  // A second model with the first one's tokenizer: no tokenizer training, the same model file.
+  const std::string data_flags = " --train-source " + train.source + " --train-target " +
+                                 train.target + " --dev-source " + dev.source + " --dev-target " +
+                                 dev.target + " --embedding 12 --hidden 16 --threads 1";
+  const auto shared = run_program(program + " train --model " + (scratch / "shared") + data_flags +
+                                  " --vocabulary 100 --steps 1 --tokenizer " + folder +
+                                  "/tokenizer.model --no-progress-bar");
+  INFO(shared.output);
+  CHECK(shared.status == 0);
+  CHECK(shared.output.find("training the tokenizer") == std::string::npos);
+  CHECK(data::read_file_bytes(scratch / "shared/tokenizer.model", "test") ==
+        data::read_file_bytes(folder + "/tokenizer.model", "test"));
+  const auto wrong_size =
+      run_program(program + " train --model " + (scratch / "wrong") + data_flags +
+                  " --vocabulary 90 --steps 1 --tokenizer " + folder + "/tokenizer.model");
+  CHECK(wrong_size.status == 1);
+  CHECK(wrong_size.output.find("has 100 pieces, but the model's vocabulary is 90") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(scratch / "wrong/config.json"));
   const auto n_best_too_big = run_program(program + " translate --model " + folder +
                                           " --beam 2 --n-best 3 < " + (scratch / "input.en"));
   CHECK(n_best_too_big.status != 0);

@@ -193,6 +193,14 @@ ExperimentBudget experiment_budget(const std::string& name) {
   throw ng::Error("gru_nmt experiment: unknown budget '" + name + "'; expected demo or long");
 }
 
+Settings shared_run_settings(const ExperimentOptions& options) {
+  std::string norms;
+  for (const auto& norm : options.norms) norms += (norms.empty() ? "" : ", ") + norm;
+  Settings settings = run_settings(options, "", 0.0, options.budget.steps);
+  settings.model.norm = "per run: " + norms;
+  return settings;
+}
+
 std::vector<LogRow> read_train_log(const std::string& path) {
   const auto lines = ng::data::read_text_lines(path);
   NG_CHECK(!lines.empty() && lines[0].rfind("step,wall_seconds,", 0) == 0, "gru_nmt", path,

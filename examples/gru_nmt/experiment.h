@@ -98,6 +98,10 @@ struct ExperimentResults {
   double total_seconds = 0;
 };
 
+// The settings every Table 2 run shares (its norm aside): the base settings with the corpus,
+// the budget and the experiment's fixed choices (no early stopping, greedy dev BLEU).
+Settings shared_run_settings(const ExperimentOptions& options);
+
 // Reads a train.csv written by train(); an Error naming the file and line if it is not one.
 std::vector<LogRow> read_train_log(const std::string& path);
 

@@ -76,7 +76,8 @@ std::string today() {
 
 // Runs the experiment and writes its CSV files, figures and report.md into options.out.
 int run_experiment_command(const gru_nmt::ExperimentOptions& options) {
-  std::cerr << gru_nmt::describe(options.settings);
+  const std::string settings = gru_nmt::describe(gru_nmt::shared_run_settings(options));
+  std::cerr << settings;
   const auto results = gru_nmt::run_experiment(options);
   const std::string out = options.out;
   gru_nmt::write_table2_csv(out + "/table2.csv", results);
@@ -87,7 +88,7 @@ int run_experiment_command(const gru_nmt::ExperimentOptions& options) {
   const gru_nmt::ReportContext context{.date = today(),
                                        .machine = machine_description(options.device),
                                        .corpus = options.corpus,
-                                       .settings = gru_nmt::describe(options.settings),
+                                       .settings = settings,
                                        .figures = figures.files};
   const std::string report = gru_nmt::report_markdown(results, context);
   ng::nn::write_atomically(
@@ -177,6 +178,8 @@ int main(int argc, char** argv) {
                                  "Training states kept");
   auto* seed = train->add_option("--seed", overrides.training.seed,
                                  "Seed of initialisation and batch order");
+  train->add_option("--tokenizer", train_options.tokenizer,
+                    "A sentencepiece model to use instead of training one (e.g. from spm_train)");
   train->add_flag("--no-progress-bar", no_bar, "Plain progress lines even on a terminal");
 
   // ---- translate
