@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpu_share.h"
 #include "helpers.h"
-#include "mnist_mlp/cpu_share.h"
 #include "mnist_mlp/model.h"
 #include "mnist_mlp/plot.h"
 #include "mnist_mlp/report.h"
@@ -347,23 +347,23 @@ TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnupl
 TEST_CASE("mnist_mlp: other processes' CPU share leaves this process's own time out") {
   // 2 cores for 10 s = 20 core-seconds, of which the machine was busy for 13 and this
   // process used 8: the others took 5, a quarter.
-  const mnist_mlp::CpuSample start{
+  const examples::CpuSample start{
       .busy_seconds = 100, .own_seconds = 2, .wall_seconds = 50, .valid = true};
-  const mnist_mlp::CpuSample end{
+  const examples::CpuSample end{
       .busy_seconds = 113, .own_seconds = 10, .wall_seconds = 60, .valid = true};
-  CHECK(mnist_mlp::other_processes_share(start, end, 2).value() == doctest::Approx(0.25));
-  CHECK(mnist_mlp::other_processes_share(start, end, 4).value() == doctest::Approx(0.125));
+  CHECK(examples::other_processes_share(start, end, 2).value() == doctest::Approx(0.25));
+  CHECK(examples::other_processes_share(start, end, 4).value() == doctest::Approx(0.125));
   // Tick rounding can make busy time fall short of this process's own: clamped to 0.
-  const mnist_mlp::CpuSample short_end{
+  const examples::CpuSample short_end{
       .busy_seconds = 107, .own_seconds = 10, .wall_seconds = 60, .valid = true};
-  CHECK(mnist_mlp::other_processes_share(start, short_end, 2).value() == 0);
+  CHECK(examples::other_processes_share(start, short_end, 2).value() == 0);
   // No interval, no reading, no cores: unknown.
-  CHECK_FALSE(mnist_mlp::other_processes_share(start, start, 2).has_value());
-  CHECK_FALSE(mnist_mlp::other_processes_share(start, mnist_mlp::CpuSample{}, 2).has_value());
-  CHECK_FALSE(mnist_mlp::other_processes_share(start, end, 0).has_value());
+  CHECK_FALSE(examples::other_processes_share(start, start, 2).has_value());
+  CHECK_FALSE(examples::other_processes_share(start, examples::CpuSample{}, 2).has_value());
+  CHECK_FALSE(examples::other_processes_share(start, end, 0).has_value());
 
   // On Linux the meter reads /proc/stat and gives a share in [0, 1].
-  const mnist_mlp::OtherProcessesMeter meter;
+  const examples::OtherProcessesMeter meter;
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto share = meter.fraction();
   REQUIRE(share.has_value());

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
+#include "common/cpu_share.h"
 #include "data/bleu.h"
 #include "data/paired_bootstrap.h"
 #include "data/parallel_dataset.h"
@@ -121,7 +123,24 @@ RunResult train_run(const ExperimentOptions& options, const std::string& tokeniz
   } else {
     train_options.tokenizer = tokenizer_path;
   }
-  train(train_options);
+  const examples::OtherProcessesMeter others;
+  const TrainSummary summary = train(train_options);
+  // The share is kept for the steps this invocation took; a run taken as it is keeps its own.
+  const std::string share_path = folder.file("experiment.json");
+  const auto share = others.fraction();
+  if (summary.last_step > summary.first_step && share) {
+    const std::string text = nlohmann::json{{"other_processes_cpu", *share}}.dump() + "\n";
+    ng::nn::write_atomically(share_path, "gru_nmt experiment", [&](const ng::nn::FileWriter& out) {
+      out.write(text.data(), text.size());
+    });
+  }
+  if (fs::exists(share_path)) {
+    const auto json = nlohmann::json::parse(ng::data::read_file_bytes(share_path, "gru_nmt"),
+                                            nullptr, /*allow_exceptions=*/false);
+    if (json.is_object() && json.contains("other_processes_cpu") &&
+        json["other_processes_cpu"].is_number())
+      run.other_processes_cpu = json["other_processes_cpu"].get<double>();
+  }
   run.log = read_train_log(folder.file("train.csv"));
   std::vector<double> step_seconds;
   for (const LogRow& row : run.log) {

@@ -77,6 +77,9 @@ struct RunResult {
   double best_dev_bleu = -1;
   double seconds_per_1000_steps = 0;  // 1000 x the median step
   double step_seconds_spread = 0;     // half the distance between the 25th and 75th percentile
+  // The share of the machine's CPU time that other processes took while this run trained
+  // (common/cpu_share.h), kept in the run's folder as experiment.json; -1: unknown.
+  double other_processes_cpu = -1;
   // Test BLEU with beam search (Table 2 runs only), from the best weights by dev BLEU.
   double test_bleu = -1;
   double test_bleu_mean = 0, test_bleu_interval = 0;  // bootstrap mean and 95% half-width

@@ -132,7 +132,8 @@ std::vector<double> running_mean(const std::vector<LogRow>& log, std::size_t win
 void write_table2_csv(const std::string& path, const ExperimentResults& results) {
   std::string text =
       "norm,steps,parameters,test_bleu,test_bleu_mean,test_bleu_interval,p_against_layernorm,"
-      "best_dev_bleu,seconds_per_1000_steps,spread,speedup_over_layernorm_percent\n";
+      "best_dev_bleu,seconds_per_1000_steps,spread,speedup_over_layernorm_percent,"
+      "other_processes_cpu\n";
   for (const RunResult& run : results.table2) {
     const auto speedup = speedup_over_layernorm(results.table2, run);
     text += csv_field(run.norm) + "," + std::to_string(run.steps) + "," +
@@ -141,7 +142,8 @@ void write_table2_csv(const std::string& path, const ExperimentResults& results)
             "," + cell(run.p_against_layernorm) + "," + cell(run.best_dev_bleu, "%.2f") + "," +
             format("%.1f", run.seconds_per_1000_steps) + "," +
             format("%.1f", run.step_seconds_spread) + "," +
-            (speedup ? format("%.1f", *speedup) : std::string()) + "\n";
+            (speedup ? format("%.1f", *speedup) : std::string()) + "," +
+            cell(run.other_processes_cpu, "%.3f") + "\n";
   }
   write_text(path, text);
 }
@@ -203,8 +205,9 @@ std::string report_markdown(const ExperimentResults& results, const ReportContex
 
   out << "## Table 2: test BLEU and training time\n\n"
       << "| model | test BLEU (beam) | bootstrap 95% | p vs LayerNorm | best dev BLEU | s / 1k "
-         "steps | speed-up over LayerNorm | paper: Test14 | paper: s / 1k steps |\n"
-      << "|---|---|---|---|---|---|---|---|---|\n";
+         "steps | speed-up over LayerNorm | other processes' CPU | paper: Test14 | paper: s / 1k "
+         "steps |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const RunResult& run : results.table2) {
     const auto speedup = speedup_over_layernorm(results.table2, run);
     const auto paper = paper_table2.find(run.norm);
@@ -215,14 +218,18 @@ std::string report_markdown(const ExperimentResults& results, const ReportContex
         << format("%.1f", run.seconds_per_1000_steps) << " ± "
         << format("%.1f", run.step_seconds_spread) << " | "
         << (speedup && run.norm != "layernorm" ? format("%.1f%%", *speedup) : "—") << " | "
-        << (paper != paper_table2.end() ? paper->second.bleu : "—") << " | "
+        << (run.other_processes_cpu < 0 ? "—" : format("%.0f%%", 100 * run.other_processes_cpu))
+        << " | " << (paper != paper_table2.end() ? paper->second.bleu : "—") << " | "
         << (paper != paper_table2.end() ? paper->second.time : "—") << " |\n";
   }
   out << "\nTest BLEU is sacreBLEU's (`" << results.bleu_signature
       << "`) on the beam-search translations of the best weights by dev BLEU; the interval and "
          "the p-values come from 1000 paired bootstrap resamples against LayerNorm. Seconds per "
          "1000 steps are 1000 times the median measured step (± half the distance between the "
-         "quartiles); the speed-up is (T_LN − T) / T_LN, as the paper defines it.\n\n";
+         "quartiles); the speed-up is (T_LN − T) / T_LN, as the paper defines it. The runs train "
+         "one "
+         "after another: the share of the CPU that other processes took while each trained "
+         "says how far its time can be trusted on a shared machine.\n\n";
 
   out << "## Figure 1: training loss against steps and against time\n\n";
   for (const auto& figure : context.figures)

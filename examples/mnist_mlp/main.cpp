@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_share.h"
 #include "common/wait_policy.h"
-#include "cpu_share.h"
 #include "model.h"
 #include "plot.h"
 #include "progress.h"
@@ -144,7 +144,7 @@ int run(const Options& options) {
     for (const std::string& norm : options.norms) {
       settings.norm = norm;
       mnist_mlp::ProgressDisplay progress(norm + " b=" + std::to_string(batch_size), bar);
-      const mnist_mlp::OtherProcessesMeter others;
+      const examples::OtherProcessesMeter others;
       results.push_back(mnist_mlp::train_run(
           settings, train, test,
           [&progress](const mnist_mlp::StepReport& report) { progress.update(report); }));

@@ -46,7 +46,7 @@ struct RunResult {
   double test_accuracy = 0;  // after the last step, on the whole test set
   std::vector<CurvePoint> curve{};
   // The share of all cores' time that other processes took during the run, when the caller
-  // measured it (cpu_share.h): what ms_per_step should be read against.
+  // measured it (common/cpu_share.h): what ms_per_step should be read against.
   std::optional<double> other_processes_cpu{};
 };
 

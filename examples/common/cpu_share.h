@@ -5,7 +5,7 @@
 
 #include <optional>
 
-namespace mnist_mlp {
+namespace examples {
 
 // What the machine and this process had used up to one moment.
 struct CpuSample {
@@ -34,4 +34,4 @@ class OtherProcessesMeter {
   CpuSample start_;
 };
 
-}  // namespace mnist_mlp
+}  // namespace examples

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-namespace mnist_mlp {
+namespace examples {
 
 namespace {
 
@@ -56,4 +56,4 @@ std::optional<double> OtherProcessesMeter::fraction() const {
                                std::max(1u, std::thread::hardware_concurrency()));
 }
 
-}  // namespace mnist_mlp
+}  // namespace examples
