@@ -12,12 +12,15 @@
 // The batches are the first --batches batches of TranslationBatches over the training text
 // (batch 80 sentences, seed 1, pairs of at most 80 subwords), the same on every run; step s
 // (warm-up steps counted) trains on batch s mod --batches. --write-batches saves them, so that
-// bench_gru_nmt_torch.py trains on exactly the same token ids in the same order.
+// bench_gru_nmt_torch.py trains on exactly the same token ids in the same order. With
+// --write-weights, the model's initial weights are saved too; the twin started from them
+// (--weights) prints the same losses and gradient norms, to float32 rounding: the check that it
+// is the same model.
 //
 // The tokenizer is a joint BPE model of the preset's vocabulary trained on the training text
-// (as gru_nmt train trains it). Training it takes minutes, so it is kept in --tokenizer (by
-// default beside this program, named after the vocabulary size) and trained only when that
-// file is absent; the token ids are cached beside it, not in the corpus folder.
+// (as gru_nmt train trains it). Training it takes a minute or more, so it is kept in --tokenizer
+// (by default beside this program, named after the vocabulary size) and trained only when that file
+// is absent; the token ids are cached beside it, not in the corpus folder.
 //
 // Decoding uses untrained weights (the model's seeded initialisation): the speed of a search
 // does not depend on what the weights have learnt, but its length does, so every hypothesis is
@@ -126,7 +129,7 @@ void write_batches(const std::vector<data::TranslationBatch>& batches, const std
 int main(int argc, char** argv) {
   CLI::App app{"Times training steps or decoding of gru_nmt's RnnSearch on a real corpus"};
   std::string corpus = "out/corpus/debian-en-de", preset_name = "cpu", norm = "none";
-  std::string device_name = "cpu", tokenizer_path, batches_path;
+  std::string device_name = "cpu", tokenizer_path, batches_path, weights_path;
   int steps = 20, warmup = 2, threads = 0;
   std::int64_t batch_sentences = 80, batch_count = 20, vocabulary = 0, sentences = 400,
                decode_batch = 32;
@@ -149,6 +152,9 @@ int main(int argc, char** argv) {
   app.add_option("--batches", batch_count, "distinct batches, trained on in turn")
       ->check(CLI::PositiveNumber);
   app.add_option("--write-batches", batches_path, "save the batches (safetensors) and stop");
+  app.add_option("--write-weights", weights_path,
+                 "save the model's initial weights (safetensors), for bench_gru_nmt_torch.py "
+                 "--weights to check that it computes the same function");
   app.add_flag("--decode", decode, "time translation (beam 5 and greedy) instead of training");
   app.add_option("--sentences", sentences, "dev sentences to translate with --decode")
       ->check(CLI::PositiveNumber);
@@ -249,8 +255,9 @@ int main(int argc, char** argv) {
     const std::int64_t rss_before = resident_bytes();
     gru_nmt::RnnSearch model(config, generator);
     if (!device.is_cpu()) model.to(device);
+    if (!weights_path.empty()) nn::save(model, weights_path);
     optim::Adam adam(model.parameters(), {.lr = sizes.learning_rate});
-    std::vector<double> times, losses;
+    std::vector<double> times, losses, gradient_norms;
     for (int step = 0; step < warmup + steps; ++step) {
       const auto& batch = batches[static_cast<std::size_t>(step % batch_count)];
       const auto start = std::chrono::steady_clock::now();
@@ -259,6 +266,7 @@ int main(int argc, char** argv) {
       const double elapsed = seconds_since(start);
       if (step >= warmup) times.push_back(elapsed);
       losses.push_back(result.loss);
+      gradient_norms.push_back(result.gradient_norm);
     }
     const double seconds = median(times);
     report["mode"] = "train";
@@ -272,6 +280,7 @@ int main(int argc, char** argv) {
                                  static_cast<double>(batches.front().pairs.size()) /
                                  static_cast<double>(batches.front().target_tokens);
     report["losses"] = losses;
+    report["gradient_norms"] = gradient_norms;  // before clipping
     report["step_seconds"] = times;
     report["median_seconds"] = seconds;
     report["steps_per_second"] = 1.0 / seconds;

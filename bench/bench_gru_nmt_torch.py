@@ -31,6 +31,11 @@ computed for all steps at once. With norm none, the encoder is torch.nn.GRU over
 sequences (--encoder gru; --encoder loop uses the loop above for every norm): the same
 function, with an extra state-side bias that PyTorch's GRU always has.
 
+--weights FILE starts from the weights bench_gru_nmt --write-weights FILE saved (the same
+norm, --encoder loop for norm none): the losses and gradient norms of the first steps then
+equal bench_gru_nmt's to float32 rounding (cpu preset, 3 steps: losses to 6 digits, gradient
+norms to 5, for none, layernorm and rmsnorm), so the two are the same model.
+
 peak_rss_growth_bytes: the peak resident set minus the resident set after reading the batches
 and before building the model, as bench_gru_nmt measures it.
 """
@@ -291,6 +296,60 @@ class RnnSearch(nn.Module):
         return self.logits(hidden)
 
 
+def normgrad_state(model, tensors):
+    """The twin's state dict from the names of a file bench_gru_nmt --write-weights saved."""
+    state = {"query_no_bias": model.query_no_bias}
+
+    def gate_norms(prefix, source, copies=None):
+        for part, name in (("gates", "gates_norm"), ("candidate", "candidate_norm")):
+            for kind in ("gain", "bias"):
+                if copies:
+                    keys = [f"{copy}.{source}_{name}.{kind}" for copy in copies]
+                    if keys[0] in tensors:
+                        state[f"{prefix}.{part}.{kind}"] = torch.stack([tensors[k] for k in keys]).unsqueeze(1)
+                elif f"{source}_{name}.{kind}" in tensors:
+                    state[f"{prefix}.{part}.{kind}"] = tensors[f"{source}_{name}.{kind}"]
+
+    directions = ("encoder.forward", "encoder.reverse")
+    if model.packed:
+        for suffix, direction in (("l0", directions[0]), ("l0_reverse", directions[1])):
+            state[f"encoder.gru.weight_ih_{suffix}"] = tensors[f"{direction}.weight_ih"]
+            state[f"encoder.gru.weight_hh_{suffix}"] = tensors[f"{direction}.weight_hh"]
+            state[f"encoder.gru.bias_ih_{suffix}"] = tensors[f"{direction}.bias_ih"]
+            state[f"encoder.gru.bias_hh_{suffix}"] = torch.zeros_like(tensors[f"{direction}.bias_ih"])
+    else:
+        state["encoder.input_weight"] = torch.cat([tensors[f"{d}.weight_ih"] for d in directions])
+        state["encoder.input_bias"] = torch.cat([tensors[f"{d}.bias_ih"] for d in directions])
+        state["encoder.state_weight"] = torch.stack([tensors[f"{d}.weight_hh"].t() for d in directions])
+        gate_norms("encoder.input_norms", "input", directions)
+        gate_norms("encoder.state_norms", "state", directions)
+    state["source_embedding"] = tensors["source_embedding.weight"]
+    state["target_embedding"] = tensors["target_embedding.weight"]
+    state["gru1_input_weight"] = tensors["decoder_gru1.weight_ih"]
+    state["gru1_input_bias"] = tensors["decoder_gru1.bias_ih"]
+    state["gru1_state_weight"] = tensors["decoder_gru1.weight_hh"]
+    state["attention_context_weight"] = tensors["attention.context_weight"]
+    state["attention_context_bias"] = tensors["attention.context_bias"]
+    state["attention_score"] = tensors["attention.score_weight"]
+    state["query_and_gru2_state_weight"] = torch.cat([tensors["attention.query_weight"],
+                                                      tensors["decoder_gru2.weight_hh"]])
+    state["gru2_state_bias"] = tensors["decoder_gru2.bias_hh"]
+    state["gru2_input_weight"] = tensors["decoder_gru2.weight_ih"]
+    for layer in ("decoder_gru1", "decoder_gru2"):
+        short = layer.replace("decoder_", "")
+        gate_norms(f"{short}_input_norms", f"{layer}.input")
+        gate_norms(f"{short}_state_norms", f"{layer}.state")
+    for norm in ("context_norm", "query_norm"):
+        for kind in ("gain", "bias"):
+            if f"attention.{norm}.{kind}" in tensors:
+                state[f"attention_{norm}.{kind}"] = tensors[f"attention.{norm}.{kind}"]
+    for name, tensor in tensors.items():
+        if name.split(".")[0] in ("init_state", "output_from_embedding", "output_from_state",
+                                  "output_from_context", "logits"):
+            state[name] = tensor
+    return state
+
+
 def batch_loss(model, batch):
     logits = model(batch["source"], batch["source_lengths"], batch["target_input"])
     total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch["target_output"].reshape(-1),
@@ -308,6 +367,8 @@ def main():
     parser.add_argument("--rmsnorm", choices=["functional", "composed"], default="functional")
     parser.add_argument("--adam", choices=["fused", "foreach", "loop"], default="fused",
                         help="Adam's implementation (fused: the fastest on a CPU)")
+    parser.add_argument("--weights", help="start from the weights bench_gru_nmt --write-weights saved "
+                        "(a check that both compute the same function: compare first_loss and gradient_norms)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
@@ -331,20 +392,24 @@ def main():
 
     rss_before = resident_bytes()
     model = RnnSearch(vocabulary, embedding, hidden, arguments.norm, encoder,
-                      arguments.rmsnorm == "composed").to(device)
+                      arguments.rmsnorm == "composed")
+    if arguments.weights:
+        model.load_state_dict(normgrad_state(model, read_safetensors(arguments.weights)[0]))
+    model.to(device)
     parameters = list(model.parameters())
     adam = torch.optim.Adam(parameters, lr=learning_rate, fused=arguments.adam == "fused",
                             foreach=arguments.adam == "foreach")
-    times, losses = [], []
+    times, losses, gradient_norms = [], [], []
     for step in range(arguments.warmup + arguments.steps):
         batch = batches[step % len(batches)]
         start = time.perf_counter()
         adam.zero_grad()
         loss = batch_loss(model, batch)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        gradient_norm = torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         adam.step()
         losses.append(loss.item())
+        gradient_norms.append(gradient_norm.item())
         if device.type == "cuda":
             torch.cuda.synchronize()
         if step >= arguments.warmup:
@@ -360,7 +425,7 @@ def main():
         "embedding": embedding, "hidden": hidden, "vocabulary": vocabulary, "encoder": encoder,
         "rmsnorm": arguments.rmsnorm, "adam": arguments.adam, "mode": "train", "batches": len(batches),
         "first_loss": losses[0], "first_token_loss": losses[0] * first["source"].shape[0] / first_tokens,
-        "losses": losses, "step_seconds": times, "median_seconds": median, "steps_per_second": 1 / median,
+        "losses": losses, "gradient_norms": gradient_norms, "step_seconds": times, "median_seconds": median, "steps_per_second": 1 / median,
         "peak_rss_growth_bytes": peak - rss_before, **extra,
     }))
 
