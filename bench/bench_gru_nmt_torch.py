@@ -170,12 +170,13 @@ class LoopEncoder(nn.Module):
         gx = torch.stack([gx[:, 0], gx[:, 1].flip(0)], 1)
         time_mask = mask.t()
         keep = torch.stack([time_mask, time_mask.flip(0)], 1).unsqueeze(-1)  # [S, 2, B, 1]
+        real = keep > 0
         h = embedded.new_zeros(2, batch, H)
         outputs = []
         for t in range(steps):
             gh = self.state_norms(torch.bmm(h, self.state_weight))
             new = gru_update(gx[t], gh, h, H)
-            h = torch.where(keep[t] > 0, new, h)
+            h = torch.where(real[t], new, h)
             outputs.append(h * keep[t])
         states = torch.stack(outputs)  # [S, 2, B, H]
         return torch.cat([states[:, 0], states[:, 1].flip(0)], -1).transpose(0, 1)
