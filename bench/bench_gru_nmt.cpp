@@ -44,6 +44,7 @@
 #include "data/text_file.h"
 #include "data/translation_batches.h"
 #include "gru_nmt/model.h"
+#include "gru_nmt/settings.h"
 #include "gru_nmt/training.h"
 #include "gru_nmt/translation.h"
 
@@ -51,17 +52,6 @@ namespace {
 
 using namespace normgrad;
 namespace fs = std::filesystem;
-
-struct Preset {
-  std::int64_t embedding, hidden, vocabulary;
-  double learning_rate;
-};
-
-// The presets of gru_nmt train (examples/gru_nmt/settings.cpp).
-Preset preset(const std::string& name) {
-  if (name == "paper") return {512, 1024, 32000, 1e-4};
-  return {128, 256, 8000, 5e-4};
-}
 
 std::int64_t resident_bytes() {
   std::ifstream status("/proc/self/statm");
@@ -104,7 +94,7 @@ data::SubwordTokenizer tokenizer_at(const std::string& path, const std::string& 
 // The batches' token ids and lengths under names bench_gru_nmt_torch.py reads:
 // batch.<i>.source, .source_lengths, .target_input, .target_output, .target_lengths.
 void write_batches(const std::vector<data::TranslationBatch>& batches, const std::string& path,
-                   const Preset& sizes) {
+                   const gru_nmt::ModelConfig& sizes) {
   nn::StateDict tensors;
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const std::string prefix = "batch." + std::to_string(i) + ".";
@@ -117,9 +107,9 @@ void write_batches(const std::vector<data::TranslationBatch>& batches, const std
   }
   nn::save_tensors(tensors, path,
                    {{"batches", std::to_string(batches.size())},
-                    {"vocabulary", std::to_string(sizes.vocabulary)},
-                    {"embedding", std::to_string(sizes.embedding)},
-                    {"hidden", std::to_string(sizes.hidden)},
+                    {"vocabulary", std::to_string(sizes.vocabulary_size)},
+                    {"embedding", std::to_string(sizes.embedding_size)},
+                    {"hidden", std::to_string(sizes.hidden_size)},
                     {"pad_id", std::to_string(data::pad_id)},
                     {"bos_id", std::to_string(data::bos_id)}});
 }
@@ -135,8 +125,9 @@ int main(int argc, char** argv) {
                decode_batch = 32;
   bool decode = false;
   app.add_option("--corpus", corpus, "folder with train.en, train.de, dev.en");
-  app.add_option("--preset", preset_name, "cpu: E128 H256 V8000; paper: E512 H1024 V32000")
-      ->check(CLI::IsMember({"cpu", "paper"}));
+  app.add_option("--preset", preset_name,
+                 "cpu: E128 H256 V8000; small: E64 H128 V4000; paper: E512 H1024 V32000")
+      ->check(CLI::IsMember({"cpu", "small", "paper"}));
   app.add_option("--norm", norm, "none, layernorm, l2norm, rmsnorm, prmsnorm:0.0625, ...");
   app.add_option("--vocabulary", vocabulary, "override the preset's vocabulary size");
   app.add_option("--steps", steps, "timed steps (with --decode: timed passes)")
@@ -165,24 +156,30 @@ int main(int argc, char** argv) {
   try {
     if (threads > 0) set_num_threads(threads);
     const Device device = device_name == "cuda" ? Device::cuda() : Device::cpu();
-    Preset sizes = preset(preset_name);
-    if (vocabulary > 0) sizes.vocabulary = vocabulary;
+    // The presets of gru_nmt train (examples/gru_nmt/settings.h).
+    const gru_nmt::Settings settings = gru_nmt::preset(preset_name);
+    gru_nmt::ModelConfig sizes = settings.model;
+    if (vocabulary > 0) sizes.vocabulary_size = vocabulary;
     if (tokenizer_path.empty()) {
       tokenizer_path = (fs::read_symlink("/proc/self/exe").parent_path() /
-                        ("gru_nmt_tokenizer_" + std::to_string(sizes.vocabulary) + ".model"))
+                        ("gru_nmt_tokenizer_" + std::to_string(sizes.vocabulary_size) + ".model"))
                            .string();
     }
-    const auto tokenizer = tokenizer_at(tokenizer_path, corpus, sizes.vocabulary);
+    const auto tokenizer = tokenizer_at(tokenizer_path, corpus, sizes.vocabulary_size);
 
-    nlohmann::ordered_json report{{"framework", "normgrad"},       {"model", "gru_nmt"},
-                                  {"preset", preset_name},         {"norm", norm},
-                                  {"device", device_name},         {"threads", get_num_threads()},
-                                  {"embedding", sizes.embedding},  {"hidden", sizes.hidden},
-                                  {"vocabulary", sizes.vocabulary}};
+    nlohmann::ordered_json report{{"framework", "normgrad"},
+                                  {"model", "gru_nmt"},
+                                  {"preset", preset_name},
+                                  {"norm", norm},
+                                  {"device", device_name},
+                                  {"threads", get_num_threads()},
+                                  {"embedding", sizes.embedding_size},
+                                  {"hidden", sizes.hidden_size},
+                                  {"vocabulary", sizes.vocabulary_size}};
     Generator generator(1);
-    const gru_nmt::ModelConfig config{.vocabulary_size = sizes.vocabulary,
-                                      .embedding_size = sizes.embedding,
-                                      .hidden_size = sizes.hidden,
+    const gru_nmt::ModelConfig config{.vocabulary_size = sizes.vocabulary_size,
+                                      .embedding_size = sizes.embedding_size,
+                                      .hidden_size = sizes.hidden_size,
                                       .norm = norm};
 
     if (decode) {
@@ -256,7 +253,7 @@ int main(int argc, char** argv) {
     gru_nmt::RnnSearch model(config, generator);
     if (!device.is_cpu()) model.to(device);
     if (!weights_path.empty()) nn::save(model, weights_path);
-    optim::Adam adam(model.parameters(), {.lr = sizes.learning_rate});
+    optim::Adam adam(model.parameters(), {.lr = settings.training.learning_rate});
     std::vector<double> times, losses, gradient_norms;
     for (int step = 0; step < warmup + steps; ++step) {
       const auto& batch = batches[static_cast<std::size_t>(step % batch_count)];

@@ -204,8 +204,8 @@ ExperimentBudget experiment_budget(const std::string& name) {
             .test_sentences = 500};
   if (name == "long")
     return {.name = "long",
-            .steps = 4000,
-            .figure4_steps = 4000,
+            .steps = 3000,
+            .figure4_steps = 3000,
             .dev_loss_every = 250,
             .dev_bleu_every = 500,
             .test_sentences = 0};
