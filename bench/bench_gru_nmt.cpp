@@ -28,7 +28,6 @@
 // gives the mean output length beside the rate.
 
 #include <normgrad/normgrad.h>
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -47,24 +46,14 @@
 #include "gru_nmt/settings.h"
 #include "gru_nmt/training.h"
 #include "gru_nmt/translation.h"
+#include "process_memory.h"
 
 namespace {
 
 using namespace normgrad;
+using bench::peak_resident_bytes;
+using bench::resident_bytes;
 namespace fs = std::filesystem;
-
-std::int64_t resident_bytes() {
-  std::ifstream status("/proc/self/statm");
-  std::int64_t pages = 0, resident = 0;
-  status >> pages >> resident;
-  return resident * 4096;
-}
-
-std::int64_t peak_resident_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -199,13 +188,7 @@ int main(int argc, char** argv) {
       report["source_tokens"] = source_tokens;
       report["max_length"] = "2 x source + 10";
       for (const std::int64_t beam : {5, 1}) {
-        const decoding::BeamSearchOptions options{
-            .beam_size = beam,
-            .bos = data::bos_id,
-            .eos = data::eos_id,
-            .length_penalty = decoding::LengthPenalty::Average,
-            .max_length_a = 2.0,
-            .max_length_b = 10};
+        const decoding::BeamSearchOptions options = gru_nmt::search_options(beam);
         std::vector<double> times;
         std::int64_t output_tokens = 0;
         for (int pass = 0; pass < warmup + steps; ++pass) {

@@ -12,7 +12,6 @@
 // run_training_steps.py runs both and writes the table in RESULTS.md.
 
 #include <normgrad/normgrad.h>
-#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,24 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "process_memory.h"
 #include "training_models.h"
 
 namespace {
 
 using namespace normgrad;
-
-std::int64_t resident_bytes() {
-  std::ifstream status("/proc/self/statm");
-  std::int64_t pages = 0, resident = 0;
-  status >> pages >> resident;
-  return resident * 4096;
-}
-
-std::int64_t peak_resident_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
-}
+using bench::peak_resident_bytes;
+using bench::resident_bytes;
 
 }  // namespace
 

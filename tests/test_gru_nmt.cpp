@@ -27,6 +27,21 @@ struct TinyBatch {
   Tensor target_input = from_vector<std::int64_t>({2, 4, 5, 2, 6, 7}, {2, 3});
 };
 
+// TinyBatch as a training batch: the targets y_1 .. y_T and eos, the second sentence ending
+// one step early (padding after it).
+data::TranslationBatch tiny_training_batch() {
+  const TinyBatch tiny;
+  data::TranslationBatch batch;
+  batch.pairs = {0, 1};
+  batch.source = tiny.source;
+  batch.source_lengths = tiny.source_lengths;
+  batch.source_padding = tiny.source_padding;
+  batch.target_input = tiny.target_input;
+  batch.target_output = from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});
+  batch.target_tokens = 5;
+  return batch;
+}
+
 Tensor parameter(const nn::Module& module, const std::string& name) {
   for (const auto& [key, value] : module.named_parameters())
     if (key == name) return value;
@@ -121,15 +136,7 @@ TEST_CASE(
 TEST_CASE("train_step with dropout draws its masks from the given generator, and needs one") {
   auto config = tiny_config("layernorm");
   config.dropout_hidden = 0.5;
-  const TinyBatch tiny;
-  data::TranslationBatch batch;
-  batch.pairs = {0, 1};
-  batch.source = tiny.source;
-  batch.source_lengths = tiny.source_lengths;
-  batch.source_padding = tiny.source_padding;
-  batch.target_input = tiny.target_input;
-  batch.target_output = from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});
-  batch.target_tokens = 5;
+  const data::TranslationBatch batch = tiny_training_batch();
   const auto loss_with_seed = [&](std::uint64_t seed) {
     Generator init(34);
     gru_nmt::RnnSearch model(config, init);
@@ -318,14 +325,7 @@ TEST_CASE(
   gru_nmt::RnnSearch model(tiny_config("none"), generator);
   testing::randomise(model, 14);
   const TinyBatch tiny;
-  data::TranslationBatch batch;
-  batch.pairs = {0, 1};
-  batch.source = tiny.source;
-  batch.source_lengths = tiny.source_lengths;
-  batch.source_padding = tiny.source_padding;
-  batch.target_input = tiny.target_input;
-  batch.target_output =
-      from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});  // the second ends early
+  const data::TranslationBatch batch = tiny_training_batch();
   const double loss = gru_nmt::batch_loss(model, batch, 0.0).item();
   NoGradGuard no_grad;
   const Tensor log_probs =

@@ -42,15 +42,7 @@ BleuEvaluation dataset_bleu(RnnSearch& model, const ng::data::SubwordTokenizer& 
              references.size(), " lines, but the dataset has a pair from line ", dataset.line(i));
     kept_references.push_back(references[dataset.line(i) - 1]);
   }
-  // Translations may run to twice the source length and 10 tokens more.
-  const ng::decoding::BeamSearchOptions options{
-      .beam_size = beam,
-      .n_best = 1,
-      .bos = ng::data::bos_id,
-      .eos = ng::data::eos_id,
-      .length_penalty = ng::decoding::LengthPenalty::Average,
-      .max_length_a = 2.0,
-      .max_length_b = 10};
+  const ng::decoding::BeamSearchOptions options = search_options(beam);
   BleuEvaluation result;
   result.translations =
       translate_sentences(model, tokenizer, sources, options, batch_sentences, device);

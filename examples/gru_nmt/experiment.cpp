@@ -167,14 +167,7 @@ std::vector<ng::data::MetricStatistics> test_run(const ExperimentOptions& option
   std::vector<std::vector<std::int32_t>> encoded;
   encoded.reserve(sources.size());
   for (const auto& line : sources) encoded.push_back(loaded.tokenizer.encode(line));
-  const ng::decoding::BeamSearchOptions search{
-      .beam_size = options.beam,
-      .n_best = 1,
-      .bos = ng::data::bos_id,
-      .eos = ng::data::eos_id,
-      .length_penalty = ng::decoding::LengthPenalty::Average,
-      .max_length_a = 2.0,
-      .max_length_b = 10};
+  const ng::decoding::BeamSearchOptions search = search_options(options.beam);
   const auto translations =
       translate_sentences(*loaded.model, loaded.tokenizer, encoded, search, 32, options.device);
   std::string text;

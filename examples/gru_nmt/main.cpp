@@ -327,14 +327,7 @@ int main(int argc, char** argv) {
       const auto lines = read_stdin_lines();
       std::vector<std::vector<std::int32_t>> sources;
       for (const auto& line : lines) sources.push_back(loaded.tokenizer.encode(line));
-      const ng::decoding::BeamSearchOptions options{
-          .beam_size = width,
-          .n_best = n_best,
-          .bos = ng::data::bos_id,
-          .eos = ng::data::eos_id,
-          .length_penalty = ng::decoding::LengthPenalty::Average,
-          .max_length_a = 2.0,
-          .max_length_b = 10};
+      const ng::decoding::BeamSearchOptions options = gru_nmt::search_options(width, n_best);
       const auto translations = gru_nmt::translate_n_best(*loaded.model, loaded.tokenizer, sources,
                                                           options, translate_batch, device);
       for (std::size_t i = 0; i < translations.size(); ++i) {

@@ -32,6 +32,16 @@ std::vector<std::vector<ng::decoding::Hypothesis>> translate_batch(
       decoder, source_lengths.to(ng::Device::cpu()).to_vector<std::int64_t>(), options);
 }
 
+ng::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best) {
+  return {.beam_size = beam,
+          .n_best = n_best,
+          .bos = ng::data::bos_id,
+          .eos = ng::data::eos_id,
+          .length_penalty = ng::decoding::LengthPenalty::Average,
+          .max_length_a = 2.0,
+          .max_length_b = 10};
+}
+
 SourceBatch make_source_batch(const std::vector<std::vector<std::int32_t>>& sentences,
                               ng::Device device) {
   const auto rows = static_cast<std::int64_t>(sentences.size());

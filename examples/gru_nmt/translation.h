@@ -32,6 +32,11 @@ class RnnSearchDecoder final : public normgrad::decoding::StepDecoder {
   normgrad::Tensor state_;
 };
 
+// The search gru_nmt translates with: a beam of `beam` (1: greedy), the `n_best` best
+// hypotheses, scores normalised by length (the average log-probability), and hypotheses cut at
+// twice the source length and 10 tokens more.
+normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best = 1);
+
 // Source sentences as the encoder takes them: ids + eos, padded, with lengths and the
 // padding mask (1 at padding).
 struct SourceBatch {
