@@ -51,8 +51,8 @@
 namespace {
 
 using namespace normgrad;
-using bench::peak_resident_bytes;
-using bench::resident_bytes;
+using normgrad::bench::peak_resident_bytes;
+using normgrad::bench::resident_bytes;
 namespace fs = std::filesystem;
 
 double median(std::vector<double> values) {

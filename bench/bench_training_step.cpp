@@ -28,8 +28,8 @@
 namespace {
 
 using namespace normgrad;
-using bench::peak_resident_bytes;
-using bench::resident_bytes;
+using normgrad::bench::peak_resident_bytes;
+using normgrad::bench::resident_bytes;
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <fstream>
 
-namespace bench {
+namespace normgrad::bench {
 
 // /proc/self/statm's resident pages, in bytes.
 inline std::int64_t resident_bytes() {
@@ -25,4 +25,4 @@ inline std::int64_t peak_resident_bytes() {
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
 }
 
-}  // namespace bench
+}  // namespace normgrad::bench
