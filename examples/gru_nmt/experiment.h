@@ -40,7 +40,7 @@ struct ExperimentBudget {
   std::int64_t test_sentences = 0;  // the first N lines of the test set (0: all)
 };
 
-// "demo": about 12 minutes on 2 cores with the small preset; "long": about 75.
+// "demo": about 12 minutes on 2 cores with the small preset; "long": about 45.
 ExperimentBudget experiment_budget(const std::string& name);
 
 struct ExperimentOptions {
