@@ -1,7 +1,8 @@
 #pragma once
 // What a device's allocator holds, and how to give cached memory back.
 //
-// Freed CPU blocks of 256 KiB and more are kept for reuse by later tensors of the same size.
+// Freed CPU blocks of 256 KiB and more are kept for reuse by later tensors of the same size or
+// down to half of it.
 // Set NORMGRAD_CPU_CACHING=0 in the environment, or call set_memory_caching(device, false),
 // to free every block at once instead, e.g. when hunting memory errors.
 

@@ -29,6 +29,37 @@ TEST_CASE("memory statistics follow allocations, and large blocks are reused") {
   CHECK(memory_stats().cached_bytes == 0);
 }
 
+TEST_CASE("a cached block serves smaller requests down to half its size") {
+  set_memory_caching(Device::cpu(), true);
+  empty_cache();
+  const std::size_t block = std::size_t{4} << 20;
+  const void* address = nullptr;
+  {
+    Tensor big = zeros({static_cast<std::int64_t>(block / 4)});
+    address = big.storage()->data();
+  }
+  REQUIRE(memory_stats().cached_bytes == block);
+  const std::size_t allocated_before = memory_stats().allocated_bytes;
+  {
+    Tensor smaller = ones({static_cast<std::int64_t>(block / 4 * 3 / 4)});  // 3 MiB
+    CHECK(smaller.storage()->data() == address);
+    CHECK(memory_stats().cached_bytes == 0);
+    // The whole block counts as allocated while it is in use, and comes back whole.
+    CHECK(memory_stats().allocated_bytes == allocated_before + block);
+    CHECK(smaller.sum().item() == doctest::Approx(block / 4 * 3 / 4));
+  }
+  CHECK(memory_stats().cached_bytes == block);
+  CHECK(memory_stats().allocated_bytes == allocated_before);
+  {
+    // Less than half the block: a fresh block, and the cached one stays for later.
+    Tensor small = ones({static_cast<std::int64_t>(block / 4 * 3 / 8)});  // 1.5 MiB
+    CHECK(small.storage()->data() != address);
+    CHECK(memory_stats().cached_bytes == block);
+  }
+  empty_cache();
+  CHECK(memory_stats().cached_bytes == 0);
+}
+
 TEST_CASE("with caching off, freed blocks go straight back") {
   set_memory_caching(Device::cpu(), false);
   { Tensor big = zeros({1 << 20}); }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 
@@ -54,9 +55,9 @@ void* allocate_fresh(std::size_t rounded, std::size_t requested) {
 // A quarter of physical memory, at most 8 GiB: enough for the working set of a training step.
 std::size_t default_limit() {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  const std::size_t physical = pages > 0 && page_size > 0
-                                   ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
-                                   : std::size_t{4} << 30;
+  const std::size_t physical = pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) *
+                                                                static_cast<std::size_t>(page_size)
+                                                          : std::size_t{4} << 30;
   return std::min(physical / 4, std::size_t{8} << 30);
 }
 
@@ -75,21 +76,22 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
   NG_CHECK(nbytes <= max_tensor_bytes, "cpu allocate", "refusing ", nbytes,
            " bytes, more than the 2^48 a tensor may hold");
   const std::size_t rounded = rounded_size(nbytes);
-  const auto count = [&] {  // called with the mutex held, once the block is there
-    allocated_bytes_ += rounded;
+  const bool cacheable = rounded >= min_cached_bytes;
+  // Called with the mutex held, once the block is there.
+  const auto count = [&](void* data, std::size_t block_bytes) {
+    allocated_bytes_ += block_bytes;
     peak_allocated_bytes_ = std::max(peak_allocated_bytes_, allocated_bytes_);
+    if (cacheable) block_sizes_.emplace(data, block_bytes);
   };
-  {
+  if (cacheable) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (rounded >= min_cached_bytes) {
-      auto found = free_blocks_.find(rounded);
-      if (found != free_blocks_.end() && !found->second.empty()) {
-        void* data = found->second.back();
-        found->second.pop_back();
-        cached_bytes_ -= rounded;
-        count();
-        return data;
-      }
+    const auto found = free_blocks_.lower_bound(rounded);  // the smallest block that fits
+    if (found != free_blocks_.end() && found->first <= rounded * max_reuse_ratio) {
+      const auto [block_bytes, data] = *found;
+      free_blocks_.erase(found);
+      cached_bytes_ -= block_bytes;
+      count(data, block_bytes);
+      return data;
     }
   }
   void* data = nullptr;
@@ -100,18 +102,25 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
     data = allocate_fresh(rounded, nbytes);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  count();
+  count(data, rounded);
   return data;
 }
 
 void CachingAllocator::deallocate(void* data, std::size_t nbytes) {
-  const std::size_t rounded = rounded_size(nbytes);
+  std::size_t block_bytes = rounded_size(nbytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    allocated_bytes_ -= rounded;
-    if (enabled_ && rounded >= min_cached_bytes && cached_bytes_ + rounded <= limit_bytes_) {
-      free_blocks_[rounded].push_back(data);
-      cached_bytes_ += rounded;
+    if (block_bytes >= min_cached_bytes) {  // the block may be larger than the request was
+      const auto live = block_sizes_.find(data);
+      assert(live != block_sizes_.end() && "a block this allocator did not hand out");
+      block_bytes = live->second;
+      block_sizes_.erase(live);
+    }
+    allocated_bytes_ -= block_bytes;
+    if (enabled_ && block_bytes >= min_cached_bytes &&
+        cached_bytes_ + block_bytes <= limit_bytes_) {
+      free_blocks_.emplace(block_bytes, data);
+      cached_bytes_ += block_bytes;
       return;
     }
   }
@@ -135,8 +144,7 @@ void CachingAllocator::set_enabled(bool enabled) {
 }
 
 void CachingAllocator::release_cached_locked() {
-  for (auto& [size, blocks] : free_blocks_)
-    for (void* block : blocks) std::free(block);
+  for (const auto& [size, block] : free_blocks_) std::free(block);
   free_blocks_.clear();
   cached_bytes_ = 0;
 }
