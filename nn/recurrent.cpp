@@ -1,6 +1,10 @@
 #include "nn/recurrent.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
+#include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -93,6 +97,20 @@ std::shared_ptr<Norm> RecurrentCell::add_norm(const std::string& name, std::int6
 
 // ---- sequence_mask -------------------------------------------------------------------------
 
+namespace {
+
+// The lengths on the host, each checked to lie in [0, max_length].
+std::vector<std::int64_t> checked_lengths(const Tensor& lengths, std::int64_t max_length,
+                                          const std::string& op) {
+  const std::vector<std::int64_t> values = lengths.to(Device::cpu()).to_vector<std::int64_t>();
+  for (std::size_t b = 0; b < values.size(); ++b)
+    NG_CHECK(values[b] >= 0 && values[b] <= max_length, op, "length ", values[b], " of row ", b,
+             " is outside [0, ", max_length, "]");
+  return values;
+}
+
+}  // namespace
+
 Tensor sequence_mask(const Tensor& lengths, std::int64_t max_length, bool batch_first,
                      DType dtype) {
   NG_CHECK(lengths.defined() && lengths.dim() == 1 && lengths.dtype() == DType::Int64,
@@ -100,10 +118,7 @@ Tensor sequence_mask(const Tensor& lengths, std::int64_t max_length, bool batch_
            lengths.defined() ? lengths.shape() : Shape{}, " of dtype ",
            lengths.defined() ? lengths.dtype() : DType::Int64);
   NG_CHECK(max_length >= 0, "sequence_mask", "max_length must be non-negative, got ", max_length);
-  const std::vector<std::int64_t> values = lengths.to_vector<std::int64_t>();
-  for (std::size_t b = 0; b < values.size(); ++b)
-    NG_CHECK(values[b] >= 0 && values[b] <= max_length, "sequence_mask", "length ", values[b],
-             " of row ", b, " is outside [0, ", max_length, "]");
+  checked_lengths(lengths, max_length, "sequence_mask");
   const Tensor steps =
       arange(static_cast<double>(max_length), {.dtype = DType::Int64, .device = lengths.device()});
   const Tensor mask = lt(steps.unsqueeze(0), lengths.detach().unsqueeze(1)).to(dtype);  // [B, T]
@@ -135,9 +150,9 @@ Tensor initial_slice(const Tensor& initial, std::int64_t direction, std::int64_t
 
 }  // namespace
 
-RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
-                                   const Tensor& initial_hidden, const Tensor& initial_cell,
-                                   const Tensor& state_dropout) {
+void Recurrent::check_arguments(const Tensor& input, const Tensor& mask,
+                                const Tensor& initial_hidden, const Tensor& initial_cell,
+                                const Tensor& state_dropout) const {
   const std::string name = type_name();
   const RecurrentCell& first = *cells_.front();
   const std::int64_t hidden = first.hidden_size(), count = directions();
@@ -146,8 +161,7 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
            first.input_size(), "], got ", input.defined() ? input.shape() : Shape{});
   NG_CHECK(input.dtype() == first.options().dtype, name, "input of dtype ", input.dtype(),
            " does not match the layer's dtype ", first.options().dtype);
-  const Tensor x = options_.batch_first ? input.transpose(0, 1) : input;  // [T, B, I]
-  const std::int64_t steps = x.size(0), batch = x.size(1);
+  const std::int64_t batch = input.size(options_.batch_first ? 0 : 1);
   NG_CHECK(!mask.defined() || mask.shape() == Shape({input.size(0), input.size(1)}), name,
            "mask must have the input's first two dims ", Shape({input.size(0), input.size(1)}),
            ", got ", mask.defined() ? mask.shape() : Shape{});
@@ -164,7 +178,17 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
   NG_CHECK(!state_dropout.defined() || state_dropout.shape() == state_shape, name,
            "state_dropout must be ", state_shape, ", got ",
            state_dropout.defined() ? state_dropout.shape() : Shape{});
+}
 
+RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
+                                   const Tensor& initial_hidden, const Tensor& initial_cell,
+                                   const Tensor& state_dropout) {
+  check_arguments(input, mask, initial_hidden, initial_cell, state_dropout);
+  const RecurrentCell& first = *cells_.front();
+  const std::int64_t hidden = first.hidden_size(), count = directions();
+  const std::size_t state_count = first.state_count();
+  const Tensor x = options_.batch_first ? input.transpose(0, 1) : input;  // [T, B, I]
+  const std::int64_t steps = x.size(0), batch = x.size(1);
   std::vector<Tensor> step_masks;
   Tensor time_major_mask;
   if (mask.defined()) {
@@ -203,17 +227,177 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
   return result;
 }
 
+namespace {
+
+// The rows of a batch ordered by length, longest first (stable), and what forward_lengths
+// derives from that order.
+struct LengthOrder {
+  std::vector<std::int64_t> order;     // order[i]: the row at sorted position i
+  std::vector<std::int64_t> position;  // position[row]: its sorted position
+  std::vector<std::int64_t> sorted;    // the lengths in sorted order
+  bool identity = true;                // already sorted
+  Tensor order_index;                  // order as an int64 tensor on the input's device
+
+  // The rows still going at step t: a prefix of the sorted batch.
+  std::int64_t active(std::int64_t t) const {
+    return std::lower_bound(sorted.begin(), sorted.end(), t, std::greater<>()) - sorted.begin();
+  }
+};
+
+LengthOrder order_by_length(const std::vector<std::int64_t>& lengths, Device device) {
+  LengthOrder result;
+  const std::size_t batch = lengths.size();
+  result.order.resize(batch);
+  std::iota(result.order.begin(), result.order.end(), std::int64_t{0});
+  std::stable_sort(result.order.begin(), result.order.end(), [&](std::int64_t a, std::int64_t b) {
+    return lengths[static_cast<std::size_t>(a)] > lengths[static_cast<std::size_t>(b)];
+  });
+  result.position.resize(batch);
+  result.sorted.resize(batch);
+  for (std::size_t i = 0; i < batch; ++i) {
+    const auto row = static_cast<std::size_t>(result.order[i]);
+    result.position[row] = static_cast<std::int64_t>(i);
+    result.sorted[i] = lengths[row];
+    result.identity = result.identity && row == i;
+  }
+  result.order_index = from_vector(result.order, {static_cast<std::int64_t>(batch)}).to(device);
+  return result;
+}
+
+// x's first `rows` rows (dim 0), or x itself when it has no more.
+Tensor first_rows(const Tensor& x, std::int64_t rows) {
+  return !x.defined() || x.size(0) == rows ? x : x.narrow(0, 0, rows);
+}
+
+}  // namespace
+
+// Packed like PyTorch's pack_padded_sequence, without asking the caller to pack: the rows are
+// sorted by length, so that at every step the sequences still going are a prefix of the batch,
+// and each step runs the cell on that prefix alone. Padded steps cost nothing, where forward
+// with a mask runs the whole batch at every step. The outputs of every step are gathered back
+// into the caller's row order in one index_select, zeros at padding.
 RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& lengths,
                                            const Tensor& initial_hidden, const Tensor& initial_cell,
                                            const Tensor& state_dropout) {
-  NG_CHECK(input.defined() && input.dim() == 3, type_name(), "input must be 3-d, got ",
+  const std::string name = type_name();
+  NG_CHECK(input.defined() && input.dim() == 3, name, "input must be 3-d, got ",
            input.defined() ? input.shape() : Shape{});
   const std::int64_t steps = input.size(options_.batch_first ? 1 : 0);
   const std::int64_t batch = input.size(options_.batch_first ? 0 : 1);
-  NG_CHECK(lengths.defined() && lengths.shape() == Shape({batch}), type_name(), "lengths must be [",
-           batch, "], got ", lengths.defined() ? lengths.shape() : Shape{});
-  return forward(input, sequence_mask(lengths, steps, options_.batch_first, input.dtype()),
-                 initial_hidden, initial_cell, state_dropout);
+  NG_CHECK(lengths.defined() && lengths.shape() == Shape({batch}), name, "lengths must be [", batch,
+           "], got ", lengths.defined() ? lengths.shape() : Shape{});
+  check_arguments(input, Tensor(), initial_hidden, initial_cell, state_dropout);
+  NG_CHECK(lengths.dtype() == DType::Int64, name, "lengths must be int64, got ", lengths.dtype());
+  const std::vector<std::int64_t> host_lengths = checked_lengths(lengths, steps, name);
+  // A batch without padding is the packed run already.
+  if (std::all_of(host_lengths.begin(), host_lengths.end(),
+                  [&](std::int64_t length) { return length == steps; }))
+    return forward(input, Tensor(), initial_hidden, initial_cell, state_dropout);
+
+  const LengthOrder order = order_by_length(host_lengths, input.device());
+  const auto sorted_rows = [&](const Tensor& x, std::int64_t dim) {  // rows in sorted order
+    return !x.defined() || order.identity ? x : index_select(x, dim, order.order_index);
+  };
+  const RecurrentCell& first = *cells_.front();
+  const std::int64_t hidden = first.hidden_size(), count = directions();
+  const std::size_t state_count = first.state_count();
+  const Tensor x = sorted_rows(options_.batch_first ? input.transpose(0, 1) : input, 1);
+  const TensorOptions like_x{.dtype = x.dtype(), .device = x.device()};
+  const Tensor hidden0 = sorted_rows(initial_hidden, 1), cell0 = sorted_rows(initial_cell, 1),
+               dropout_all = sorted_rows(state_dropout, 1);
+
+  // Where step t's output of sorted row i lands in the packed outputs: offset[t] + i.
+  std::vector<std::int64_t> offset(static_cast<std::size_t>(steps));
+  std::int64_t packed_rows = 0;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    offset[static_cast<std::size_t>(t)] = packed_rows;
+    packed_rows += order.active(t);
+  }
+  // The gather from [packed outputs; a zero row] to the output's layout in the caller's order.
+  std::vector<std::int64_t> gather(static_cast<std::size_t>(steps * batch));
+  for (std::int64_t row = 0; row < batch; ++row)
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const std::int64_t i = order.position[static_cast<std::size_t>(row)];
+      const std::int64_t at = options_.batch_first ? row * steps + t : t * batch + row;
+      gather[static_cast<std::size_t>(at)] =
+          i < order.active(t) ? offset[static_cast<std::size_t>(t)] + i : packed_rows;
+    }
+  const Tensor gather_index = from_vector(gather, {steps * batch}).to(input.device());
+  const Tensor inverse_index = from_vector(order.position, {batch}).to(input.device());
+
+  std::vector<Tensor> outputs, finals, final_cells;
+  for (std::int64_t direction = 0; direction < count; ++direction) {
+    RecurrentCell& cell = *cells_[direction];
+    const std::vector<Tensor> inputs = unbind(cell.input_side(x), 0);  // T x [B, gates H]
+    std::vector<Tensor> initial{initial_slice(hidden0, direction, batch, hidden, like_x)};
+    if (state_count == 2) initial.push_back(initial_slice(cell0, direction, batch, hidden, like_x));
+    const Tensor dropout = dropout_all.defined() ? dropout_all.select(0, direction) : Tensor();
+    std::vector<Tensor> packed(static_cast<std::size_t>(steps));
+    std::vector<std::vector<Tensor>> final_pieces(state_count);  // rows in sorted order
+    std::vector<Tensor> state;
+    std::int64_t rows = 0;
+    const auto run_step = [&](std::int64_t t) {
+      state = cell.step(first_rows(inputs[static_cast<std::size_t>(t)], rows), state, Tensor(),
+                        first_rows(dropout, rows));
+      packed[static_cast<std::size_t>(t)] = state[0];
+    };
+    if (direction == 0) {
+      // Forward in time: rows leave the prefix as their sequences end, keeping their state.
+      state = initial;
+      rows = batch;
+      std::vector<std::vector<Tensor>> ended(state_count);  // later pieces hold earlier rows
+      for (std::int64_t t = 0; t <= steps; ++t) {
+        const std::int64_t active = t < steps ? order.active(t) : 0;
+        if (active < rows) {
+          for (std::size_t k = 0; k < state_count; ++k) {
+            ended[k].push_back(state[k].narrow(0, active, rows - active));
+            state[k] = first_rows(state[k], active);
+          }
+          rows = active;
+        }
+        if (rows == 0) break;
+        run_step(t);
+      }
+      for (std::size_t k = 0; k < state_count; ++k)
+        final_pieces[k].assign(ended[k].rbegin(), ended[k].rend());
+    } else {
+      // Backward in time: rows join the prefix at their last step, from their initial state.
+      for (std::int64_t t = steps - 1; t >= 0; --t) {
+        const std::int64_t active = order.active(t);
+        if (active > rows) {
+          state.resize(state_count);
+          for (std::size_t k = 0; k < state_count; ++k) {
+            const Tensor joining = initial[k].narrow(0, rows, active - rows);
+            state[k] = rows == 0 ? joining : cat({state[k], joining}, 0);
+          }
+          rows = active;
+        }
+        if (rows > 0) run_step(t);
+      }
+      for (std::size_t k = 0; k < state_count; ++k) {
+        if (rows > 0) final_pieces[k].push_back(state[k]);
+        if (rows < batch) final_pieces[k].push_back(initial[k].narrow(0, rows, batch - rows));
+      }
+    }
+    std::vector<Tensor> pieces;
+    for (const Tensor& step_output : packed)
+      if (step_output.defined()) pieces.push_back(step_output);
+    pieces.push_back(zeros({1, hidden}, like_x));  // what padded positions read
+    outputs.push_back(index_select(cat(pieces, 0), 0, gather_index)
+                          .reshape(options_.batch_first ? Shape{batch, steps, hidden}
+                                                        : Shape{steps, batch, hidden}));
+    const auto unsorted = [&](const std::vector<Tensor>& sorted_pieces) {
+      const Tensor joined = sorted_pieces.size() == 1 ? sorted_pieces[0] : cat(sorted_pieces, 0);
+      return order.identity ? joined : index_select(joined, 0, inverse_index);
+    };
+    finals.push_back(unsorted(final_pieces[0]));
+    if (state_count == 2) final_cells.push_back(unsorted(final_pieces[1]));
+  }
+  RecurrentOutput result;
+  result.output = count == 1 ? outputs[0] : cat(outputs, -1);
+  result.hidden = stack(finals, 0);
+  if (state_count == 2) result.cell = stack(final_cells, 0);
+  return result;
 }
 
 }  // namespace normgrad::nn

@@ -119,7 +119,9 @@ class Recurrent : public Module {
                           const Tensor& initial_hidden = Tensor(),
                           const Tensor& initial_cell = Tensor(),
                           const Tensor& state_dropout = Tensor());
-  // The same with lengths (int64 [B]) in place of the mask.
+  // The same with lengths (int64 [B]) in place of the mask, run packed: each step computes
+  // only the rows whose sequences are still going (any order of lengths; the rows are sorted
+  // inside and the results returned in the caller's order), so padding costs no work.
   RecurrentOutput forward_lengths(const Tensor& input, const Tensor& lengths,
                                   const Tensor& initial_hidden = Tensor(),
                                   const Tensor& initial_cell = Tensor(),
@@ -130,6 +132,10 @@ class Recurrent : public Module {
   const RecurrentOptions& options() const { return options_; }
 
  private:
+  // An Error naming the first argument of forward that does not fit this layer.
+  void check_arguments(const Tensor& input, const Tensor& mask, const Tensor& initial_hidden,
+                       const Tensor& initial_cell, const Tensor& state_dropout) const;
+
   RecurrentOptions options_;
   std::vector<std::shared_ptr<RecurrentCell>> cells_;
 };

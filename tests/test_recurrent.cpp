@@ -195,6 +195,63 @@ TEST_CASE("padded steps leave the state unchanged: a padded batch equals each se
   }
 }
 
+TEST_CASE(
+    "forward_lengths runs packed and equals forward with the lengths' mask, values and "
+    "gradients") {
+  // Unsorted lengths, a tie, an empty sequence and a full one.
+  const std::vector<std::int64_t> lengths{2, 5, 0, 3, 5};
+  const Tensor lengths_tensor = from_vector(lengths, {5});
+  for (const bool lstm : {false, true}) {
+    for (const bool batch_first : {false, true}) {
+      INFO((lstm ? "LSTM" : "GRU") << (batch_first ? ", batch first" : ", time major"));
+      Generator generator(51);
+      std::shared_ptr<nn::Recurrent> layer;
+      const auto options = layer_options("layernorm", true, batch_first);
+      if (lstm)
+        layer = std::make_shared<nn::Lstm>(3, 4, options, generator);
+      else
+        layer = std::make_shared<nn::Gru>(3, 4, options, generator);
+      const Tensor x = batch_first ? leaf({5, 5, 3}, 52) : leaf({5, 5, 3}, 53);
+      const Tensor h0 = leaf({2, 5, 4}, 54, 0.5), c0 = leaf({2, 5, 4}, 55, 0.5);
+      Generator masks(56);
+      const Tensor dropout = nn::functional::dropout_mask({2, 5, 4}, 0.3, masks, {.dtype = f64});
+      const Tensor mask = nn::sequence_mask(lengths_tensor, 5, batch_first, f64);
+      const auto run = [&](bool packed, const std::vector<Tensor>& in) {
+        const Tensor cell = lstm ? in[2] : Tensor();
+        const nn::RecurrentOutput out =
+            packed ? layer->forward_lengths(in[0], lengths_tensor, in[1], cell, dropout)
+                   : layer->forward(in[0], mask, in[1], cell, dropout);
+        std::vector<Tensor> parts{out.output.flatten(), out.hidden.flatten()};
+        if (lstm) parts.push_back(out.cell.flatten());
+        return cat(parts);
+      };
+      const std::vector<Tensor> inputs{x, h0, c0};
+      const Tensor packed = run(true, inputs), masked = run(false, inputs);
+      CHECK(all_close(packed, masked, 1e-13, 1e-13));
+      // The same gradients for inputs, initial states and parameters.
+      const Tensor weights = testing::leaf(packed.shape(), 57).detach();
+      const auto gradients = [&](bool is_packed) {
+        for (Tensor in : inputs) in.zero_grad();
+        layer->zero_grad();
+        sum(run(is_packed, inputs) * weights).backward();
+        std::vector<Tensor> grads;
+        for (const Tensor& in : inputs)
+          grads.push_back(in.grad().defined() ? in.grad().clone() : zeros({1}, {.dtype = f64}));
+        for (const Tensor& parameter : layer->parameters())
+          grads.push_back(parameter.grad().clone());
+        return grads;
+      };
+      const std::vector<Tensor> from_packed = gradients(true), from_masked = gradients(false);
+      REQUIRE(from_packed.size() == from_masked.size());
+      for (std::size_t i = 0; i < from_packed.size(); ++i) {
+        INFO("gradient " << i);
+        CHECK(all_close(from_packed[i], from_masked[i], 1e-12, 1e-13));
+      }
+      CHECK_GRADIENTS([&](const std::vector<Tensor>& in) { return run(true, in); }, inputs);
+    }
+  }
+}
+
 TEST_CASE("batch_first is the time-major layer with its dims swapped") {
   Generator g1(9), g2(9);
   nn::Gru time_major(3, 4, layer_options("layernorm", true), g1);
@@ -326,11 +383,13 @@ TEST_CASE("RecurrentCell::set_weights replaces W_ih and W_hh, plain or under Wei
     const Tensor before = cell.forward(x, h);
     cell.set_weights(mul(w_ih, 2.0), w_hh);
     CHECK_FALSE(testing::all_close(cell.forward(x, h), before.to_vector<double>(), 1e-4, 1e-4));
-    CHECK_ERROR(cell.set_weights(randn({12, 4}), w_hh), "set_weights expects W_ih [12, 3]", "[12, 4]");
+    CHECK_ERROR(cell.set_weights(randn({12, 4}), w_hh), "set_weights expects W_ih [12, 3]",
+                "[12, 4]");
   }
 }
 
-TEST_CASE("a GRU step takes one row selected from a sequence, whose stride over rows is not its width") {
+TEST_CASE(
+    "a GRU step takes one row selected from a sequence, whose stride over rows is not its width") {
   // x.select(1, t) of a [1, T, 3H] input side is [1, 3H] with strides [T 3H, 1]: contiguous in
   // every way that matters, and contiguous() leaves it as it is.
   for (const bool fused : {true, false}) {
