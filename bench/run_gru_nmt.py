@@ -142,7 +142,12 @@ def section(results, arguments, presets):
     if arguments.quick:
         lines.append("- **Quick run** (`--quick`): a check of the pipeline, not a measurement; not to be committed")
     lines += ["", "One step: zero_grad, forward, cross-entropy with label smoothing 0.1 summed per sentence, "
-              "backward, clipping at global norm 1, Adam. Steps/s is 1 / the median of all timed steps over the "
+              "backward, clipping at global norm 1, Adam, timed after one untimed pass over the 20 batches. "
+              "normgrad computes the real (unpadded) positions only: its encoder runs packed and the decoder's "
+              "rows are sorted by target length, so that each step runs the sentences still going. The twin packs "
+              "its encoder where it can (torch.nn.GRU over a packed sequence, norm none) and runs the decoder and "
+              "the output layer over the padded batch, as PyTorch code usually does. Steps/s is 1 / the median "
+              "of all timed steps over the "
               "rounds (spread: (max - min) / median of the step times; batches differ in length). PyTorch's "
               "second run keeps glibc's freed memory (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296); "
               "the goal is held against the faster of its two runs. Peak memory: the peak resident set minus the "
@@ -204,7 +209,9 @@ def main():
     parser.add_argument("--presets", default=",".join(PRESETS), help="comma-separated: cpu,paper")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--warmup", type=int, default=20,
+                        help="untimed steps first (20: one pass over the batches, so that both sides' "
+                             "allocators hold memory for the longest batch before the timing starts)")
     parser.add_argument("--sentences", type=int, default=400, help="dev sentences to translate")
     parser.add_argument("--torch-python", default=sys.executable, help="a Python that imports torch")
     parser.add_argument("--from-saved", action="store_true",

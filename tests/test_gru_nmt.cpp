@@ -27,6 +27,14 @@ struct TinyBatch {
   Tensor target_input = from_vector<std::int64_t>({2, 4, 5, 2, 6, 7}, {2, 3});
 };
 
+// tiny_config with dropout on the embeddings (0.3) and the hidden states (0.4).
+gru_nmt::ModelConfig tiny_dropout_config(const char* norm) {
+  auto config = tiny_config(norm);
+  config.dropout_embedding = 0.3;
+  config.dropout_hidden = 0.4;
+  return config;
+}
+
 // TinyBatch as a training batch: the targets y_1 .. y_T and eos, the second sentence ending
 // one step early (padding after it).
 data::TranslationBatch tiny_training_batch() {
@@ -38,7 +46,21 @@ data::TranslationBatch tiny_training_batch() {
   batch.source_padding = tiny.source_padding;
   batch.target_input = tiny.target_input;
   batch.target_output = from_vector<std::int64_t>({4, 5, 3, 6, 3, 0}, {2, 3});
+  batch.target_lengths = from_vector<std::int64_t>({3, 2}, {2});
+  batch.target_padding = from_vector<std::int64_t>({0, 0, 0, 0, 0, 1}, {2, 3});
   batch.target_tokens = 5;
+  return batch;
+}
+
+// The same batch with its rows the other way round: the shorter sentence first.
+data::TranslationBatch tiny_training_batch_reversed() {
+  data::TranslationBatch batch = tiny_training_batch();
+  const Tensor swap = from_vector<std::int64_t>({1, 0}, {2});
+  batch.pairs = {1, 0};
+  for (Tensor* rows :
+       {&batch.source, &batch.source_lengths, &batch.source_padding, &batch.target_input,
+        &batch.target_output, &batch.target_lengths, &batch.target_padding})
+    *rows = index_select(*rows, 0, swap);
   return batch;
 }
 
@@ -81,11 +103,8 @@ TEST_CASE("RnnSearch's gradients agree with finite differences for every norm of
 TEST_CASE(
     "RnnSearch with dropout: masks of the right shapes, reused at every position, with exact "
     "gradients") {
-  auto config = tiny_config("rmsnorm");
-  config.dropout_embedding = 0.3;
-  config.dropout_hidden = 0.4;
   Generator generator(31);
-  gru_nmt::RnnSearch model(config, generator);
+  gru_nmt::RnnSearch model(tiny_dropout_config("rmsnorm"), generator);
   testing::randomise(model, 32);
   const TinyBatch batch;
   const gru_nmt::DropoutMasks masks = model.draw_dropout_masks(2, generator);
@@ -337,6 +356,56 @@ TEST_CASE(
   const double expected =
       -(at(0, 0, 4) + at(0, 1, 5) + at(0, 2, 3) + at(1, 0, 6) + at(1, 1, 3)) / 2;
   CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "forward_packed gives forward's logits at the real positions, time-major, with exact "
+    "gradients") {
+  Generator generator(41);
+  gru_nmt::RnnSearch model(tiny_dropout_config("layernorm"), generator);
+  testing::randomise(model, 42);
+  const TinyBatch batch;  // target lengths 3 and 2
+  const std::vector<std::int64_t> lengths = {3, 2};
+  const std::vector<std::int64_t> positions = gru_nmt::packed_positions(lengths, 3);
+  CHECK(positions == std::vector<std::int64_t>({0, 3, 1, 4, 2}));
+  const gru_nmt::DropoutMasks masks = model.draw_dropout_masks(2, generator);
+  for (const gru_nmt::DropoutMasks* dropout :
+       {static_cast<const gru_nmt::DropoutMasks*>(nullptr), &masks}) {
+    INFO("dropout " << (dropout != nullptr));
+    const auto packed = [&] {
+      const auto encoded =
+          model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout);
+      return model.forward_packed(encoded, batch.target_input, lengths, dropout);
+    };
+    CHECK_PARAMETER_GRADIENTS(model, packed);
+    NoGradGuard no_grad;
+    const Tensor full = model.forward(
+        model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout),
+        batch.target_input, nullptr, dropout);  // [2, 3, V]
+    const Tensor expected =
+        index_select(full.reshape({6, full.size(-1)}), 0, from_vector(positions, {5}));
+    const Tensor got = packed();
+    CHECK(got.shape() == expected.shape());
+    CHECK(testing::all_close(got, expected.to_vector<double>(), 1e-12, 1e-12));
+  }
+}
+
+TEST_CASE("batch_loss does not depend on the order of a batch's rows, and wants them sorted") {
+  Generator generator(43);
+  gru_nmt::RnnSearch model(tiny_config("rmsnorm"), generator);
+  testing::randomise(model, 44);
+  const data::TranslationBatch reversed = tiny_training_batch_reversed();
+  const data::TranslationBatch sorted = gru_nmt::sort_by_target_length(reversed);
+  CHECK(sorted.pairs == std::vector<std::size_t>({0, 1}));
+  CHECK(sorted.target_lengths.to_vector<std::int64_t>() == std::vector<std::int64_t>({3, 2}));
+  CHECK(sorted.source.to_vector<std::int64_t>() ==
+        tiny_training_batch().source.to_vector<std::int64_t>());
+  CHECK(gru_nmt::batch_loss(model, sorted, 0.1).item() ==
+        doctest::Approx(gru_nmt::batch_loss(model, tiny_training_batch(), 0.1).item())
+            .epsilon(1e-12));
+  CHECK_ERROR(gru_nmt::batch_loss(model, reversed, 0.1), "sorted by length");
+  CHECK_ERROR(gru_nmt::packed_positions({2, 4}, 4), "row 1 has 4 after 2");
+  CHECK_ERROR(gru_nmt::packed_positions({5}, 4), "row 0 has length 5 in a batch of 4 steps");
 }
 
 TEST_CASE(

@@ -20,7 +20,8 @@ double dataset_token_loss(RnnSearch& model, const ng::data::ParallelDataset& dat
   std::int64_t tokens = 0;
   for (const auto& pairs : batches.epoch_plan(0)) {
     const auto batch = batches.make_batch(pairs);
-    total += batch_loss(model, batch, 0.0).item() * static_cast<double>(batch.pairs.size());
+    total += batch_loss(model, sort_by_target_length(batch), 0.0).item() *
+             static_cast<double>(batch.pairs.size());
     tokens += batch.target_tokens;
   }
   if (was_training) model.train();

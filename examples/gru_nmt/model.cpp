@@ -248,6 +248,87 @@ ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& tar
   return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1), masks.output);
 }
 
+std::vector<std::int64_t> packed_positions(const std::vector<std::int64_t>& lengths,
+                                           std::int64_t steps) {
+  std::vector<std::int64_t> positions;
+  for (std::size_t b = 0; b < lengths.size(); ++b) {
+    NG_CHECK(lengths[b] >= 0 && lengths[b] <= steps, "gru_nmt packed_positions", "row ", b,
+             " has length ", lengths[b], " in a batch of ", steps, " steps");
+    NG_CHECK(b == 0 || lengths[b] <= lengths[b - 1], "gru_nmt packed_positions",
+             "rows must be sorted by length, longest first; row ", b, " has ", lengths[b],
+             " after ", lengths[b - 1]);
+  }
+  const auto batch = static_cast<std::int64_t>(lengths.size());
+  for (std::int64_t t = 0; t < steps; ++t)
+    for (std::int64_t b = 0; b < batch && lengths[static_cast<std::size_t>(b)] > t; ++b)
+      positions.push_back(b * steps + t);
+  return positions;
+}
+
+ng::Tensor RnnSearch::forward_packed(const EncodedSource& source, const ng::Tensor& target_input,
+                                     const std::vector<std::int64_t>& target_lengths,
+                                     const DropoutMasks* dropout) {
+  NG_CHECK(target_input.dim() == 2 &&
+               target_input.size(0) == static_cast<std::int64_t>(target_lengths.size()),
+           "RnnSearch::forward_packed",
+           "target_input must be [batch, steps] with one length per row, got ",
+           target_input.shape(), " and ", target_lengths.size(), " lengths");
+  const DropoutMasks none;
+  const DropoutMasks& masks = dropout != nullptr ? *dropout : none;
+  const std::int64_t batch = target_input.size(0), steps = target_input.size(1);
+  const std::vector<std::int64_t> positions = packed_positions(target_lengths, steps);
+  const ng::Tensor embedded =
+      masked(embed_target(target_input), masks.target_embedding);  // [B, T, E]
+  const std::vector<ng::Tensor> gru1_input = ng::unbind(decoder_gru1_->input_side(embedded), 1);
+  // What step t reads of the batch-sized tensors: their first `rows` rows, narrowed again only
+  // when a sentence ends.
+  const auto first_rows = [](const ng::Tensor& x, std::int64_t rows) {
+    return !x.defined() || x.size(0) == rows ? x : x.narrow(0, 0, rows);
+  };
+  ng::nn::AdditiveAttention::ProjectedContext attention = source.attention;
+  ng::Tensor state = source.initial_state, state1_mask = masks.decoder_state1,
+             state2_mask = masks.decoder_state2, context_mask = masks.context;
+  std::vector<ng::Tensor> states, contexts;
+  std::int64_t rows = batch;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    while (rows > 0 && target_lengths[static_cast<std::size_t>(rows - 1)] <= t) --rows;
+    if (rows == 0) break;
+    if (state.size(0) != rows) {
+      state = first_rows(state, rows);
+      attention = {first_rows(attention.context, rows), first_rows(attention.projected, rows),
+                   first_rows(attention.padding_mask, rows)};
+      state1_mask = first_rows(state1_mask, rows);
+      state2_mask = first_rows(state2_mask, rows);
+      context_mask = first_rows(context_mask, rows);
+    }
+    const ng::Tensor input = first_rows(gru1_input[static_cast<std::size_t>(t)], rows);
+    const ng::Tensor intermediate =
+        decoder_gru1_->step(input, {state}, ng::Tensor(), state1_mask)[0];
+    const ng::Tensor context =
+        masked(attention_->attend(attention, intermediate).output, context_mask);
+    state = decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor(),
+                                state2_mask)[0];
+    states.push_back(state);
+    contexts.push_back(context);
+  }
+  const ng::Tensor index = ng::from_vector(positions, {static_cast<std::int64_t>(positions.size())})
+                               .to(target_input.device());
+  const auto packed = [&](const ng::Tensor& x) {  // [B, T, D] -> [N, D] at the real positions
+    return ng::index_select(x.reshape({batch * steps, x.size(-1)}), 0, index);
+  };
+  ng::Tensor output_mask;
+  if (masks.output.defined()) {  // [B, 1, E]: each position takes its row's
+    std::vector<std::int64_t> row_of;
+    row_of.reserve(positions.size());
+    for (const std::int64_t position : positions) row_of.push_back(position / steps);
+    output_mask =
+        ng::index_select(masks.output.reshape({batch, masks.output.size(-1)}), 0,
+                         ng::from_vector(row_of, {static_cast<std::int64_t>(row_of.size())})
+                             .to(target_input.device()));
+  }
+  return output_logits(packed(embedded), ng::cat(states, 0), ng::cat(contexts, 0), output_mask);
+}
+
 RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContext& source,
                                 const ng::Tensor& previous_tokens, const ng::Tensor& state) {
   const ng::Tensor embedded = embed_target(previous_tokens);  // [R, E]

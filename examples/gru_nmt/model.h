@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gru_nmt {
 
@@ -73,6 +74,12 @@ struct DropoutMasks {
   normgrad::Tensor output;            // [B, 1, E]: the deep output's tanh layer
 };
 
+// The real positions of a batch whose rows are sorted by length, longest first, in the order
+// forward_packed gives their logits: the flat indices b * steps + t into [B, steps], t-major.
+// An Error when the lengths are not sorted or exceed steps.
+std::vector<std::int64_t> packed_positions(const std::vector<std::int64_t>& lengths,
+                                           std::int64_t steps);
+
 class RnnSearch : public normgrad::nn::Module {
  public:
   RnnSearch(const ModelConfig& config, normgrad::Generator& generator);
@@ -96,6 +103,15 @@ class RnnSearch : public normgrad::nn::Module {
                            normgrad::Tensor* states_read = nullptr,
                            const DropoutMasks* dropout = nullptr);
 
+  // Teacher forcing over the real target positions only, as training uses it: the rows must
+  // be sorted by target length, longest first (sort_by_target_length), target_lengths [B] on
+  // the host. Step t runs the decoder on the rows whose sentences are still going, a prefix of
+  // the batch, so padding costs nothing in the recurrence, the deep output or the logits.
+  // Returns the logits [N, V] of the N real positions in time-major order (t = 0 of every
+  // row, then t = 1 of the rows longer than 1, ...): packed_positions lists them.
+  normgrad::Tensor forward_packed(const EncodedSource& source, const normgrad::Tensor& target_input,
+                                  const std::vector<std::int64_t>& target_lengths,
+                                  const DropoutMasks* dropout = nullptr);
   // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
   // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
   struct Step {

@@ -1,28 +1,70 @@
 #include "training.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 namespace gru_nmt {
 
 namespace ng = normgrad;
 
-ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& batch,
+namespace {
+
+// The host copy of an int64 vector tensor.
+std::vector<std::int64_t> host_values(const ng::Tensor& x) {
+  return x.to(ng::Device::cpu()).to_vector<std::int64_t>();
+}
+
+}  // namespace
+
+ng::data::TranslationBatch sort_by_target_length(const ng::data::TranslationBatch& batch) {
+  const std::vector<std::int64_t> lengths = host_values(batch.target_lengths);
+  std::vector<std::int64_t> order(lengths.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return lengths[static_cast<std::size_t>(a)] > lengths[static_cast<std::size_t>(b)];
+  });
+  const ng::Tensor index = ng::from_vector(order, {static_cast<std::int64_t>(order.size())})
+                               .to(batch.target_lengths.device());
+  const auto rows = [&](const ng::Tensor& x) { return ng::index_select(x, 0, index); };
+  ng::data::TranslationBatch sorted = batch;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    sorted.pairs[i] = batch.pairs[static_cast<std::size_t>(order[i])];
+  sorted.source = rows(batch.source);
+  sorted.source_lengths = rows(batch.source_lengths);
+  sorted.source_padding = rows(batch.source_padding);
+  sorted.target_input = rows(batch.target_input);
+  sorted.target_output = rows(batch.target_output);
+  sorted.target_lengths = rows(batch.target_lengths);
+  sorted.target_padding = rows(batch.target_padding);
+  return sorted;
+}
+
+ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& sorted,
                       double label_smoothing, const DropoutMasks* dropout) {
+  const std::vector<std::int64_t> lengths = host_values(sorted.target_lengths);
+  const std::int64_t steps = sorted.target_output.size(1);
+  const std::vector<std::int64_t> positions = packed_positions(lengths, steps);
   const auto encoded =
-      model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout);
+      model.encode(sorted.source, sorted.source_lengths, sorted.source_padding, dropout);
   const ng::Tensor logits =
-      model.forward(encoded, batch.target_input, nullptr, dropout);  // [B, T, V]
-  const ng::Tensor total = ng::nn::cross_entropy(logits, batch.target_output,
+      model.forward_packed(encoded, sorted.target_input, lengths, dropout);  // [N, V]
+  const ng::Tensor targets =
+      ng::index_select(sorted.target_output.reshape({sorted.target_output.numel()}), 0,
+                       ng::from_vector(positions, {static_cast<std::int64_t>(positions.size())})
+                           .to(sorted.target_output.device()));
+  const ng::Tensor total = ng::nn::cross_entropy(logits, targets,
                                                  {.ignore_index = ng::data::pad_id,
                                                   .label_smoothing = label_smoothing,
                                                   .reduction = ng::nn::Reduction::Sum});
-  return ng::div(total, static_cast<double>(batch.pairs.size()));
+  return ng::div(total, static_cast<double>(sorted.pairs.size()));
 }
 
 StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
                       const ng::data::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
   const ModelConfig& config = model.config();
+  const ng::data::TranslationBatch sorted = sort_by_target_length(batch);
   std::optional<DropoutMasks> masks;
   if (config.dropout_embedding > 0 || config.dropout_hidden > 0) {
     NG_CHECK(settings.dropout_generator != nullptr, "gru_nmt train_step",
@@ -32,7 +74,7 @@ StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
                                      *settings.dropout_generator);
   }
   const ng::Tensor loss =
-      batch_loss(model, batch, settings.label_smoothing, masks ? &*masks : nullptr);
+      batch_loss(model, sorted, settings.label_smoothing, masks ? &*masks : nullptr);
   loss.backward();
   StepResult result;
   result.loss = loss.item();

@@ -1,7 +1,8 @@
 #pragma once
 // One training step of RNNSearch as the paper trains it: teacher forcing, cross-entropy with
 // label smoothing 0.1 summed over each sentence's tokens and averaged over the sentences
-// (Nematus's loss), gradients clipped to a global norm of 1, then Adam.
+// (Nematus's loss), gradients clipped to a global norm of 1, then Adam. The step sorts the
+// batch's rows by target length so that the decoder runs on the sentences still going only.
 
 #include <normgrad/normgrad.h>
 
@@ -18,10 +19,16 @@ struct StepSettings {
   normgrad::Generator* dropout_generator = nullptr;
 };
 
-// The loss of a batch: sum over real target tokens (eos included, padding excluded) of the
-// smoothed cross-entropy, divided by the number of sentences. `dropout`: the batch's masks
-// in training, or nullptr.
-normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::data::TranslationBatch& batch,
+// The batch with its rows in order of target length, longest first (stable), as batch_loss
+// wants them. The loss of a batch does not depend on the order of its rows.
+normgrad::data::TranslationBatch sort_by_target_length(
+    const normgrad::data::TranslationBatch& batch);
+
+// The loss of a batch sorted by sort_by_target_length: sum over real target tokens (eos
+// included, padding excluded) of the smoothed cross-entropy, divided by the number of
+// sentences, computed at the real positions only (RnnSearch::forward_packed). `dropout`: the
+// sorted batch's masks in training, or nullptr. An Error for an unsorted batch.
+normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::data::TranslationBatch& sorted,
                             double label_smoothing, const DropoutMasks* dropout = nullptr);
 
 struct StepResult {
