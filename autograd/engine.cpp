@@ -26,6 +26,15 @@ struct NewestFirst {
   }
 };
 
+// Whether a pending gradient may take the next one in place: nothing else holds it or its
+// memory (a node may hand the same tensor to several edges, or pass on a view of what it
+// saved), and it is dense. Summing in place spares a fresh buffer per extra edge: a tensor
+// read at every step of a recurrence gathers one gradient per step.
+bool owned_alone(const Tensor& gradient) {
+  return gradient.shared_impl().use_count() == 1 && gradient.storage().use_count() == 1 &&
+         gradient.is_contiguous();
+}
+
 std::unordered_map<Node*, int> count_dependencies(Node* root) {
   std::unordered_map<Node*, int> dependencies;
   std::vector<Node*> stack{root};
@@ -98,6 +107,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
         Tensor& slot = pending[next];
         if (!slot.defined()) {
           slot = std::move(grad_inputs[i]);
+        } else if (owned_alone(slot)) {
+          detail::backend_of(slot).binary(backend::BinaryOp::Add, detail::ref(slot),
+                                          detail::ref(slot), detail::ref(grad_inputs[i]), 0);
         } else {
           Tensor sum = detail::make_tensor(slot.shape(), slot.dtype(), slot.device());
           detail::backend_of(sum).binary(backend::BinaryOp::Add, detail::ref(sum),

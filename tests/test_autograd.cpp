@@ -24,6 +24,31 @@ TEST_CASE("a reused interior node sums the gradients of all its uses") {
   CHECK(x.grad().item() == doctest::Approx(40));
 }
 
+TEST_CASE(
+    "gradients summed in place at a node never change a tensor another edge or the caller "
+    "holds") {
+  Tensor x = tensor({1, 2, 3}).requires_grad_();
+  Tensor h = x * 2.0;
+  // h + h hands one gradient tensor to both of its edges, which end at the same node; the
+  // uses of h after it add more; the caller's gradient for the root must come back unchanged.
+  Tensor y = (h + h) * 3.0 + h + h.narrow(0, 1, 2).sum();
+  const Tensor seed = tensor({1, 10, 100});
+  const std::vector<float> seed_before = seed.to_vector<float>();
+  y.backward(seed);
+  // dy_i/dh_i = 6 + 1; the sum of h[1:3] is broadcast into every y_i, so h[1] and h[2] also
+  // get the sum of the seed, 111.
+  const std::vector<float> expected{2 * (1 * 7), 2 * (10 * 7 + 111), 2 * (100 * 7 + 111)};
+  CHECK(x.grad().to_vector<float>() == expected);
+  CHECK(seed.to_vector<float>() == seed_before);
+  // Many uses of one tensor, as a recurrence reads its inputs at every step.
+  Tensor z = tensor({0.5, -1}).requires_grad_();
+  Tensor w = z * 1.0;
+  Tensor total = w;
+  for (int i = 0; i < 9; ++i) total = total + w * static_cast<double>(i);
+  total.sum().backward();
+  CHECK(z.grad().to_vector<float>() == std::vector<float>{37, 37});
+}
+
 TEST_CASE("gradients accumulate across backward passes until zero_grad") {
   Tensor w = tensor({1, 2}).requires_grad_();
   (w * 3.0).sum().backward();

@@ -572,6 +572,28 @@ std::vector<double> naive_matmul(std::int64_t batches, std::int64_t m, std::int6
 
 }  // namespace
 
+TEST_CASE("cpu matmul: a stack of small products, shared among threads, has each product's bits") {
+  // 48 products of two rows of weights [2, 37] with a [37, 70] matrix, as attention makes
+  // them; the output is transposed in each product (written through scratch), so that each
+  // thread needs scratch of its own.
+  const std::int64_t batches = 48, m = 2, k = 37, n = 70;
+  std::vector<float> a = sample_values<float>(batches * m * k, 11),
+                     b = sample_values<float>(batches * k * n, 12);
+  std::vector<float> stacked(batches * m * n, 0.5f);
+  cpu().matmul(view(stacked, {batches, m, n}, {m * n, 1, m}), view(a, {batches, m, k}),
+               view(b, {batches, k, n}), true);
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
+    std::vector<float> alone(m * n, 0.5f);
+    std::vector<float> a_one(a.begin() + batch * m * k, a.begin() + (batch + 1) * m * k),
+        b_one(b.begin() + batch * k * n, b.begin() + (batch + 1) * k * n);
+    cpu().matmul(view(alone, {m, n}, {1, m}), view(a_one, {m, k}), view(b_one, {k, n}), true);
+    for (std::int64_t j = 0; j < m * n; ++j) {
+      INFO("product " << batch << ", element " << j);
+      CHECK(stacked[batch * m * n + j] == alone[j]);
+    }
+  }
+}
+
 TEST_CASE("cpu matmul: all transpose combinations, copies, batch broadcast, accumulate") {
   const std::int64_t m = 5, n = 7, k = 6;
   std::vector<float> a_data = sample_values<float>(m * k, 1),

@@ -64,14 +64,28 @@ TEST_CASE("gradcheck: reductions") {
 }
 
 TEST_CASE("gradcheck: matmul in every shape combination") {
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({3, 4}, 1), leaf({4, 2}, 2)});
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 3, 4}, 1), leaf({2, 4, 5}, 2)});
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 1, 3, 4}, 1), leaf({3, 4, 2}, 2)});
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({4}, 1), leaf({4, 3}, 2)});
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({2, 4}, 1), leaf({4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({3, 4}, 1), leaf({4, 2}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({2, 3, 4}, 1), leaf({2, 4, 5}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({2, 1, 3, 4}, 1), leaf({3, 4, 2}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({4}, 1), leaf({4, 3}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({2, 4}, 1), leaf({4}, 2)});
   CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); }, {leaf({4}, 1), leaf({4}, 2)});
+  // A stack times one matrix or vector is folded into one product of all rows; a stack that
+  // is not contiguous is not.
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({2, 3, 4}, 1), leaf({4, 5}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1]); },
+                  {leaf({2, 2, 3, 4}, 1), leaf({4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].transpose(1, 2), x[1]); },
+                  {leaf({2, 4, 3}, 1), leaf({4, 5}, 2)});
   // Transposed operands go to the GEMM with its transpose flags.
-  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].t(), x[1].t()); }, {leaf({4, 3}, 1), leaf({2, 4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].t(), x[1].t()); },
+                  {leaf({4, 3}, 1), leaf({2, 4}, 2)});
 }
 
 TEST_CASE("gradcheck: softmax and log_softmax along any dim") {
@@ -92,23 +106,28 @@ TEST_CASE("gradcheck: views") {
   CHECK_GRADIENTS([](const Inputs& x) { return x[0].select(1, -1); }, {a});
   CHECK_GRADIENTS([](const Inputs& x) { return x[0].unsqueeze(1).squeeze(1).flatten(); }, {a});
   CHECK_GRADIENTS([](const Inputs& x) { return x[0].unsqueeze(0).expand({3, 2, 3, 4}); }, {a});
-  CHECK_GRADIENTS([](const Inputs& x) { return x[0].sum({2}, true).expand({2, 3, 4}) * x[0]; }, {a});
+  CHECK_GRADIENTS(
+      [](const Inputs& x) {
+        return x[0].sum({2}, true).expand({2, 3, 4}) * x[0];
+      },
+      {a});
 }
 
 TEST_CASE("gradcheck: joining, splitting and conversions") {
   const Tensor a = leaf({2, 3}, 1), b = leaf({2, 2}, 2), c = leaf({2, 3}, 3);
   CHECK_GRADIENTS([](const Inputs& x) { return cat({x[0], x[1]}, 1); }, {a, b});
   CHECK_GRADIENTS([](const Inputs& x) { return stack({x[0], x[1]}, 1); }, {a, c});
-  CHECK_GRADIENTS([](const Inputs& x) {
-    auto pieces = split(x[0], 2, 1);
-    return pieces[0].sum({1}) * pieces[1].sum({1});
-  }, {a});
+  CHECK_GRADIENTS(
+      [](const Inputs& x) {
+        auto pieces = split(x[0], 2, 1);
+        return pieces[0].sum({1}) * pieces[1].sum({1});
+      },
+      {a});
   CHECK_GRADIENTS([](const Inputs& x) { return chunk(x[0], 2, 0)[1] * 3.0; }, {a});
   CHECK_GRADIENTS([](const Inputs& x) { return x[0].t().contiguous(); }, {a});
   CHECK_GRADIENTS([](const Inputs& x) { return x[0].clone(); }, {a});
-  CHECK_GRADIENTS([](const Inputs& x) {
-    return x[0].to(DType::Float32).to(DType::Float64);
-  }, {a}, GradcheckOptions{.eps = 1e-3, .atol = 1e-4, .rtol = 1e-3});
+  CHECK_GRADIENTS([](const Inputs& x) { return x[0].to(DType::Float32).to(DType::Float64); }, {a},
+                  GradcheckOptions{.eps = 1e-3, .atol = 1e-4, .rtol = 1e-3});
 }
 
 TEST_CASE("gradcheck: indexing") {
@@ -137,9 +156,11 @@ TEST_CASE("gradcheck: where and masked_fill send gradients to the chosen side") 
 TEST_CASE("gradcheck itself catches a wrong gradient") {
   // y = 2x, but the 2x term is cut from the graph, so backward reports 0 instead of 2.
   const Tensor a = leaf({3});
-  const auto result = gradcheck([](const Inputs& x) { return x[0].detach() * 2.0 + x[0] * 0.0; }, {a});
+  const auto result =
+      gradcheck([](const Inputs& x) { return x[0].detach() * 2.0 + x[0] * 0.0; }, {a});
   CHECK_FALSE(result.ok);
   CHECK(result.message.find("input 0") != std::string::npos);
-  CHECK_ERROR(gradcheck([](const Inputs& x) { return x[0] * 2.0; }, {testing::leaf({2}).to(DType::Float32).detach().requires_grad_()}),
+  CHECK_ERROR(gradcheck([](const Inputs& x) { return x[0] * 2.0; },
+                        {testing::leaf({2}).to(DType::Float32).detach().requires_grad_()}),
               "gradcheck", "float64");
 }

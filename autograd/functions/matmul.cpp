@@ -43,7 +43,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // NumPy rules: a 1-d left operand is a row vector, a 1-d right operand a column vector;
   // the added dim is removed from the result.
   const bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
-  Tensor y = batched_matmul(a_vector ? a.unsqueeze(0) : a, b_vector ? b.unsqueeze(1) : b);
+  const Tensor b_matrix = b_vector ? b.unsqueeze(1) : b;
+  if (a.dim() > 2 && b_matrix.dim() == 2 && a.is_contiguous() && a.size(-1) > 0) {
+    // A stack of matrices times one matrix is one product of all their rows, [..., M, K] as
+    // [(...) M, K]: one large GEMM instead of one small GEMM per matrix (and, in backward, one
+    // for dB instead of a product per matrix summed over the stack).
+    Shape out_shape = a.shape();
+    out_shape.back() = b_matrix.size(1);
+    Tensor y = batched_matmul(a.reshape({a.numel() / a.size(-1), a.size(-1)}), b_matrix)
+                   .reshape(out_shape);
+    return b_vector ? y.squeeze(-1) : y;
+  }
+  Tensor y = batched_matmul(a_vector ? a.unsqueeze(0) : a, b_matrix);
   if (b_vector) y = y.squeeze(-1);
   if (a_vector) y = y.squeeze(b_vector ? -1 : -2);
   return y;

@@ -4,7 +4,8 @@
 // as the transpose of a row-major matrix (element (i, j) at i + j*ld, ld >= rows: Trans).
 // Each operand's last two strides pick one of the two; any other layout (broadcast rows,
 // strides that are both > 1, negative strides) is first copied into a row-major scratch
-// matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each.
+// matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each; a
+// stack of small products is shared among the threads whole, one product per thread at a time.
 // Large float32 products go to normgrad's own AVX-512 GEMM on CPUs that have it
 // (sgemm_avx512.h says why), the rest to OpenBLAS, single-threaded, in blocks of C that
 // normgrad's threads share (blocked_blas_gemm says why). Either way a product has the same
@@ -103,6 +104,10 @@ void blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::in
 // The rows or columns of C that one BLAS call computes.
 constexpr std::int64_t blas_block = 128;
 
+// Products of fewer multiply-adds (m n k) are too small to share among threads one by one;
+// a stack of them is shared out whole instead (matmul_typed).
+constexpr std::int64_t small_product = std::int64_t{1} << 20;
+
 // A product through OpenBLAS, with the same bits at any thread count. OpenBLAS's own threads
 // divide a product by the thread count, and for some shapes (few rows, or a long inner
 // dimension) that changes the order of its sums: a batch-4 product differed between 1 and 2
@@ -117,22 +122,22 @@ void blocked_blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
   const bool by_columns = n >= m;
   const std::int64_t extent = by_columns ? n : m;
   const std::int64_t blocks = (extent + blas_block - 1) / blas_block;
-  parallel_for(blocks, blas_block * k * (by_columns ? m : n), [&](std::int64_t begin,
-                                                                   std::int64_t end) {
-    for (std::int64_t block = begin; block < end; ++block) {
-      const std::int64_t first = block * blas_block;
-      const std::int64_t size = std::min(blas_block, extent - first);
-      if (by_columns) {  // columns [first, first + size) of B and C
-        const T* b_block = b + (transpose_b == CblasNoTrans ? first : first * ldb);
-        blas_gemm(transpose_a, transpose_b, m, size, k, a, lda, b_block, ldb, beta, c + first,
-                  ldc);
-      } else {  // rows [first, first + size) of A and C
-        const T* a_block = a + (transpose_a == CblasNoTrans ? first * lda : first);
-        blas_gemm(transpose_a, transpose_b, size, n, k, a_block, lda, b, ldb, beta,
-                  c + first * ldc, ldc);
-      }
-    }
-  });
+  parallel_for(blocks, blas_block * k * (by_columns ? m : n),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t block = begin; block < end; ++block) {
+                   const std::int64_t first = block * blas_block;
+                   const std::int64_t size = std::min(blas_block, extent - first);
+                   if (by_columns) {  // columns [first, first + size) of B and C
+                     const T* b_block = b + (transpose_b == CblasNoTrans ? first : first * ldb);
+                     blas_gemm(transpose_a, transpose_b, m, size, k, a, lda, b_block, ldb, beta,
+                               c + first, ldc);
+                   } else {  // rows [first, first + size) of A and C
+                     const T* a_block = a + (transpose_a == CblasNoTrans ? first * lda : first);
+                     blas_gemm(transpose_a, transpose_b, size, n, k, a_block, lda, b, ldb, beta,
+                               c + first * ldc, ldc);
+                   }
+                 }
+               });
 }
 
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
@@ -169,37 +174,50 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     NG_CHECK(extent <= INT_MAX, "cpu matmul", "matrix extent ", extent,
              " exceeds the BLAS index range");
 
-  std::vector<T> scratch_a(layout_a.needs_copy ? m * k : 0);
-  std::vector<T> scratch_b(layout_b.needs_copy ? k * n : 0);
-  std::vector<T> scratch_c(layout_c.needs_copy ? m * n : 0);
   // One gemm per batch index; the batch dims are every dim but the last two.
   const std::uint64_t batch_dims = rank > 2 ? (1ull << (rank - 2)) - 1 : 0;
   const auto batches =
       make_layout<3>(out.shape.data(), rank, {operand(out), operand(a), operand(b)}, "cpu matmul",
                      true, batch_dims);
-  for (std::int64_t batch = 0; batch < batches.numel; ++batch) {
-    const auto offsets = offsets_of(batches, batch);
-    T* c = reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]);
-    T* a_matrix = reinterpret_cast<T*>(static_cast<char*>(a.data) + offsets[1]);
-    T* b_matrix = reinterpret_cast<T*>(static_cast<char*>(b.data) + offsets[2]);
-    if (layout_a.needs_copy) {
-      copy_matrix(scratch_a.data(), a_matrix, m, k, stride(a, 2), stride(a, 1), false);
-      a_matrix = scratch_a.data();
+  const auto run_batches = [&](std::int64_t first, std::int64_t last) {
+    std::vector<T> scratch_a(layout_a.needs_copy ? m * k : 0);
+    std::vector<T> scratch_b(layout_b.needs_copy ? k * n : 0);
+    std::vector<T> scratch_c(layout_c.needs_copy ? m * n : 0);
+    for (std::int64_t batch = first; batch < last; ++batch) {
+      const auto offsets = offsets_of(batches, batch);
+      T* c = reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]);
+      T* a_matrix = reinterpret_cast<T*>(static_cast<char*>(a.data) + offsets[1]);
+      T* b_matrix = reinterpret_cast<T*>(static_cast<char*>(b.data) + offsets[2]);
+      if (layout_a.needs_copy) {
+        copy_matrix(scratch_a.data(), a_matrix, m, k, stride(a, 2), stride(a, 1), false);
+        a_matrix = scratch_a.data();
+      }
+      if (layout_b.needs_copy) {
+        copy_matrix(scratch_b.data(), b_matrix, k, n, stride(b, 2), stride(b, 1), false);
+        b_matrix = scratch_b.data();
+      }
+      T* c_matrix = c;
+      if (layout_c.needs_copy) {
+        if (accumulate)
+          copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), false);
+        c_matrix = scratch_c.data();
+      }
+      gemm(layout_a.transpose, layout_b.transpose, m, n, k, a_matrix, layout_a.leading_dim,
+           b_matrix, layout_b.leading_dim, accumulate ? T{1} : T{0}, c_matrix,
+           layout_c.leading_dim);
+      if (layout_c.needs_copy)
+        copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), true);
     }
-    if (layout_b.needs_copy) {
-      copy_matrix(scratch_b.data(), b_matrix, k, n, stride(b, 2), stride(b, 1), false);
-      b_matrix = scratch_b.data();
-    }
-    T* c_matrix = c;
-    if (layout_c.needs_copy) {
-      if (accumulate) copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), false);
-      c_matrix = scratch_c.data();
-    }
-    gemm(layout_a.transpose, layout_b.transpose, m, n, k, a_matrix, layout_a.leading_dim, b_matrix,
-         layout_b.leading_dim, accumulate ? T{1} : T{0}, c_matrix, layout_c.leading_dim);
-    if (layout_c.needs_copy)
-      copy_matrix(scratch_c.data(), c, m, n, stride(out, 2), stride(out, 1), true);
-  }
+  };
+  // Many small products (attention over a batch: a row of weights times each sentence's
+  // states) are shared out whole among the threads: one parallel region for the stack
+  // instead of one per product, most of which would go to starting and joining threads.
+  // Inside it each product runs on one thread, with the same bits as when it has them all.
+  const std::int64_t work = m * n * k;
+  if (batches.numel > 1 && work < small_product)
+    parallel_for(batches.numel, work, run_batches);
+  else
+    run_batches(0, batches.numel);
 }
 
 }  // namespace
