@@ -215,37 +215,65 @@ ng::Tensor RnnSearch::output_logits(const ng::Tensor& embedded, const ng::Tensor
   return logits_->forward(masked(hidden, output_dropout));
 }
 
+RnnSearch::DecoderRun RnnSearch::run_decoder(const EncodedSource& source,
+                                             const ng::Tensor& embedded,
+                                             const std::vector<std::int64_t>* lengths,
+                                             const DropoutMasks& masks, bool keep_states_read) {
+  const std::int64_t batch = embedded.size(0), steps = embedded.size(1);
+  // GRU1's input side of every step at once, [B, T, 3H], taken apart with unbind: its steps'
+  // gradients then land in one buffer, where T select()s would each build a zero tensor of the
+  // whole [B, T, 3H] in backward and make a step's time grow with T^2.
+  const std::vector<ng::Tensor> gru1_input = ng::unbind(decoder_gru1_->input_side(embedded), 1);
+  // What step t reads of the batch-sized tensors: their first `rows` rows, narrowed again only
+  // when a sentence ends.
+  const auto first_rows = [](const ng::Tensor& x, std::int64_t rows) {
+    return !x.defined() || x.size(0) == rows ? x : x.narrow(0, 0, rows);
+  };
+  ng::nn::AdditiveAttention::ProjectedContext attention = source.attention;
+  ng::Tensor state = source.initial_state, state1_mask = masks.decoder_state1,
+             state2_mask = masks.decoder_state2, context_mask = masks.context;
+  DecoderRun run;
+  std::int64_t rows = batch;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    if (lengths != nullptr) {
+      while (rows > 0 && (*lengths)[static_cast<std::size_t>(rows - 1)] <= t) --rows;
+      if (rows == 0) break;
+      if (state.size(0) != rows) {
+        state = first_rows(state, rows);
+        attention = {first_rows(attention.context, rows), first_rows(attention.projected, rows),
+                     first_rows(attention.padding_mask, rows)};
+        state1_mask = first_rows(state1_mask, rows);
+        state2_mask = first_rows(state2_mask, rows);
+        context_mask = first_rows(context_mask, rows);
+      }
+    }
+    if (keep_states_read) run.states_read.push_back(state);
+    const ng::Tensor intermediate =
+        decoder_gru1_->step(first_rows(gru1_input[static_cast<std::size_t>(t)], rows), {state},
+                            ng::Tensor(), state1_mask)[0];
+    const ng::Tensor context =
+        masked(attention_->attend(attention, intermediate).output, context_mask);
+    state = decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor(),
+                                state2_mask)[0];
+    run.states.push_back(state);
+    run.contexts.push_back(context);
+  }
+  return run;
+}
+
 ng::Tensor RnnSearch::forward(const EncodedSource& source, const ng::Tensor& target_input,
                               ng::Tensor* states_read, const DropoutMasks* dropout) {
   NG_CHECK(target_input.dim() == 2, "RnnSearch::forward",
            "target_input must be [batch, steps], got ", target_input.shape());
   const DropoutMasks none;
   const DropoutMasks& masks = dropout != nullptr ? *dropout : none;
-  const std::int64_t steps = target_input.size(1);
   const ng::Tensor embedded =
       masked(embed_target(target_input), masks.target_embedding);  // [B, T, E]
-  // GRU1's input side of every step at once, [B, T, 3H], taken apart with unbind: its steps'
-  // gradients then land in one buffer, where T select()s would each build a zero tensor of the
-  // whole [B, T, 3H] in backward and make a step's time grow with T^2.
-  const std::vector<ng::Tensor> gru1_input = ng::unbind(decoder_gru1_->input_side(embedded), 1);
-  ng::Tensor state = source.initial_state;
-  std::vector<ng::Tensor> states, contexts, read;
-  states.reserve(steps);
-  contexts.reserve(steps);
-  for (std::int64_t t = 0; t < steps; ++t) {
-    if (states_read != nullptr) read.push_back(state);
-    const ng::Tensor intermediate = decoder_gru1_->step(
-        gru1_input[static_cast<std::size_t>(t)], {state}, ng::Tensor(), masks.decoder_state1)[0];
-    const ng::Tensor context =
-        masked(attention_->attend(source.attention, intermediate).output, masks.context);
-    state = decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor(),
-                                masks.decoder_state2)[0];
-    states.push_back(state);
-    contexts.push_back(context);
-  }
-  if (states_read != nullptr) *states_read = ng::stack(read, 1);
+  const DecoderRun run = run_decoder(source, embedded, nullptr, masks, states_read != nullptr);
+  if (states_read != nullptr) *states_read = ng::stack(run.states_read, 1);
   // The deep output of every step at once.
-  return output_logits(embedded, ng::stack(states, 1), ng::stack(contexts, 1), masks.output);
+  return output_logits(embedded, ng::stack(run.states, 1), ng::stack(run.contexts, 1),
+                       masks.output);
 }
 
 std::vector<std::int64_t> packed_positions(const std::vector<std::int64_t>& lengths,
@@ -279,38 +307,7 @@ ng::Tensor RnnSearch::forward_packed(const EncodedSource& source, const ng::Tens
   const std::vector<std::int64_t> positions = packed_positions(target_lengths, steps);
   const ng::Tensor embedded =
       masked(embed_target(target_input), masks.target_embedding);  // [B, T, E]
-  const std::vector<ng::Tensor> gru1_input = ng::unbind(decoder_gru1_->input_side(embedded), 1);
-  // What step t reads of the batch-sized tensors: their first `rows` rows, narrowed again only
-  // when a sentence ends.
-  const auto first_rows = [](const ng::Tensor& x, std::int64_t rows) {
-    return !x.defined() || x.size(0) == rows ? x : x.narrow(0, 0, rows);
-  };
-  ng::nn::AdditiveAttention::ProjectedContext attention = source.attention;
-  ng::Tensor state = source.initial_state, state1_mask = masks.decoder_state1,
-             state2_mask = masks.decoder_state2, context_mask = masks.context;
-  std::vector<ng::Tensor> states, contexts;
-  std::int64_t rows = batch;
-  for (std::int64_t t = 0; t < steps; ++t) {
-    while (rows > 0 && target_lengths[static_cast<std::size_t>(rows - 1)] <= t) --rows;
-    if (rows == 0) break;
-    if (state.size(0) != rows) {
-      state = first_rows(state, rows);
-      attention = {first_rows(attention.context, rows), first_rows(attention.projected, rows),
-                   first_rows(attention.padding_mask, rows)};
-      state1_mask = first_rows(state1_mask, rows);
-      state2_mask = first_rows(state2_mask, rows);
-      context_mask = first_rows(context_mask, rows);
-    }
-    const ng::Tensor input = first_rows(gru1_input[static_cast<std::size_t>(t)], rows);
-    const ng::Tensor intermediate =
-        decoder_gru1_->step(input, {state}, ng::Tensor(), state1_mask)[0];
-    const ng::Tensor context =
-        masked(attention_->attend(attention, intermediate).output, context_mask);
-    state = decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor(),
-                                state2_mask)[0];
-    states.push_back(state);
-    contexts.push_back(context);
-  }
+  const DecoderRun run = run_decoder(source, embedded, &target_lengths, masks, false);
   const ng::Tensor index = ng::from_vector(positions, {static_cast<std::int64_t>(positions.size())})
                                .to(target_input.device());
   const auto packed = [&](const ng::Tensor& x) {  // [B, T, D] -> [N, D] at the real positions
@@ -326,7 +323,8 @@ ng::Tensor RnnSearch::forward_packed(const EncodedSource& source, const ng::Tens
                          ng::from_vector(row_of, {static_cast<std::int64_t>(row_of.size())})
                              .to(target_input.device()));
   }
-  return output_logits(packed(embedded), ng::cat(states, 0), ng::cat(contexts, 0), output_mask);
+  return output_logits(packed(embedded), ng::cat(run.states, 0), ng::cat(run.contexts, 0),
+                       output_mask);
 }
 
 RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContext& source,

@@ -126,6 +126,16 @@ class RnnSearch : public normgrad::nn::Module {
   normgrad::Tensor decoder_state_projection(const normgrad::Tensor& state) const;
 
  private:
+  // The decoder's loop over the target steps, teacher-forced on `embedded` [B, T, E]: s_t and
+  // c_t of every step, and with keep_states_read the s_{t-1} that GRU1 read. With `lengths`
+  // (sorted, longest first) step t runs only the rows still going, and its tensors have
+  // that many rows.
+  struct DecoderRun {
+    std::vector<normgrad::Tensor> states, contexts, states_read;
+  };
+  DecoderRun run_decoder(const EncodedSource& source, const normgrad::Tensor& embedded,
+                         const std::vector<std::int64_t>* lengths, const DropoutMasks& masks,
+                         bool keep_states_read);
   normgrad::Tensor embed_target(const normgrad::Tensor& tokens);
   normgrad::Tensor output_logits(const normgrad::Tensor& embedded, const normgrad::Tensor& state,
                                  const normgrad::Tensor& context,
