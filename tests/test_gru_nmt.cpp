@@ -368,6 +368,12 @@ TEST_CASE(
   const std::vector<std::int64_t> lengths = {3, 2};
   const std::vector<std::int64_t> positions = gru_nmt::packed_positions(lengths, 3);
   CHECK(positions == std::vector<std::int64_t>({0, 3, 1, 4, 2}));
+  {
+    NoGradGuard no_grad;
+    const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
+    CHECK(model.forward_packed(encoded, batch.target_input, lengths)
+              .positions.to_vector<std::int64_t>() == positions);
+  }
   const gru_nmt::DropoutMasks masks = model.draw_dropout_masks(2, generator);
   for (const gru_nmt::DropoutMasks* dropout :
        {static_cast<const gru_nmt::DropoutMasks*>(nullptr), &masks}) {
@@ -375,7 +381,7 @@ TEST_CASE(
     const auto packed = [&] {
       const auto encoded =
           model.encode(batch.source, batch.source_lengths, batch.source_padding, dropout);
-      return model.forward_packed(encoded, batch.target_input, lengths, dropout);
+      return model.forward_packed(encoded, batch.target_input, lengths, dropout).logits;
     };
     CHECK_PARAMETER_GRADIENTS(model, packed);
     NoGradGuard no_grad;

@@ -293,9 +293,10 @@ std::vector<std::int64_t> packed_positions(const std::vector<std::int64_t>& leng
   return positions;
 }
 
-ng::Tensor RnnSearch::forward_packed(const EncodedSource& source, const ng::Tensor& target_input,
-                                     const std::vector<std::int64_t>& target_lengths,
-                                     const DropoutMasks* dropout) {
+RnnSearch::PackedLogits RnnSearch::forward_packed(const EncodedSource& source,
+                                                  const ng::Tensor& target_input,
+                                                  const std::vector<std::int64_t>& target_lengths,
+                                                  const DropoutMasks* dropout) {
   NG_CHECK(target_input.dim() == 2 &&
                target_input.size(0) == static_cast<std::int64_t>(target_lengths.size()),
            "RnnSearch::forward_packed",
@@ -323,8 +324,9 @@ ng::Tensor RnnSearch::forward_packed(const EncodedSource& source, const ng::Tens
                          ng::from_vector(row_of, {static_cast<std::int64_t>(row_of.size())})
                              .to(target_input.device()));
   }
-  return output_logits(packed(embedded), ng::cat(run.states, 0), ng::cat(run.contexts, 0),
-                       output_mask);
+  return {output_logits(packed(embedded), ng::cat(run.states, 0), ng::cat(run.contexts, 0),
+                        output_mask),
+          index};
 }
 
 RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContext& source,

@@ -108,10 +108,16 @@ class RnnSearch : public normgrad::nn::Module {
   // the host. Step t runs the decoder on the rows whose sentences are still going, a prefix of
   // the batch, so padding costs nothing in the recurrence, the deep output or the logits.
   // Returns the logits [N, V] of the N real positions in time-major order (t = 0 of every
-  // row, then t = 1 of the rows longer than 1, ...): packed_positions lists them.
-  normgrad::Tensor forward_packed(const EncodedSource& source, const normgrad::Tensor& target_input,
-                                  const std::vector<std::int64_t>& target_lengths,
-                                  const DropoutMasks* dropout = nullptr);
+  // row, then t = 1 of the rows longer than 1, ...) and those positions as int64 [N] indices
+  // b * T + t into [B, T] (packed_positions), on the model's device: gathering the targets
+  // with them lines them up with the logits.
+  struct PackedLogits {
+    normgrad::Tensor logits;
+    normgrad::Tensor positions;
+  };
+  PackedLogits forward_packed(const EncodedSource& source, const normgrad::Tensor& target_input,
+                              const std::vector<std::int64_t>& target_lengths,
+                              const DropoutMasks* dropout = nullptr);
   // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
   // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
   struct Step {

@@ -42,18 +42,13 @@ ng::data::TranslationBatch sort_by_target_length(const ng::data::TranslationBatc
 
 ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& sorted,
                       double label_smoothing, const DropoutMasks* dropout) {
-  const std::vector<std::int64_t> lengths = host_values(sorted.target_lengths);
-  const std::int64_t steps = sorted.target_output.size(1);
-  const std::vector<std::int64_t> positions = packed_positions(lengths, steps);
   const auto encoded =
       model.encode(sorted.source, sorted.source_lengths, sorted.source_padding, dropout);
-  const ng::Tensor logits =
-      model.forward_packed(encoded, sorted.target_input, lengths, dropout);  // [N, V]
-  const ng::Tensor targets =
-      ng::index_select(sorted.target_output.reshape({sorted.target_output.numel()}), 0,
-                       ng::from_vector(positions, {static_cast<std::int64_t>(positions.size())})
-                           .to(sorted.target_output.device()));
-  const ng::Tensor total = ng::nn::cross_entropy(logits, targets,
+  const RnnSearch::PackedLogits packed = model.forward_packed(
+      encoded, sorted.target_input, host_values(sorted.target_lengths), dropout);  // [N, V]
+  const ng::Tensor targets = ng::index_select(
+      sorted.target_output.reshape({sorted.target_output.numel()}), 0, packed.positions);
+  const ng::Tensor total = ng::nn::cross_entropy(packed.logits, targets,
                                                  {.ignore_index = ng::data::pad_id,
                                                   .label_smoothing = label_smoothing,
                                                   .reduction = ng::nn::Reduction::Sum});
