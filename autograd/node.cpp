@@ -55,13 +55,12 @@ std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
              "); compute the gradient before changing it, or change a clone()");
   }
   std::vector<Tensor> grads = backward_(grad_output, saved_);
-  NG_CHECK(grads.size() == next.size(), name(), "internal error: backward returned ",
-           grads.size(), " gradients for ", next.size(), " inputs");
+  NG_CHECK(grads.size() == next.size(), name(), "internal error: backward returned ", grads.size(),
+           " gradients for ", next.size(), " inputs");
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!next[i] || !grads[i].defined()) continue;
-    NG_CHECK(grads[i].shape() == input_shapes_[i], name(),
-             "internal error: gradient of shape ", grads[i].shape(), " for input ", i,
-             " of shape ", input_shapes_[i]);
+    NG_CHECK(grads[i].shape() == input_shapes_[i], name(), "internal error: gradient of shape ",
+             grads[i].shape(), " for input ", i, " of shape ", input_shapes_[i]);
   }
   return grads;
 }
@@ -72,19 +71,36 @@ void FunctionNode::release_saved() {
   released_ = true;
 }
 
+namespace {
+
+// Whether nothing but the engine's handle holds `gradient` and its memory, and that memory is
+// exactly the dense tensor: then a leaf may keep it as its .grad() without a copy.
+bool held_by_engine_alone(const Tensor& gradient) {
+  return gradient.shared_impl().use_count() == 1 && gradient.storage().use_count() == 1 &&
+         gradient.is_contiguous() && gradient.offset() == 0 &&
+         gradient.storage()->nbytes() ==
+             static_cast<std::size_t>(gradient.numel()) * element_size(gradient.dtype());
+}
+
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf)
     : Node("AccumulateGrad"), leaf_(std::move(leaf)) {}
 
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   Tensor leaf(leaf_);
   AutogradMeta& meta = meta_of(leaf);
-  NG_CHECK(grad_output.shape() == leaf.shape(), "backward",
-           "internal error: gradient of shape ", grad_output.shape(), " for a leaf of shape ",
-           leaf.shape());
+  NG_CHECK(grad_output.shape() == leaf.shape(), "backward", "internal error: gradient of shape ",
+           grad_output.shape(), " for a leaf of shape ", leaf.shape());
   if (!meta.grad.defined()) {
-    // A fresh copy: the incoming gradient may be shared with other leaves of the graph.
-    meta.grad = detail::make_tensor(leaf.shape(), leaf.dtype(), leaf.device());
-    detail::copy_values(meta.grad, grad_output);
+    if (held_by_engine_alone(grad_output)) {
+      meta.grad = grad_output;  // the engine drops its handle: this one becomes the only one
+    } else {
+      // A fresh copy: the incoming gradient may be shared with other leaves of the graph, or
+      // be a view into a larger buffer.
+      meta.grad = detail::make_tensor(leaf.shape(), leaf.dtype(), leaf.device());
+      detail::copy_values(meta.grad, grad_output);
+    }
   } else {
     meta.grad.add_(grad_output);
   }

@@ -49,6 +49,36 @@ TEST_CASE(
   CHECK(z.grad().to_vector<float>() == std::vector<float>{37, 37});
 }
 
+TEST_CASE("a leaf's gradient is its own: never shared with another leaf or the caller") {
+  // a + b hands one gradient tensor to both leaves; each must get a tensor of its own.
+  Tensor a = tensor({1, 2}).requires_grad_();
+  Tensor b = tensor({3, 4}).requires_grad_();
+  const Tensor seed = tensor({1, 10});
+  (a + b).backward(seed);
+  a.grad().add_(tensor({100, 100}));
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{1, 10});
+  CHECK(seed.to_vector<float>() == std::vector<float>{1, 10});
+  // A root that is itself a leaf gets a copy of the caller's gradient, not the tensor.
+  Tensor leaf = tensor({5, 6}).requires_grad_();
+  Tensor gradient = tensor({7, 8});
+  leaf.backward(gradient);
+  gradient.add_(tensor({1, 1}));
+  CHECK(leaf.grad().to_vector<float>() == std::vector<float>{7, 8});
+  // A gradient that only the backward pass held is kept as it is (no copy), and the next
+  // pass adds into it.
+  Tensor w = tensor({1, 2, 3}).requires_grad_();
+  (w * 2.0).sum().backward();
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{2, 2, 2});
+  (w * 3.0).sum().backward();
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{5, 5, 5});
+  // A gradient that is a view into a larger buffer (a slice's) is copied out.
+  Tensor part = tensor({1, 2}).requires_grad_();
+  Tensor whole = cat({part, tensor({9.0f})}, 0);
+  (whole * whole).narrow(0, 0, 2).sum().backward();
+  CHECK(part.grad().to_vector<float>() == std::vector<float>{2, 4});
+  CHECK(part.grad().storage()->nbytes() == 2 * sizeof(float));
+}
+
 TEST_CASE("gradients accumulate across backward passes until zero_grad") {
   Tensor w = tensor({1, 2}).requires_grad_();
   (w * 3.0).sum().backward();

@@ -86,6 +86,31 @@ TEST_CASE("gradcheck: matmul in every shape combination") {
   // Transposed operands go to the GEMM with its transpose flags.
   CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].t(), x[1].t()); },
                   {leaf({4, 3}, 1), leaf({2, 4}, 2)});
+  // A transposed operand gets its gradient in its own layout; a stack of them, broadcast
+  // against a stack of the other operand, has it summed over the stack first.
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1].transpose(1, 2)); },
+                  {leaf({2, 3, 4}, 1), leaf({2, 5, 4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0], x[1].t()); },
+                  {leaf({3, 2, 4}, 1), leaf({5, 4}, 2)});
+  CHECK_GRADIENTS([](const Inputs& x) { return matmul(x[0].t(), x[1]); },
+                  {leaf({4, 3}, 1), leaf({2, 4, 5}, 2)});
+}
+
+// Linear multiplies by weight.t(): the gradient MatmulBackward hands to that view must be
+// the transpose of a row-major matrix, so that the weight receives it row-major, as the GEMM
+// can write it directly, not as a matrix that every later sum reads column by column.
+TEST_CASE("matmul: a transposed operand's gradient comes back in its layout") {
+  const Tensor weight = leaf({5, 4}, 3);
+  const Tensor input = leaf({3, 4}, 4);
+  const Tensor product = matmul(input, weight.t());
+  const Tensor dy = leaf({3, 5}, 5).detach();
+  const std::vector<Tensor> grads = product.grad_fn()->apply(dy);
+  REQUIRE(grads.size() == 2);
+  CHECK(grads[0].is_contiguous());
+  CHECK(grads[1].shape() == Shape{4, 5});
+  CHECK(grads[1].transpose(0, 1).is_contiguous());
+  CHECK(testing::all_close(grads[1], matmul(input.detach().t(), dy)));
+  CHECK(testing::all_close(grads[0], matmul(dy, weight.detach())));
 }
 
 TEST_CASE("gradcheck: softmax and log_softmax along any dim") {

@@ -18,6 +18,24 @@ using autograd::sum_to;
 
 namespace {
 
+// Whether the last two dims of x are laid out as the transpose of a row-major matrix, as
+// weight.t() in Linear is.
+bool transposed_layout(const Tensor& x) {
+  if (x.dim() < 2 || x.is_contiguous()) return false;
+  return x.transpose(-1, -2).is_contiguous();
+}
+
+// The gradient `left @ right` of an operand shaped like `like`, in like's layout: for an
+// operand that is a transposed view, the GEMM writes the transpose (right^T left^T) and the
+// result is its transposed view. The gradient then reaches the view's own backward, and the
+// leaf under it, as a row-major tensor, which is summed and copied at memory speed; a
+// transposed gradient would be read column by column at every sum over steps.
+Tensor product_like(const Tensor& like, const Tensor& left, const Tensor& right) {
+  if (!transposed_layout(like)) return sum_to(matmul(left, right), like.shape());
+  const Tensor transposed = matmul(right.transpose(-1, -2), left.transpose(-1, -2));
+  return sum_to(transposed, like.transpose(-1, -2).shape()).transpose(-1, -2);
+}
+
 // Both operands have rank >= 2 here.
 Tensor batched_matmul(const Tensor& a, const Tensor& b) {
   Tensor y = autograd::primitive::matmul(a, b, "matmul");
@@ -26,8 +44,8 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
            [need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& dy,
                                                                     const SavedTensors& s) {
              Grads grads(2);
-             if (need_a) grads[0] = sum_to(matmul(dy, s[1].transpose(-1, -2)), s[0].shape());
-             if (need_b) grads[1] = sum_to(matmul(s[0].transpose(-1, -2), dy), s[1].shape());
+             if (need_a) grads[0] = product_like(s[0], dy, s[1].transpose(-1, -2));
+             if (need_b) grads[1] = product_like(s[1], s[0].transpose(-1, -2), dy);
              return grads;
            });
   return y;
