@@ -6,10 +6,10 @@
 // strides that are both > 1, negative strides) is first copied into a row-major scratch
 // matrix. Batch dims (any number, stride 0 where broadcast) become one gemm call each; a
 // stack of small products is shared among the threads whole, one product per thread at a time.
-// Large float32 products go to normgrad's own AVX-512 GEMM on CPUs that have it
-// (sgemm_avx512.h says why), the rest to OpenBLAS, single-threaded, in blocks of C that
-// normgrad's threads share (blocked_blas_gemm says why). Either way a product has the same
-// bits at any thread count.
+// Large float32 products go to normgrad's own GEMM, with AVX-512 on CPUs that have it
+// (sgemm_avx512.h says why) and with AVX2 on the other x86-64 CPUs (sgemm_avx2.h), the rest
+// to OpenBLAS, single-threaded, in blocks of C that normgrad's threads share
+// (blocked_blas_gemm says why). Either way a product has the same bits at any thread count.
 
 #include <cblas.h>
 #include <omp.h>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/sgemm_avx2.h"
 #include "backends/cpu/sgemm_avx512.h"
 #include "backends/cpu/strided_loop.h"
 
@@ -143,9 +144,10 @@ void blocked_blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
           float beta, float* c, std::int64_t ldc) {
-  if (avx512_gemm_available() && avx512_gemm_suits(m, n, k)) {
-    gemm_avx512(m, n, k, strided(transpose_a, a, lda), strided(transpose_b, b, ldb), c, ldc,
-                beta != 0.0f);
+  static const SimdGemm* const simd = avx512_gemm() != nullptr ? avx512_gemm() : avx2_gemm();
+  if (simd != nullptr && simd->suits(m, n, k)) {
+    simd->gemm(m, n, k, strided(transpose_a, a, lda), strided(transpose_b, b, ldb), c, ldc,
+               beta != 0.0f);
     return;
   }
   blocked_blas_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);

@@ -1,14 +1,11 @@
-// float32 GEMM with AVX-512 (sgemm_avx512.h gives the algorithm and why it is here).
+// float32 GEMM with AVX-512: the micro-kernel and B's packing for the loops of
+// sgemm_packed.h (sgemm_avx512.h says why it is here).
 
 #include "backends/cpu/sgemm_avx512.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
 
+#include "backends/cpu/sgemm_packed.h"
 #include "core/error.h"
 
 #if defined(__x86_64__)
@@ -26,34 +23,28 @@ namespace normgrad::backend::cpu {
 
 namespace {
 
-// The micro-kernel's tile: 12 rows of 32 columns, 24 of the 32 vector registers of 16 floats
-// as accumulators. Each step of the inner dimension loads two vectors of B and broadcasts 12
-// values of A into 24 fused multiply-adds: the two FMA units stay busy, and loads (14 per 24
-// FMAs) keep up.
-constexpr std::int64_t kernel_rows = 12, kernel_cols = 32;
-// kc: a B sliver, kc x 32 floats, is 32 KiB (the L1 cache holds 48 KiB on the CPUs this was
-// tuned on); mc: an A block, mc x kc, is 240 KiB of the 1 MiB L2; nc: a B panel, 2 MiB.
-constexpr std::int64_t block_depth = 256, block_rows = 240, block_cols = 2048;
-
 #if defined(__x86_64__)
 #define NORMGRAD_AVX512 __attribute__((target("avx512f")))
 
-// A sliver of A, rows [0, kernel_rows) from `a`, stored k-major: element (i, p) at
-// p kernel_rows + i, rows past `rows` zero. A row-major A is read a row at a time: reading
-// its 12 rows side by side would keep 12 streams a row stride apart, which for strides of a
-// power of two (conv2d's dW, whose A has n L columns) fall in one set of the L1 cache.
-void pack_a_sliver(std::int64_t rows, std::int64_t depth, const float* a, std::int64_t row_stride,
-                   std::int64_t col_stride, float* out) {
-  if (col_stride == 1) {
-    for (std::int64_t i = 0; i < kernel_rows; ++i)
-      for (std::int64_t p = 0; p < depth; ++p)
-        out[p * kernel_rows + i] = i < rows ? a[i * row_stride + p] : 0.0f;
-  } else {
-    for (std::int64_t p = 0; p < depth; ++p)
-      for (std::int64_t i = 0; i < kernel_rows; ++i)
-        out[p * kernel_rows + i] = i < rows ? a[i * row_stride + p * col_stride] : 0.0f;
+struct Avx512Kernel {
+  // The micro-kernel's tile: 12 rows of 32 columns, 24 of the 32 vector registers of 16 floats
+  // as accumulators. Each step of the inner dimension loads two vectors of B and broadcasts 12
+  // values of A into 24 fused multiply-adds: the two FMA units stay busy, and loads (14 per 24
+  // FMAs) keep up.
+  static constexpr std::int64_t kernel_rows = 12, kernel_cols = 32;
+  // kc: a B sliver, kc x 32 floats, is 32 KiB (the L1 cache holds 48 KiB on the CPUs this was
+  // tuned on); mc: an A block, mc x kc, is 240 KiB of the 1 MiB L2; nc: a B panel, 2 MiB.
+  static constexpr std::int64_t block_depth = 256, block_rows = 240, block_cols = 2048;
+
+  static void pack_a_sliver(std::int64_t rows, std::int64_t depth, const float* a,
+                            std::int64_t row_stride, std::int64_t col_stride, float* out) {
+    packed_gemm_detail::pack_a_sliver<kernel_rows>(rows, depth, a, row_stride, col_stride, out);
   }
-}
+  static void pack_b(std::int64_t depth, std::int64_t cols, const float* b, std::int64_t row_stride,
+                     std::int64_t col_stride, float* packed);
+  static void micro_kernel(std::int64_t depth, const float* a, const float* b, float* c,
+                           std::int64_t ldc, bool overwrite, std::int64_t rows, std::int64_t cols);
+};
 
 // out row k (16 floats, out_stride apart) = column k of the 16 x 16 block at `in`: pairs of
 // rows interleaved, then pairs of pairs, then the 128-bit lanes of four vectors transposed.
@@ -97,8 +88,9 @@ NORMGRAD_AVX512 void transpose_16x16(const float* in, std::int64_t in_stride, fl
 // sliver at p kernel_cols + j, columns past `cols` zero. A row-major B is copied row by row;
 // a transposed one (conv2d's dW, B = X^T) is transposed 16 x 16 at a time in registers, since
 // one element at a time it cost as much as the products themselves.
-NORMGRAD_AVX512 void pack_b(std::int64_t depth, std::int64_t cols, const float* b,
-                            std::int64_t row_stride, std::int64_t col_stride, float* packed) {
+NORMGRAD_AVX512 void Avx512Kernel::pack_b(std::int64_t depth, std::int64_t cols, const float* b,
+                                          std::int64_t row_stride, std::int64_t col_stride,
+                                          float* packed) {
   for (std::int64_t first = 0; first < cols; first += kernel_cols) {
     const std::int64_t count = std::min(kernel_cols, cols - first);
     float* out = packed + first * depth;
@@ -131,9 +123,9 @@ NORMGRAD_AVX512 void pack_b(std::int64_t depth, std::int64_t cols, const float* 
 
 // tile (rows x cols of C, row i at c + i ldc) = [tile +] a_sliver b_sliver over depth terms.
 // The sums run p = 0, 1, ... in one register per element, then meet C once.
-NORMGRAD_AVX512 void micro_kernel(std::int64_t depth, const float* a, const float* b, float* c,
-                                  std::int64_t ldc, bool overwrite, std::int64_t rows,
-                                  std::int64_t cols) {
+NORMGRAD_AVX512 void Avx512Kernel::micro_kernel(std::int64_t depth, const float* a, const float* b,
+                                                float* c, std::int64_t ldc, bool overwrite,
+                                                std::int64_t rows, std::int64_t cols) {
   __m512 sum[kernel_rows][2];
 #pragma GCC unroll 12
   for (int i = 0; i < kernel_rows; ++i) sum[i][0] = sum[i][1] = _mm512_setzero_ps();
@@ -166,126 +158,20 @@ NORMGRAD_AVX512 void micro_kernel(std::int64_t depth, const float* a, const floa
   }
 }
 
-// Each thread's B panel, allocated on its first product and kept (a fresh 2 MiB block per
-// call would cost its page faults every time), and the calling thread's buffer for all of A.
-struct Buffer {
-  struct Free {
-    void operator()(float* block) const { std::free(block); }
-  };
-  std::unique_ptr<float[], Free> data;
-  std::int64_t size = 0;
-  float* at_least(std::int64_t count) {
-    if (count > size) {
-      const std::int64_t bytes = (count * 4 + 63) / 64 * 64;
-      data.reset(static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(bytes))));
-      NG_CHECK(data != nullptr, "cpu matmul", "out of memory allocating GEMM packing buffers");
-      size = count;
-    }
-    return data.get();
-  }
-};
-
-// Columns [col_begin, col_end) and rows [row_begin, row_end) of C on the calling thread, with
-// A already packed: the block of terms [pc, pc + kc) holds all of A's slivers, rows_padded x
-// kc floats from packed_a + pc rows_padded.
-NORMGRAD_AVX512 void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_begin,
-                               std::int64_t col_end, std::int64_t k, const float* packed_a,
-                               std::int64_t rows_padded, StridedMatrix b, float* c,
-                               std::int64_t ldc, bool accumulate) {
-  static thread_local Buffer panel;
-  float* packed_b = panel.at_least(block_depth * block_cols);
-  for (std::int64_t jc = col_begin; jc < col_end; jc += block_cols) {
-    const std::int64_t nc = std::min(block_cols, col_end - jc);
-    for (std::int64_t pc = 0; pc < k; pc += block_depth) {
-      const std::int64_t kc = std::min(block_depth, k - pc);
-      pack_b(kc, nc, b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride, b.col_stride,
-             packed_b);
-      const bool overwrite = pc == 0 && !accumulate;
-      for (std::int64_t ic = row_begin; ic < row_end; ic += block_rows) {
-        const std::int64_t mc = std::min(block_rows, row_end - ic);
-        const float* block_a = packed_a + pc * rows_padded + ic * kc;
-        for (std::int64_t jr = 0; jr < nc; jr += kernel_cols)
-          for (std::int64_t ir = 0; ir < mc; ir += kernel_rows)
-            micro_kernel(kc, block_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr,
-                         ldc, overwrite, std::min(kernel_rows, mc - ir),
-                         std::min(kernel_cols, nc - jr));
-      }
-    }
-  }
-}
 #endif
 
 }  // namespace
 
-bool avx512_gemm_available() {
+const SimdGemm* avx512_gemm() {
 #if defined(__x86_64__)
-  static const bool available = [] {
-    const char* setting = std::getenv("NORMGRAD_CPU_AVX512_GEMM");
-    if (setting && std::strcmp(setting, "0") == 0) return false;
+  static const SimdGemm gemm{"AVX-512", packed_gemm_suits<Avx512Kernel>, packed_gemm<Avx512Kernel>};
+  static const bool allowed = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
+    return simd_gemm_allowed("NORMGRAD_CPU_AVX512_GEMM", __builtin_cpu_supports("avx512f") != 0);
   }();
-  return available;
+  return allowed ? &gemm : nullptr;
 #else
-  return false;
-#endif
-}
-
-bool avx512_gemm_suits(std::int64_t m, std::int64_t n, std::int64_t k) {
-  // All of A is packed into a buffer that the calling thread keeps: at most 16 MiB of it.
-  return m >= kernel_rows && n >= kernel_cols && k >= 16 && m * n * k >= (std::int64_t{1} << 18) &&
-         m * k <= (std::int64_t{1} << 22);
-}
-
-void gemm_avx512(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a, StridedMatrix b,
-                 float* c, std::int64_t ldc, bool accumulate) {
-#if defined(__x86_64__)
-  // C is cut into units of whole tiles, along its columns when it has at least two tiles'
-  // worth per thread (or more column tiles than row tiles), else along its rows; threads
-  // take units as they finish their last. With about three units per thread, a thread that
-  // loses its core for a while to another process leaves part of its share to the others
-  // instead of holding up the whole product. Which thread computes a unit never changes
-  // what it computes.
-  const int wanted = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int threads = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(wanted, m * n * k / (std::int64_t{1} << 20))));
-  const std::int64_t col_tiles = (n + kernel_cols - 1) / kernel_cols;
-  const std::int64_t row_tiles = (m + kernel_rows - 1) / kernel_rows;
-  const bool split_columns = col_tiles >= 2 * threads || col_tiles >= row_tiles;
-  const std::int64_t tiles = split_columns ? col_tiles : row_tiles;
-  const std::int64_t unit = threads > 1 ? std::max<std::int64_t>(1, tiles / (3 * threads)) : tiles;
-  const std::int64_t units = (tiles + unit - 1) / unit;
-  // All of A is packed once, by all threads, before any unit starts: units of columns would
-  // otherwise each pack the same A again.
-  const std::int64_t rows_padded = row_tiles * kernel_rows;
-  const std::int64_t depth_blocks = (k + block_depth - 1) / block_depth;
-  static thread_local Buffer whole_a;
-  float* packed_a = whole_a.at_least(rows_padded * k);
-#pragma omp parallel num_threads(threads)
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t item = 0; item < depth_blocks * row_tiles; ++item) {
-      const std::int64_t pc = item / row_tiles * block_depth,
-                         first = item % row_tiles * kernel_rows;
-      const std::int64_t kc = std::min(block_depth, k - pc);
-      pack_a_sliver(std::min(kernel_rows, m - first), kc,
-                    a.data + first * a.row_stride + pc * a.col_stride, a.row_stride, a.col_stride,
-                    packed_a + pc * rows_padded + first * kc);
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t u = 0; u < units; ++u) {
-      const std::int64_t first = u * unit, last = std::min(tiles, first + unit);
-      if (split_columns)
-        gemm_part(0, m, first * kernel_cols, std::min(n, last * kernel_cols), k, packed_a,
-                  rows_padded, b, c, ldc, accumulate);
-      else
-        gemm_part(first * kernel_rows, std::min(m, last * kernel_rows), 0, n, k, packed_a,
-                  rows_padded, b, c, ldc, accumulate);
-    }
-  }
-#else
-  (void)m, (void)n, (void)k, (void)a, (void)b, (void)c, (void)ldc, (void)accumulate;
-  throw Error("cpu matmul: the AVX-512 GEMM is not built for this CPU architecture");
+  return nullptr;
 #endif
 }
 

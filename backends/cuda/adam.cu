@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "backends/adam_scalars.h"
 #include "backends/cuda/adam.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -17,13 +18,6 @@
 namespace normgrad::backend::cuda {
 
 namespace {
-
-template <typename T> struct AdamScalars {
-  T lr, beta1, beta2, eps, decay;
-  T step_size;                // lr / bias_correction1
-  T inverse_root_correction;  // 1 / sqrt(bias_correction2)
-  bool decoupled;
-};
 
 template <typename T>
 __global__ void adam_kernel(std::int64_t count, T* __restrict__ w, const T* __restrict__ g,
@@ -61,15 +55,7 @@ void adam_update(const Context& context, const AdamParams& params, const TensorR
   if (count == 0) return;
   dispatch_floating(weight.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    AdamScalars<T> s;
-    s.lr = static_cast<T>(params.lr);
-    s.beta1 = static_cast<T>(params.beta1);
-    s.beta2 = static_cast<T>(params.beta2);
-    s.eps = static_cast<T>(params.eps);
-    s.decay = static_cast<T>(params.weight_decay);
-    s.step_size = static_cast<T>(params.lr / params.bias_correction1);
-    s.inverse_root_correction = static_cast<T>(1.0 / std::sqrt(params.bias_correction2));
-    s.decoupled = params.decoupled;
+    const auto s = AdamScalars<T>::from(params);
     adam_kernel<T><<<grid_for(count, context), threads_per_block, 0, context.stream>>>(
         count, weight.ptr<T>(), grad.ptr<const T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), s);
     NG_CUDA_CHECK_LAUNCH();
