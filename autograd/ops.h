@@ -98,6 +98,10 @@ Tensor argmin(const Tensor& x, std::int64_t dim, bool keepdim = false);
 // ---- linear algebra -----------------------------------------------------------------------
 // NumPy matmul: 1-d operands are promoted to matrices, batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// bias + a @ b for matrices a [m, k] and b [k, n], bias broadcastable to [m, n] (a Linear
+// layer's [n]): the product is accumulated onto the broadcast bias, one pass over the output
+// where matmul and + make three.
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
 
 // ---- softmax ------------------------------------------------------------------------------
 Tensor softmax(const Tensor& x, std::int64_t dim);

@@ -21,8 +21,8 @@ void check_floating(const Tensor& tensor, const char* op) {
 }
 
 void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  NG_CHECK(a.device() == b.device(), op, "tensors are on different devices: ", a.device(),
-           " and ", b.device());
+  NG_CHECK(a.device() == b.device(), op, "tensors are on different devices: ", a.device(), " and ",
+           b.device());
 }
 
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
@@ -30,8 +30,7 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
            " (convert one with .to(dtype))");
 }
 
-Tensor unary(backend::UnaryOp op, const Tensor& x, const char* name, double alpha,
-             double beta) {
+Tensor unary(backend::UnaryOp op, const Tensor& x, const char* name, double alpha, double beta) {
   check_defined(x, name);
   Tensor out = make_tensor(x.shape(), x.dtype(), x.device());
   if (out.numel() > 0) backend_of(out).unary(op, ref(out), ref(x), alpha, beta);
@@ -44,7 +43,8 @@ Tensor binary(backend::BinaryOp op, const Tensor& a, const Tensor& b, const char
   check_defined(b, name);
   check_same_device(a, b, name);
   check_same_dtype(a, b, name);
-  const Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
+  const Shape shape =
+      a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = make_tensor(shape, a.dtype(), a.device());
   if (out.numel() > 0)
     backend_of(out).binary(op, ref(out), broadcast_ref(a, shape), broadcast_ref(b, shape), alpha);
@@ -87,7 +87,8 @@ Tensor reduce(backend::ReduceOp op, const Tensor& x, std::uint64_t mask, double 
   for (std::size_t d = 0; d < shape.size(); ++d)
     if (mask >> d & 1) shape[d] = 1;
   const bool index_result = op == backend::ReduceOp::ArgMax || op == backend::ReduceOp::ArgMin;
-  const bool extremum = index_result || op == backend::ReduceOp::Max || op == backend::ReduceOp::Min;
+  const bool extremum =
+      index_result || op == backend::ReduceOp::Max || op == backend::ReduceOp::Min;
   if (extremum) {
     for (std::size_t d = 0; d < shape.size(); ++d)
       NG_CHECK(!(mask >> d & 1) || x.shape()[d] > 0, name, "cannot reduce dim ", d,
@@ -110,14 +111,14 @@ Tensor drop_reduced_dims(const Tensor& kept, std::uint64_t mask) {
   return detail::make_view(kept, shape, contiguous_strides(shape), kept.offset());
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, const char* name) {
+Tensor matmul(const Tensor& a, const Tensor& b, const char* name, const Tensor& addend) {
   check_floating(a, name);
   check_floating(b, name);
   check_same_device(a, b, name);
   check_same_dtype(a, b, name);
   const std::int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  NG_CHECK(b.size(-2) == k, name, "inner dimensions differ: ", a.shape(), " @ ", b.shape(),
-           " (", k, " vs ", b.size(-2), ")");
+  NG_CHECK(b.size(-2) == k, name, "inner dimensions differ: ", a.shape(), " @ ", b.shape(), " (", k,
+           " vs ", b.size(-2), ")");
   const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
   const Shape b_batch(b.shape().begin(), b.shape().end() - 2);
   Shape shape = broadcast_shapes(a_batch, b_batch, name);
@@ -127,7 +128,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, const char* name) {
   b_shape.insert(b_shape.end(), {k, n});
   Tensor out = make_tensor(shape, a.dtype(), a.device());
   if (out.numel() == 0) return out;
-  backend_of(out).matmul(ref(out), broadcast_ref(a, a_shape), broadcast_ref(b, b_shape), false);
+  if (addend.defined()) {
+    check_same_device(a, addend, name);
+    check_same_dtype(a, addend, name);
+    backend_of(out).copy(ref(out), broadcast_ref(addend, shape));
+  }
+  backend_of(out).matmul(ref(out), broadcast_ref(a, a_shape), broadcast_ref(b, b_shape),
+                         addend.defined());
   return out;
 }
 

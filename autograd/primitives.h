@@ -34,6 +34,8 @@ Tensor reduce(backend::ReduceOp op, const Tensor& x, std::uint64_t mask, double 
 Tensor drop_reduced_dims(const Tensor& kept, std::uint64_t mask);
 
 // out = a @ b over broadcast batch dims; a: [..., m, k], b: [..., k, n], both rank >= 2.
-Tensor matmul(const Tensor& a, const Tensor& b, const char* name);
+// With `addend` (broadcastable to the product's shape), addend + a @ b: the product is
+// accumulated onto a copy of the addend, in one pass over the output.
+Tensor matmul(const Tensor& a, const Tensor& b, const char* name, const Tensor& addend = Tensor());
 
 }  // namespace normgrad::autograd::primitive

@@ -17,8 +17,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   // Leading dims are flattened into rows, so that [T, B, in] is one GEMM (and its weight
   // gradient one more), not T batched ones summed afterwards.
   const Tensor rows = input.dim() > 2 ? input.reshape({-1, input.size(-1)}) : input;
-  Tensor output = matmul(rows, weight.t());
-  if (bias.defined()) output = output + bias;
+  Tensor output =
+      bias.defined() && rows.dim() == 2 ? addmm(bias, rows, weight.t()) : matmul(rows, weight.t());
+  if (bias.defined() && rows.dim() == 1) output = output + bias;
   if (input.dim() <= 2) return output;
   Shape shape = input.shape();
   shape.back() = weight.size(0);

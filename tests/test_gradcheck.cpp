@@ -96,6 +96,17 @@ TEST_CASE("gradcheck: matmul in every shape combination") {
                   {leaf({4, 3}, 1), leaf({2, 4, 5}, 2)});
 }
 
+TEST_CASE("gradcheck: addmm with a row, a column and a full bias") {
+  const Tensor a = leaf({3, 4}, 1), w = leaf({5, 4}, 2);
+  for (const Shape& bias_shape : {Shape{5}, Shape{3, 1}, Shape{3, 5}}) {
+    CAPTURE(bias_shape);
+    CHECK_GRADIENTS([](const Inputs& x) { return addmm(x[0], x[1], x[2].t()); },
+                    {leaf(bias_shape, 3), a, w});
+  }
+  CHECK_GRADIENTS([](const Inputs& x) { return addmm(x[0], x[1].t(), x[2]); },
+                  {leaf({5}, 4), leaf({4, 3}, 5), leaf({4, 5}, 6)});
+}
+
 // Linear multiplies by weight.t(): the gradient MatmulBackward hands to that view must be
 // the transpose of a row-major matrix, so that the weight receives it row-major, as the GEMM
 // can write it directly, not as a matrix that every later sum reads column by column.

@@ -53,6 +53,31 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  autograd::primitive::check_defined(bias, "addmm");
+  autograd::primitive::check_defined(a, "addmm");
+  autograd::primitive::check_defined(b, "addmm");
+  NG_CHECK(a.dim() == 2 && b.dim() == 2, "addmm", "expects two matrices, got ", a.shape(), " and ",
+           b.shape());
+  NG_CHECK(a.size(1) == b.size(0), "addmm", "inner dimensions differ: ", a.shape(), " @ ",
+           b.shape());
+  const Shape shape{a.size(0), b.size(1)};
+  NG_CHECK(bias.dim() <= 2 && broadcast_shapes(bias.shape(), shape, "addmm") == shape, "addmm",
+           "a bias of shape ", bias.shape(), " does not broadcast to the product's ", shape);
+  Tensor y = autograd::primitive::matmul(a, b, "addmm", bias);
+  if (needs_grad(bias, a, b))
+    record("AddmmBackward", y, {bias, a, b}, {bias, a, b},
+           [need_bias = bias.requires_grad(), need_a = a.requires_grad(),
+            need_b = b.requires_grad()](const Tensor& dy, const SavedTensors& s) {
+             Grads grads(3);
+             if (need_bias) grads[0] = sum_to(dy, s[0].shape());
+             if (need_a) grads[1] = product_like(s[1], dy, s[2].transpose(-1, -2));
+             if (need_b) grads[2] = product_like(s[2], s[1].transpose(-1, -2), dy);
+             return grads;
+           });
+  return y;
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   autograd::primitive::check_defined(a, "matmul");
   autograd::primitive::check_defined(b, "matmul");

@@ -1,4 +1,4 @@
-// Matrix products through OpenBLAS: out[..., m, n] (+)= sum_k a[..., m, k] b[..., k, n].
+// Matrix products: out[..., m, n] (+)= sum_k a[..., m, k] b[..., k, n].
 //
 // BLAS reads a matrix either row-major (element (i, j) at i*ld + j, ld >= cols: NoTrans) or
 // as the transpose of a row-major matrix (element (i, j) at i + j*ld, ld >= rows: Trans).
@@ -9,7 +9,9 @@
 // Large float32 products go to normgrad's own GEMM, with AVX-512 on CPUs that have it
 // (sgemm_avx512.h says why) and with AVX2 on the other x86-64 CPUs (sgemm_avx2.h), the rest
 // to OpenBLAS, single-threaded, in blocks of C that normgrad's threads share
-// (blocked_blas_gemm says why). Either way a product has the same bits at any thread count.
+// (blocked_blas_gemm says why); tiny products (fewer than 2^15 multiply-adds) are plain
+// loops. The path depends on the shape alone, and each gives a product the same bits at any
+// thread count.
 
 #include <cblas.h>
 #include <omp.h>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/sgemm_avx2.h"
 #include "backends/cpu/sgemm_avx512.h"
 #include "backends/cpu/strided_loop.h"
@@ -141,9 +144,72 @@ void blocked_blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
                });
 }
 
+// Products of fewer multiply-adds than this are plain loops (small_gemm): a BLAS call costs
+// more to set up (and to zero C for) than an attention step's products of one row, one
+// column or one term take to compute.
+constexpr std::int64_t tiny_product = std::int64_t{1} << 15;
+
+// c = a b + beta c (beta 0 or 1) on one thread, in plain loops: a row of C gathers a[i, p]
+// times row p of B for p = 0, 1, ...; a transposed B gives each element a dot product.
+template <typename T>
+inline void small_gemm_loops(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
+                             std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+                             std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+                             std::int64_t ldc) {
+  const auto a_at = [&](std::int64_t i, std::int64_t p) {
+    return transpose_a == CblasNoTrans ? a[i * lda + p] : a[p * lda + i];
+  };
+  for (std::int64_t i = 0; i < m; ++i) {
+    T* row = c + i * ldc;
+    if (beta == T{0})
+      for (std::int64_t j = 0; j < n; ++j) row[j] = T{0};
+    if (transpose_b == CblasNoTrans) {
+      for (std::int64_t p = 0; p < k; ++p) {
+        const T scale = a_at(i, p);
+        const T* b_row = b + p * ldb;
+        for (std::int64_t j = 0; j < n; ++j) row[j] += scale * b_row[j];
+      }
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) {
+        // Eight running sums, one per term modulo 8, added pairwise at the end: one vector
+        // register instead of a chain of dependent additions.
+        const T* b_column = b + j * ldb;
+        T lanes[8] = {};
+        std::int64_t p = 0;
+        for (; p + 8 <= k; p += 8)
+          for (std::int64_t lane = 0; lane < 8; ++lane)
+            lanes[lane] += a_at(i, p + lane) * b_column[p + lane];
+        T sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        for (; p < k; ++p) sum += a_at(i, p) * b_column[p];
+        row[j] += sum;
+      }
+    }
+  }
+}
+
+// The loops above, compiled for AVX2 and for baseline x86-64 (row_kernel.h).
+NORMGRAD_ROW_KERNEL void small_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
+                                    std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                                    std::int64_t lda, const float* b, std::int64_t ldb, float beta,
+                                    float* c, std::int64_t ldc) {
+  small_gemm_loops(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
+NORMGRAD_ROW_KERNEL void small_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
+                                    std::int64_t m, std::int64_t n, std::int64_t k, const double* a,
+                                    std::int64_t lda, const double* b, std::int64_t ldb,
+                                    double beta, double* c, std::int64_t ldc) {
+  small_gemm_loops(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
           float beta, float* c, std::int64_t ldc) {
+  if (m * n * k < tiny_product) {
+    small_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   static const SimdGemm* const simd = avx512_gemm() != nullptr ? avx512_gemm() : avx2_gemm();
   if (simd != nullptr && simd->suits(m, n, k)) {
     simd->gemm(m, n, k, strided(transpose_a, a, lda), strided(transpose_b, b, ldb), c, ldc,
@@ -156,6 +222,10 @@ void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t
 void gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b, std::int64_t m, std::int64_t n,
           std::int64_t k, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
           double beta, double* c, std::int64_t ldc) {
+  if (m * n * k < tiny_product) {
+    small_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   blocked_blas_gemm(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 

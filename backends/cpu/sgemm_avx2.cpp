@@ -45,7 +45,7 @@ NORMGRAD_AVX2 __m256i first_lanes(std::int64_t count) {
 
 // r[k] = column k of the 8 x 8 block whose rows r held: pairs of rows interleaved, then
 // pairs of pairs, then the 128-bit halves exchanged.
-NORMGRAD_AVX2 void transpose_8x8(__m256 r[8]) {
+NORMGRAD_AVX2 inline __attribute__((always_inline)) void transpose_8x8(__m256 r[8]) {
   __m256 t[8];
 #pragma GCC unroll 4
   for (int i = 0; i < 8; i += 2) {
