@@ -56,6 +56,11 @@ TEST_CASE("addmm: bias + a @ b, the bias broadcast") {
   CHECK(addmm(tensor({10, 20}), a, b).to_vector<float>() == std::vector<float>{14, 25, 20, 31});
   CHECK(addmm(tensor({1, 2}).reshape({2, 1}), a, b).to_vector<float>() ==
         std::vector<float>{5, 6, 12, 13});
+  // Against its composed twin, matmul then +, in a size that takes the GEMM path.
+  const Tensor x = testing::leaf({40, 70}, 21).detach().to(DType::Float32);
+  const Tensor w = testing::leaf({30, 70}, 22).detach().to(DType::Float32);
+  const Tensor bias = testing::leaf({30}, 23).detach().to(DType::Float32);
+  CHECK(all_close(addmm(bias, x, w.t()), matmul(x, w.t()) + bias, 1e-5, 1e-5));
   CHECK_ERROR(addmm(tensor({1, 2, 3}), a, b), "addmm", "[3]");
   CHECK_ERROR(addmm(tensor({1, 2}), a, a), "addmm", "inner dimensions", "[2, 3]");
   CHECK_ERROR(addmm(tensor({1, 2}), a.unsqueeze(0), b), "addmm", "two matrices");
