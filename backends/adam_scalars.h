@@ -1,10 +1,17 @@
 #pragma once
 // The scalars of one Adam or AdamW step (backend.h gives the formula) in the parameter's type,
-// with the bias corrections folded in, as both backends' fused kernels read them.
+// with the bias corrections folded in, and the update of one element, as both backends'
+// fused kernels use them.
 
 #include <cmath>
 
 #include "backends/backend.h"
+
+#if defined(__CUDACC__)
+#define NORMGRAD_HOST_DEVICE __host__ __device__
+#else
+#define NORMGRAD_HOST_DEVICE
+#endif
 
 namespace normgrad::backend {
 
@@ -23,6 +30,26 @@ template <typename T> struct AdamScalars {
             static_cast<T>(params.lr / params.bias_correction1),
             static_cast<T>(1.0 / std::sqrt(params.bias_correction2)),
             params.decoupled};
+  }
+
+  // One element of the step: w, m and v updated from the gradient g, in the same operations
+  // on every device, so that the backends agree to rounding.
+  NORMGRAD_HOST_DEVICE void update(T& w, T g, T& m, T& v) const {
+    T value = w;
+    if (decoupled)
+      value -= lr * decay * value;
+    else
+      g += decay * value;
+    const T first = beta1 * m + (T(1) - beta1) * g;
+    const T second = beta2 * v + (T(1) - beta2) * g * g;
+    m = first;
+    v = second;
+#if defined(__CUDA_ARCH__)
+    const T root = sqrt(second);
+#else
+    const T root = std::sqrt(second);
+#endif
+    w = value - step_size * first / (root * inverse_root_correction + eps);
   }
 };
 

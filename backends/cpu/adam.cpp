@@ -22,19 +22,7 @@ template <typename T>
 inline void adam_range(const AdamScalars<T>& s, T* w, const T* g, T* m, T* v, std::int64_t begin,
                        std::int64_t end) {
 #pragma omp simd
-  for (std::int64_t i = begin; i < end; ++i) {
-    T gradient = g[i];
-    T value = w[i];
-    if (s.decoupled)
-      value -= s.lr * s.decay * value;
-    else
-      gradient += s.decay * value;
-    const T first = s.beta1 * m[i] + (T(1) - s.beta1) * gradient;
-    const T second = s.beta2 * v[i] + (T(1) - s.beta2) * gradient * gradient;
-    m[i] = first;
-    v[i] = second;
-    w[i] = value - s.step_size * first / (std::sqrt(second) * s.inverse_root_correction + s.eps);
-  }
+  for (std::int64_t i = begin; i < end; ++i) s.update(w[i], g[i], m[i], v[i]);
 }
 
 // The loop above for each dtype, compiled for AVX2 and for baseline x86-64 (row_kernel.h):

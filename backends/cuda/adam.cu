@@ -22,19 +22,7 @@ namespace {
 template <typename T>
 __global__ void adam_kernel(std::int64_t count, T* __restrict__ w, const T* __restrict__ g,
                             T* __restrict__ m, T* __restrict__ v, const AdamScalars<T> s) {
-  NG_KERNEL_LOOP(i, count) {
-    T gradient = g[i];
-    T value = w[i];
-    if (s.decoupled)
-      value -= s.lr * s.decay * value;
-    else
-      gradient += s.decay * value;
-    const T first = s.beta1 * m[i] + (T(1) - s.beta1) * gradient;
-    const T second = s.beta2 * v[i] + (T(1) - s.beta2) * gradient * gradient;
-    m[i] = first;
-    v[i] = second;
-    w[i] = value - s.step_size * first / (sqrt(second) * s.inverse_root_correction + s.eps);
-  }
+  NG_KERNEL_LOOP(i, count) s.update(w[i], g[i], m[i], v[i]);
 }
 
 }  // namespace
