@@ -358,6 +358,23 @@ def batch_loss(model, batch):
     return total / batch["source"].shape[0]
 
 
+def count_flops(model, batches, preset):
+    """The matrix products' floating-point operations (2 per multiply-add) of one pass over the
+    batches, forward and backward, and the token counts they cover."""
+    from torch.utils.flop_counter import FlopCounterMode
+    flops = 0
+    for batch in batches:
+        with FlopCounterMode(display=False) as counter:
+            batch_loss(model, batch).backward()
+        flops += counter.get_total_flops()
+    return {"framework": f"PyTorch {torch.__version__}", "model": "gru_nmt", "preset": preset,
+            "mode": "count-flops", "batches": len(batches), "matrix_product_flops_per_pass": flops,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "target_tokens": sum(int((b["target_output"] != 0).sum()) for b in batches),
+            "target_positions": sum(b["target_output"].numel() for b in batches),
+            "source_tokens": sum(int(b["source_lengths"].sum()) for b in batches)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", required=True, help="a file written by bench_gru_nmt --write-batches")
@@ -374,6 +391,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--count-flops", action="store_true",
+                        help="count the floating-point operations of the matrix products in the forward and "
+                        "backward passes over every batch once (torch.utils.flop_counter), print them and stop")
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
     torch.manual_seed(1)
@@ -398,6 +418,9 @@ def main():
         model.load_state_dict(normgrad_state(model, read_safetensors(arguments.weights)[0]))
     model.to(device)
     parameters = list(model.parameters())
+    if arguments.count_flops:
+        print(json.dumps(count_flops(model, batches, arguments.preset)))
+        return
     adam = torch.optim.Adam(parameters, lr=learning_rate, fused=arguments.adam == "fused",
                             foreach=arguments.adam == "foreach")
     times, losses, gradient_norms = [], [], []

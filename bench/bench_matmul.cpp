@@ -1,9 +1,11 @@
 // Square float32 matrix products: what normgrad::matmul costs on top of the GEMM it calls.
 //
-// normgrad hands matrix products to OpenBLAS, so the ceiling is OpenBLAS itself: each size is
-// also timed as a bare cblas_sgemm on buffers allocated once, in the same run and with the same
-// thread count. The difference is normgrad's own cost: argument checks, the output allocation
-// (inside the timed loop, since a user pays it on every call) and the layout decision.
+// Each size is also timed as a bare cblas_sgemm (OpenBLAS) on buffers allocated once, in the
+// same run and with the same thread count: the baseline. On x86-64 with AVX2 or AVX-512,
+// normgrad computes large float32 products with a GEMM of its own (backends/cpu/sgemm_*), so
+// the difference is that GEMM against OpenBLAS's plus normgrad's own cost: argument checks,
+// the output allocation (inside the timed loop, since a user pays it on every call) and the
+// layout decision. Elsewhere matmul calls OpenBLAS too, and the difference is the latter alone.
 // Throughput is 2 n^3 flops per product, reported as a rate ("flops", per second of wall time).
 //
 // The transposed case, matmul(a.t(), b), must reach the GEMM as a transpose flag on a's
@@ -39,7 +41,7 @@ void report_flops(benchmark::State& state, std::int64_t n) {
       flops_per_product * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// C = A B through BLAS directly, on buffers allocated once: the ceiling.
+// C = A B through BLAS directly, on buffers allocated once: the baseline.
 void sgemm_raw(benchmark::State& state, std::int64_t n, CBLAS_TRANSPOSE transpose_a) {
   const Buffer a = random_buffer(n * n, 1), b = random_buffer(n * n, 2),
                c = random_buffer(n * n, 3);
