@@ -13,7 +13,9 @@ inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-
 enum class Split { Train, Test };
 
 struct ImageDataset {
-  Tensor images;  // float32 [N, rows * columns], pixel values scaled to [0, 1]
+  // float32, pixel values scaled to [0, 1]: [N, rows * columns] from load_mnist, [N, 3, 32, 32]
+  // from load_cifar10
+  Tensor images;
   Tensor labels;  // int64 [N], in [0, 10)
 };
 
