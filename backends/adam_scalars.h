@@ -19,7 +19,9 @@ template <typename T> struct AdamScalars {
   T lr, beta1, beta2, eps, decay;
   T step_size;                // lr / bias_correction1
   T inverse_root_correction;  // 1 / sqrt(bias_correction2)
+  T inverse_correction;       // 1 / bias_correction2
   bool decoupled;
+  bool eps_inside_sqrt;
 
   static AdamScalars from(const AdamParams& params) {
     return {static_cast<T>(params.lr),
@@ -29,7 +31,9 @@ template <typename T> struct AdamScalars {
             static_cast<T>(params.weight_decay),
             static_cast<T>(params.lr / params.bias_correction1),
             static_cast<T>(1.0 / std::sqrt(params.bias_correction2)),
-            params.decoupled};
+            static_cast<T>(1.0 / params.bias_correction2),
+            params.decoupled,
+            params.eps_inside_sqrt};
   }
 
   // One element of the step: w, m and v updated from the gradient g, in the same operations
@@ -45,11 +49,13 @@ template <typename T> struct AdamScalars {
     m = first;
     v = second;
 #if defined(__CUDA_ARCH__)
-    const T root = sqrt(second);
+    using ::sqrt;
 #else
-    const T root = std::sqrt(second);
+    using std::sqrt;
 #endif
-    w = value - step_size * first / (root * inverse_root_correction + eps);
+    const T denominator = eps_inside_sqrt ? sqrt(second * inverse_correction + eps)
+                                          : sqrt(second) * inverse_root_correction + eps;
+    w = value - step_size * first / denominator;
   }
 };
 

@@ -103,12 +103,15 @@ struct CrossEntropyParams {
 //   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
 //   w = w - lr * (m / bias_correction1) / (sqrt(v / bias_correction2) + eps)
 //       (- lr * weight_decay * w first, when decoupled)
+// or, with eps_inside_sqrt, ... / sqrt(v / bias_correction2 + eps), as the WeightNorm paper's
+// CIFAR-10 code has it.
 struct AdamParams {
   double lr = 1e-3;
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;
   bool decoupled = false;      // AdamW
+  bool eps_inside_sqrt = false;
   double bias_correction1 = 1;  // 1 - beta1^t
   double bias_correction2 = 1;  // 1 - beta2^t
 };

@@ -105,6 +105,7 @@ void Adam::step() {
         .eps = options_.eps,
         .weight_decay = options_.weight_decay,
         .decoupled = options_.decoupled_weight_decay,
+        .eps_inside_sqrt = options_.eps_inside_sqrt,
         .bias_correction1 = 1 - std::pow(options_.beta1, static_cast<double>(t)),
         .bias_correction2 = 1 - std::pow(options_.beta2, static_cast<double>(t)),
     };

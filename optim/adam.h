@@ -3,7 +3,9 @@
 // the update of each parameter one fused backend pass (backend.h, AdamParams):
 //   m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2
 //   w = w - lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
-// eps is outside the square root, as in the paper and in PyTorch. beta1 can change during
+// eps is outside the square root, as in the paper and in PyTorch; eps_inside_sqrt puts it
+// inside, sqrt(v / (1 - beta2^t) + eps), as the WeightNorm paper's CIFAR-10 code (which the
+// RMSNorm paper's CIFAR-10 experiment follows) has it. beta1 can change during
 // training (the paper's CIFAR schedule moves it from 0.9 to 0.5 halfway).
 
 #include <cstdint>
@@ -20,6 +22,7 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0.0;
   bool decoupled_weight_decay = false;  // true: AdamW
+  bool eps_inside_sqrt = false;
 };
 
 class Adam : public Optimizer {

@@ -126,6 +126,10 @@ const OptimizerFactory adamw = [](std::vector<Tensor> p) {
   return std::make_unique<optim::Adam>(
       optim::AdamW(std::move(p), {.lr = 1e-2, .weight_decay = 0.1}));
 };
+const OptimizerFactory adam_eps_inside = [](std::vector<Tensor> p) {
+  return std::make_unique<optim::Adam>(
+      std::move(p), optim::AdamOptions{.lr = 1e-2, .eps = 1e-4, .eps_inside_sqrt = true});
+};
 const OptimizerFactory sgd_momentum = [](std::vector<Tensor> p) {
   return std::make_unique<optim::SGD>(
       std::move(p), optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3});
@@ -146,6 +150,7 @@ TEST_CASE("cuda parity: Adam, AdamW and SGD updates on hand-set gradients") {
     INFO(dtype);
     CHECK_NO_MISMATCH(optimizer_mismatch(adam, dtype, 3));
     CHECK_NO_MISMATCH(optimizer_mismatch(adamw, dtype, 3));
+    CHECK_NO_MISMATCH(optimizer_mismatch(adam_eps_inside, dtype, 3));
     CHECK_NO_MISMATCH(optimizer_mismatch(sgd_momentum, dtype, 3));
     CHECK_NO_MISMATCH(optimizer_mismatch(sgd_nesterov, dtype, 3));
     CHECK_NO_MISMATCH(optimizer_mismatch(sgd_plain, dtype, 3));

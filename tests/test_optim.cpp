@@ -26,7 +26,7 @@ struct ScalarAdam {
   double w, m = 0, v = 0;
   int t = 0;
   void step(double g, double lr, double beta1, double beta2, double eps, double decay,
-            bool decoupled) {
+            bool decoupled, bool eps_inside_sqrt = false) {
     ++t;
     if (decoupled)
       w -= lr * decay * w;
@@ -35,7 +35,7 @@ struct ScalarAdam {
     m = beta1 * m + (1 - beta1) * g;
     v = beta2 * v + (1 - beta2) * g * g;
     const double m_hat = m / (1 - std::pow(beta1, t)), v_hat = v / (1 - std::pow(beta2, t));
-    w -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    w -= lr * m_hat / (eps_inside_sqrt ? std::sqrt(v_hat + eps) : std::sqrt(v_hat) + eps);
   }
 };
 
@@ -62,6 +62,27 @@ TEST_CASE("Adam, Adam with L2 decay and AdamW follow the update worked out by ha
       }
       CHECK(adam.step_count(0) == 3);
       CHECK(adam.exp_avg(0).shape() == Shape{3});
+    }
+  }
+}
+
+TEST_CASE("Adam with eps inside the square root follows the update worked out by hand") {
+  // eps = 1e-3 inside the root acts as about 0.03 outside it: far from the default form.
+  const std::vector<std::vector<double>> grads = {{0.5, -0.01, 0.0}, {-0.2, 0.02, 2.0}};
+  for (const bool inside : {true, false}) {
+    CAPTURE(inside);
+    Tensor w = parameter({1.0, -2.0, 0.5});
+    optim::Adam adam({w}, {.lr = 0.1, .eps = 1e-3, .eps_inside_sqrt = inside});
+    std::vector<ScalarAdam> expected = {{1.0}, {-2.0}, {0.5}}, other = expected;
+    for (const auto& g : grads) {
+      set_grad(w, g);
+      adam.step();
+      for (std::size_t i = 0; i < 3; ++i) {
+        expected[i].step(g[i], 0.1, 0.9, 0.999, 1e-3, 0, false, inside);
+        other[i].step(g[i], 0.1, 0.9, 0.999, 1e-3, 0, false, !inside);
+      }
+      CHECK(all_close(w, {expected[0].w, expected[1].w, expected[2].w}, 1e-12, 1e-14));
+      CHECK_FALSE(all_close(w, {other[0].w, other[1].w, other[2].w}, 1e-6, 1e-8));
     }
   }
 }
@@ -95,6 +116,13 @@ TEST_CASE("the fused float32 Adam step matches the same step composed from tenso
   const Tensor m = g * 0.1, v = g * g * 0.001;
   const Tensor composed = decayed - (m / 0.1) * 0.05 / (sqrt(v / 0.001) + 1e-8);
   CHECK(all_close(w, composed, 1e-5, 1e-6));
+
+  // With eps inside the square root, as the paper's CIFAR-10 code has it.
+  Tensor inside = start.clone().requires_grad_();
+  optim::Adam adam_inside({inside}, {.lr = 0.05, .eps = 1e-2, .eps_inside_sqrt = true});
+  (inside * g).sum().backward();
+  adam_inside.step();
+  CHECK(all_close(inside, start - (m / 0.1) * 0.05 / sqrt(v / 0.001 + 1e-2), 1e-5, 1e-6));
 }
 
 TEST_CASE("SGD with Nesterov momentum follows the update worked out by hand") {

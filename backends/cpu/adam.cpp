@@ -18,9 +18,12 @@ namespace normgrad::backend::cpu {
 
 namespace {
 
+// The scalars are copied first: the stores to w, m and v could otherwise alias them, and the
+// compiler would read them again for every element instead of vectorising the loop.
 template <typename T>
-inline void adam_range(const AdamScalars<T>& s, T* w, const T* g, T* m, T* v, std::int64_t begin,
-                       std::int64_t end) {
+inline void adam_range(const AdamScalars<T>& scalars, T* w, const T* g, T* m, T* v,
+                       std::int64_t begin, std::int64_t end) {
+  const AdamScalars<T> s = scalars;
 #pragma omp simd
   for (std::int64_t i = begin; i < end; ++i) s.update(w[i], g[i], m[i], v[i]);
 }
