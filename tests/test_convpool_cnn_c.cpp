@@ -31,7 +31,7 @@ ModelConfig tiny(const std::string& norm) {
 }  // namespace
 
 TEST_CASE("ConvPool-CNN-C: layers, channel counts and output shape for every normaliser") {
-  for (const char* norm :
+  for (const std::string norm :
        {"none", "weightnorm", "batchnorm", "layernorm", "rmsnorm", "prmsnorm:0.125", "l2norm"}) {
     INFO("norm: " << norm);
     ConvPoolCnnC model(tiny(norm));
@@ -76,7 +76,7 @@ TEST_CASE(
     "ConvPool-CNN-C: data-dependent initialisation gives each channel mean 0 and deviation 1") {
   Generator generator(11);
   const Tensor x = randn({16, 3, 8, 8}, generator) * 2.0 + 0.5;
-  for (const char* norm : {"none", "weightnorm"}) {
+  for (const std::string norm : {"none", "weightnorm"}) {
     INFO("norm: " << norm);
     const auto spec = convpool_cnn_c::parse_model_norm(norm);
     for (const bool convolution : {true, false}) {

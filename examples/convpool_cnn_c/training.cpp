@@ -1,0 +1,208 @@
+#include "training.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace convpool_cnn_c {
+
+namespace ng = normgrad;
+using ng::Tensor;
+
+namespace {
+
+constexpr const char* history_key = "convpool_cnn_c.history";
+constexpr const char* model_key = "convpool_cnn_c.model";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Misclassified images among a batch's logits [N, 10] and labels [N].
+std::int64_t mistakes(const Tensor& logits, const Tensor& labels) {
+  return static_cast<std::int64_t>(
+      ng::ne(ng::argmax(logits, 1), labels).to(ng::DType::Float64).sum().item());
+}
+
+}  // namespace
+
+std::string describe(const ModelConfig& config) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "norm=" << parse_model_norm(config.norm).str()
+      << " input_channels=" << config.input_channels << " width=" << config.width
+      << " input_noise=" << config.input_noise << " dropout=" << config.dropout
+      << " seed=" << config.seed;
+  return out.str();
+}
+
+double base_learning_rate(const ng::nn::NormSpec& norm) {
+  return norm.kind == ng::nn::NormKind::None ? 3e-4 : 3e-3;
+}
+
+EpochSchedule schedule_for(std::int64_t epoch, std::int64_t epochs, double base) {
+  const double half = static_cast<double>(epochs) / 2;
+  return {.learning_rate = base * std::min(2.0 - static_cast<double>(epoch) / half, 1.0),
+          .beta1 = static_cast<double>(epoch) < half ? 0.9 : 0.5};
+}
+
+std::string history_csv(const std::vector<EpochRecord>& history) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "epoch,train_loss,train_error,test_error,seconds,learning_rate,beta1\n";
+  for (const EpochRecord& r : history)
+    out << r.epoch << ',' << r.train_loss << ',' << r.train_error << ',' << r.test_error << ','
+        << r.seconds << ',' << r.learning_rate << ',' << r.beta1 << '\n';
+  return out.str();
+}
+
+std::vector<EpochRecord> parse_history_csv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  NG_CHECK(line.rfind("epoch,train_loss,", 0) == 0, "convpool_cnn_c",
+           "the training history does not start with its header");
+  std::vector<EpochRecord> history;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    EpochRecord r;
+    char comma[6];
+    std::istringstream fields(line);
+    fields >> r.epoch >> comma[0] >> r.train_loss >> comma[1] >> r.train_error >> comma[2] >>
+        r.test_error >> comma[3] >> r.seconds >> comma[4] >> r.learning_rate >> comma[5] >> r.beta1;
+    NG_CHECK(!fields.fail() && r.epoch == static_cast<std::int64_t>(history.size()) + 1,
+             "convpool_cnn_c", "line ", history.size() + 2,
+             " of the training history is damaged: '", line, "'");
+    history.push_back(r);
+  }
+  return history;
+}
+
+double classification_error(ConvPoolCnnC& model, const ng::data::ImageDataset& dataset,
+                            ng::Device device, std::int64_t batch) {
+  ng::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  const std::int64_t count = dataset.images.size(0);
+  std::int64_t wrong = 0;
+  for (std::int64_t first = 0; first < count; first += batch) {
+    const std::int64_t size = std::min(batch, count - first);
+    const Tensor logits = model.forward(dataset.images.narrow(0, first, size).to(device));
+    wrong += mistakes(logits, dataset.labels.narrow(0, first, size).to(device));
+  }
+  model.train(was_training);
+  return count == 0 ? 0.0 : static_cast<double>(wrong) / static_cast<double>(count);
+}
+
+Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const PreparedData& data,
+                 ng::Device device)
+    : settings_(settings), data_(data), device_(device) {
+  const std::int64_t images = data.train.images.size(0);
+  NG_CHECK(settings.epochs >= 1, "convpool_cnn_c", "--epochs must be at least 1, got ",
+           settings.epochs);
+  NG_CHECK(settings.batch_size >= 1 && settings.batch_size <= images, "convpool_cnn_c", "--batch ",
+           settings.batch_size, " needs 1 to ", images, " (the training images)");
+  NG_CHECK(settings.init_images >= 2 && settings.init_images <= images, "convpool_cnn_c",
+           "--init-images ", settings.init_images, " needs 2 to ", images,
+           " (the training images)");
+  NG_CHECK(settings.learning_rate >= 0 && std::isfinite(settings.learning_rate), "convpool_cnn_c",
+           "--lr must be positive, got ", settings.learning_rate);
+  NG_CHECK(data.train.images.dim() == 4 && data.train.images.size(1) == model.input_channels,
+           "convpool_cnn_c", "the model takes ", model.input_channels,
+           " input channels, the training images have shape ", data.train.images.shape());
+  model_ = std::make_unique<ConvPoolCnnC>(model);
+  model_->to(device);
+  base_learning_rate_ = settings.learning_rate > 0
+                            ? settings.learning_rate
+                            : convpool_cnn_c::base_learning_rate(parse_model_norm(model.norm));
+  model_->initialise_from_data(data.train.images.narrow(0, 0, settings.init_images).to(device));
+  adam_ = std::make_unique<ng::optim::Adam>(
+      model_->parameters(),
+      ng::optim::AdamOptions{.lr = base_learning_rate_, .eps = 1e-8, .eps_inside_sqrt = true});
+}
+
+std::int64_t Trainer::batches_per_epoch() const {
+  return data_.train.images.size(0) / settings_.batch_size;
+}
+
+EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
+  NG_CHECK(!finished(), "convpool_cnn_c", "all ", settings_.epochs, " epochs are done");
+  const std::int64_t epoch = epochs_done();
+  const EpochSchedule schedule = schedule_for(epoch, settings_.epochs, base_learning_rate_);
+  adam_->set_lr(schedule.learning_rate);
+  adam_->set_beta1(schedule.beta1);
+  // Each epoch's order comes from the seed and the epoch alone, so a resumed run sees the same.
+  ng::data::DataLoader loader(
+      data_.train.images, data_.train.labels,
+      {.batch_size = settings_.batch_size,
+       .shuffle = true,
+       .drop_last = true,
+       .seed = settings_.seed * 1000003 + static_cast<std::uint64_t>(epoch)});
+  const ng::data::Epoch batches = loader.epoch();
+  model_->train();
+  double loss_sum = 0;
+  std::int64_t wrong = 0, seen = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const auto [images, labels] = batches[i];
+    const Tensor x = images.to(device_), y = labels.to(device_);
+    adam_->zero_grad();
+    const Tensor logits = model_->forward(x);
+    const Tensor loss = ng::nn::cross_entropy(logits, y);
+    loss.backward();
+    adam_->step();
+    const double value = loss.item();
+    loss_sum += value;
+    {
+      ng::NoGradGuard no_grad;
+      wrong += mistakes(logits.detach(), y);
+    }
+    seen += x.size(0);
+    if (on_step)
+      on_step({.epoch = epoch + 1,
+               .epochs = settings_.epochs,
+               .batch = static_cast<std::int64_t>(i) + 1,
+               .batches = static_cast<std::int64_t>(batches.size()),
+               .loss = value});
+  }
+  EpochRecord record{.epoch = epoch + 1,
+                     .train_loss = loss_sum / static_cast<double>(batches.size()),
+                     .train_error = static_cast<double>(wrong) / static_cast<double>(seen),
+                     .seconds = seconds_since(start),
+                     .learning_rate = schedule.learning_rate,
+                     .beta1 = schedule.beta1};
+  record.test_error = classification_error(*model_, data_.test, device_);
+  history_.push_back(record);
+  return record;
+}
+
+void Trainer::save_state(const std::string& path) const {
+  ng::optim::save_training_state(
+      path, *model_, *adam_, model_->noise_generator(), epochs_done(),
+      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+}
+
+void Trainer::load_state(const std::string& path) {
+  // The model's description first: two norms can have the same tensors (LayerNorm's and an
+  // RMSNorm with a bias), and nothing may change when the state is not this model's.
+  ng::nn::Metadata metadata;
+  ng::nn::load_tensors(path, &metadata);
+  const auto model = metadata.find(model_key);
+  NG_CHECK(model != metadata.end(), "convpool_cnn_c", "'", path,
+           "' is not a convpool_cnn_c training state");
+  NG_CHECK(model->second == describe(model_->config()), "convpool_cnn_c", "'", path,
+           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
+  const std::int64_t epochs =
+      ng::optim::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
+  const auto found = metadata.find(history_key);
+  NG_CHECK(found != metadata.end(), "convpool_cnn_c", "'", path,
+           "' is a training state without convpool_cnn_c's history");
+  std::vector<EpochRecord> history = parse_history_csv(found->second);
+  NG_CHECK(static_cast<std::int64_t>(history.size()) == epochs, "convpool_cnn_c", "'", path,
+           "' records ", history.size(), " epochs but says ", epochs, " were done");
+  NG_CHECK(epochs <= settings_.epochs, "convpool_cnn_c", "'", path, "' has ", epochs,
+           " epochs done, more than --epochs ", settings_.epochs);
+  history_ = std::move(history);
+}
+
+}  // namespace convpool_cnn_c
