@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/cpu_share.h"
+#include "common/number_checks.h"
 #include "common/wait_policy.h"
 #include "model.h"
 #include "plot.h"
@@ -49,28 +50,6 @@ struct Options {
 ng::data::ImageDataset first(const ng::data::ImageDataset& dataset, std::int64_t count) {
   return {dataset.images.narrow(0, 0, count), dataset.labels.narrow(0, 0, count)};
 }
-
-// CLI11's PositiveNumber names its range as 0 to the largest double; this says it plainly.
-const CLI::Validator kPositive(
-    [](std::string& input) -> std::string {
-      try {
-        std::size_t used = 0;
-        if (std::stod(input, &used) > 0 && used == input.size()) return "";
-      } catch (const std::exception&) {
-      }
-      return "must be a positive number, got '" + input + "'";
-    },
-    "POSITIVE");
-const CLI::Validator kNonNegative(
-    [](std::string& input) -> std::string {
-      try {
-        std::size_t used = 0;
-        if (std::stod(input, &used) >= 0 && used == input.size()) return "";
-      } catch (const std::exception&) {
-      }
-      return "must be a number >= 0, got '" + input + "'";
-    },
-    "NONNEGATIVE");
 
 // "cpu", "cuda" or "cuda:N".
 ng::Device parse_device(const std::string& text) {
@@ -189,16 +168,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--batch-sizes", options.batch_sizes, "batch sizes, e.g. 128,4")
       ->delimiter(',')
-      ->check(kPositive)
+      ->check(examples::kPositive)
       ->capture_default_str();
   auto* steps = app.add_option("--steps", options.steps, "Adam steps per run (instead of --epochs)")
-                    ->check(kPositive);
+                    ->check(examples::kPositive);
   app.add_option("--epochs", options.epochs, "passes over the training images per run")
-      ->check(kPositive)
+      ->check(examples::kPositive)
       ->excludes(steps)
       ->capture_default_str();
   app.add_option("--lr", options.lr, "Adam's learning rate")
-      ->check(kPositive)
+      ->check(examples::kPositive)
       ->capture_default_str();
   app.add_option("--seed", options.seed, "seed of the initial weights and the batch order")
       ->capture_default_str();
@@ -206,18 +185,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", options.threads,
                  "threads for the kernels and BLAS (default: OMP_NUM_THREADS, else all cores)")
-      ->check(kPositive);
+      ->check(examples::kPositive);
   app.add_option("--device", options.device, "cpu, or cuda (cuda:N) for a GPU")
       ->capture_default_str();
   app.add_option("--eval-every", options.eval_every,
                  "steps between test evaluations (default: a fifth of a run; 0: at the end only)")
-      ->check(kNonNegative);
+      ->check(examples::kNonNegative);
   app.add_option("--log-every", options.log_every,
                  "steps per curve point, the loss averaged over them (default 0: ~100 points)")
-      ->check(kNonNegative);
+      ->check(examples::kNonNegative);
   app.add_option("--train-size", options.train_size,
                  "training images used, the first ones of the training set")
-      ->check(kPositive)
+      ->check(examples::kPositive)
       ->capture_default_str();
   app.add_flag("--no-plot", options.no_plot, "write the CSV files but draw no plots");
   CLI11_PARSE(app, argc, argv);

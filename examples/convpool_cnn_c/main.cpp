@@ -1,0 +1,273 @@
+// convpool_cnn_c: the RMSNorm paper's CIFAR-10 experiment (its Table 10), ConvPool-CNN-C with
+// any normaliser, trained as the WeightNorm paper's code trains it.
+//
+//   convpool_cnn_c train --out out/cnn/rmsnorm --norm rmsnorm --width 0.25 --epochs 10
+//   convpool_cnn_c train --out out/cnn/rmsnorm          # continues where that run stopped
+//   convpool_cnn_c evaluate --model out/cnn/rmsnorm
+//
+// The default data is Fashion-MNIST from Debian; --dataset cifar10 --data DIR trains on
+// CIFAR-10's binary version, the paper's own setting.
+#include <normgrad/normgrad.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "common/number_checks.h"
+#include "common/wait_policy.h"
+#include "data.h"
+#include "model.h"
+#include "model_folder.h"
+#include "progress.h"
+#include "training.h"
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+using namespace convpool_cnn_c;
+
+namespace {
+
+struct CommonOptions {
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+struct TrainOptions {
+  std::string out = "out/convpool_cnn_c/rmsnorm";
+  std::string norm = "rmsnorm";
+  std::string dataset = "fashion-mnist";
+  std::string data;
+  double width = 1.0;
+  std::int64_t epochs = 200, batch = 100, init_images = 500, train_size = 0, test_size = 0;
+  double lr = 0;
+  std::uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+struct EvaluateOptions {
+  std::string model;
+  std::string data;
+  std::int64_t test_size = 0;
+};
+
+// "cpu", "cuda" or "cuda:N", and a CUDA device must be there.
+ng::Device parse_device(const std::string& text) {
+  ng::Device device = ng::Device::cpu();
+  const std::string prefix = "cuda:";
+  if (text == "cpu") return device;
+  if (text == "cuda")
+    device = ng::Device::cuda();
+  else if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+           text.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
+    device = ng::Device::cuda(std::stoi(text.substr(prefix.size())));
+  else
+    throw ng::Error("--device must be cpu, cuda or cuda:N, got '" + text + "'");
+  NG_CHECK(ng::cuda::is_available() && device.index < ng::cuda::device_count(), "convpool_cnn_c",
+           "--device ", text, ": ", ng::cuda::device_count(), " CUDA devices are available");
+  return device;
+}
+
+// The run that `options` describe.
+RunConfig run_from(const TrainOptions& o) {
+  RunConfig run;
+  run.data = {.kind = parse_dataset(o.dataset),
+              .folder = o.data,
+              .train_size = o.train_size,
+              .test_size = o.test_size};
+  run.model = {.norm = o.norm,
+               .input_channels = image_channels(run.data.kind),
+               .width = o.width,
+               .seed = o.seed};
+  run.training = {.epochs = o.epochs,
+                  .batch_size = o.batch,
+                  .learning_rate = o.lr,
+                  .init_images = o.init_images,
+                  .seed = o.seed};
+  parse_model_norm(run.model.norm);
+  scaled_channels(96, run.model.width);
+  return run;
+}
+
+// A folder with a run in it continues that run: a flag given that says otherwise is refused.
+void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
+                    const std::string& folder) {
+  const auto json_stored = to_json(stored), json_asked = to_json(asked);
+  const std::vector<std::pair<const char*, nlohmann::json::json_pointer>> flags{
+      {"--norm", "/model/norm"_json_pointer},
+      {"--width", "/model/width"_json_pointer},
+      {"--seed", "/model/seed"_json_pointer},
+      {"--dataset", "/data/dataset"_json_pointer},
+      {"--data", "/data/folder"_json_pointer},
+      {"--train-size", "/data/train_size"_json_pointer},
+      {"--test-size", "/data/test_size"_json_pointer},
+      {"--epochs", "/training/epochs"_json_pointer},
+      {"--batch", "/training/batch_size"_json_pointer},
+      {"--lr", "/training/learning_rate"_json_pointer},
+      {"--init-images", "/training/init_images"_json_pointer}};
+  for (const auto& [flag, pointer] : flags)
+    NG_CHECK(command.count(flag) == 0 || json_stored[pointer] == json_asked[pointer],
+             "convpool_cnn_c", "'", folder, "' holds a run with ", flag, " ",
+             json_stored[pointer].dump(), ", not ", json_asked[pointer].dump(),
+             ": continue it without the flag, or give another --out");
+}
+
+ng::data::ZcaWhitening load_whitening(const ModelFolder& folder) {
+  return ng::data::ZcaWhitening::from_state(
+      ng::nn::load_tensors(folder.file("whitening.safetensors")));
+}
+
+int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
+  const ng::Device device = parse_device(common.device);
+  const ModelFolder folder(o.out);
+  RunConfig run = run_from(o);
+  const bool resuming = folder.has_config();
+  if (resuming) {
+    const RunConfig stored = folder.read_config();
+    check_same_run(stored, run, command, o.out);
+    run = stored;
+  }
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+
+  std::optional<ng::data::ZcaWhitening> whitening;
+  if (resuming && fs::exists(folder.file("whitening.safetensors")))
+    whitening = load_whitening(folder);
+  std::fprintf(stderr, "convpool_cnn_c: %s, %s: preparing the images%s\n",
+               dataset_name(run.data.kind).c_str(), run.model.norm.c_str(),
+               whitening ? "" : " and fitting the ZCA whitening");
+  const PreparedData data = prepare_data(run.data, whitening);
+  Trainer trainer(run.model, run.training, data, device);
+  if (!resuming) folder.write_config(run);
+  if (!fs::exists(folder.file("whitening.safetensors")))
+    ng::nn::save_tensors(data.whitening->state(), folder.file("whitening.safetensors"));
+  if (fs::exists(folder.file("state.safetensors"))) {
+    trainer.load_state(folder.file("state.safetensors"));
+    std::fprintf(stderr, "convpool_cnn_c: continuing '%s' after epoch %lld of %lld\n",
+                 o.out.c_str(), static_cast<long long>(trainer.epochs_done()),
+                 static_cast<long long>(run.training.epochs));
+  }
+  std::printf("%s: %lld parameters, %lld training and %lld test images, %lld batches an epoch\n",
+              run.model.norm.c_str(), static_cast<long long>(count_parameters(trainer.model())),
+              static_cast<long long>(data.train.images.size(0)),
+              static_cast<long long>(data.test.images.size(0)),
+              static_cast<long long>(trainer.batches_per_epoch()));
+  ProgressDisplay progress(
+      !o.no_progress && ProgressDisplay::stderr_is_terminal(),
+      (run.training.epochs - trainer.epochs_done()) * trainer.batches_per_epoch());
+  while (!trainer.finished()) {
+    const EpochRecord r = trainer.run_epoch([&](const StepReport& step) { progress.update(step); });
+    trainer.save_state(folder.file("state.safetensors"));
+    ng::nn::save(trainer.model(), folder.file("model.safetensors"));
+    folder.write_text("train.csv", history_csv(trainer.history()));
+    progress.clear();
+    std::printf("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
+                static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
+                r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
+    std::fflush(stdout);
+  }
+  const EpochRecord& last = trainer.history().back();
+  std::printf("%s: test error %.2f%% after %lld epochs; model folder %s\n", run.model.norm.c_str(),
+              100 * last.test_error, static_cast<long long>(last.epoch), o.out.c_str());
+  return 0;
+}
+
+int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
+  const ng::Device device = parse_device(common.device);
+  const ModelFolder folder(o.model);
+  RunConfig run = folder.read_config();
+  NG_CHECK(fs::exists(folder.file("model.safetensors")), "convpool_cnn_c", "'", o.model,
+           "' has no model.safetensors: train it for at least one epoch");
+  if (!o.data.empty()) run.data.folder = o.data;
+  if (o.test_size > 0) run.data.test_size = o.test_size;
+  run.data.train_size = 1;  // no training image is needed: the whitening comes from the folder
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  const PreparedData data = prepare_data(run.data, load_whitening(folder));
+  ConvPoolCnnC model(run.model);
+  ng::nn::load(model, folder.file("model.safetensors"));
+  model.to(device);
+  const double error = classification_error(model, data.test, device);
+  std::printf("test error %.2f%% on %lld %s test images (%s)\n", 100 * error,
+              static_cast<long long>(data.test.images.size(0)), dataset_name(run.data.kind).c_str(),
+              o.model.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::default_to_passive_waiting(argv);
+  CLI::App app{
+      "ConvPool-CNN-C with LayerNorm, RMSNorm, pRMSNorm, BatchNorm, WeightNorm or no norm: "
+      "the RMSNorm paper's CIFAR-10 experiment"};
+  app.require_subcommand(1);
+  CommonOptions common;
+  TrainOptions t;
+  EvaluateOptions e;
+  const auto add_common = [&](CLI::App* command) {
+    command->add_option("--device", common.device, "cpu, cuda or cuda:N")->capture_default_str();
+    command
+        ->add_option("--threads", common.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
+        ->check(examples::kNonNegative);
+  };
+
+  CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
+  train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")
+      ->capture_default_str();
+  train_command
+      ->add_option("--norm", t.norm,
+                   "none, weightnorm, batchnorm, layernorm, rmsnorm, prmsnorm:0.125, ...")
+      ->capture_default_str();
+  train_command->add_option("--dataset", t.dataset, "fashion-mnist or cifar10")
+      ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
+      ->capture_default_str();
+  train_command->add_option("--data", t.data,
+                            "the dataset's folder (default: Debian's Fashion-MNIST; CIFAR-10: the "
+                            "binary version's cifar-10-batches-bin)");
+  train_command->add_option("--width", t.width, "scales the channel counts 96 and 192")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--epochs", t.epochs, "epochs; the schedule turns at half of them")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--batch", t.batch, "images per batch")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--lr", t.lr, "the base learning rate (0: 0.003, or 0.0003 for none)")
+      ->check(examples::kNonNegative)
+      ->capture_default_str();
+  train_command
+      ->add_option("--init-images", t.init_images,
+                   "images for the data-dependent initialisation (none, weightnorm)")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command
+      ->add_option("--train-size", t.train_size, "the first so many training images (0: all)")
+      ->check(examples::kNonNegative);
+  train_command->add_option("--test-size", t.test_size, "the first so many test images (0: all)")
+      ->check(examples::kNonNegative);
+  train_command->add_option("--seed", t.seed, "initial weights, noise, dropout and batch order")
+      ->capture_default_str();
+  train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
+  add_common(train_command);
+
+  CLI::App* evaluate_command =
+      app.add_subcommand("evaluate", "the test error of a model folder's weights");
+  evaluate_command->add_option("--model", e.model, "the model folder")->required();
+  evaluate_command->add_option("--data", e.data, "the dataset's folder, if not the one trained on");
+  evaluate_command
+      ->add_option("--test-size", e.test_size,
+                   "the first so many test images (default: as in training)")
+      ->check(examples::kNonNegative);
+  add_common(evaluate_command);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*train_command) return train(t, common, *train_command);
+    return evaluate(e, common);
+  } catch (const ng::Error& error) {
+    const std::string message = error.what();
+    const bool named = message.rfind("convpool_cnn_c", 0) == 0;
+    std::fprintf(stderr, "%s%s\n", named ? "" : "convpool_cnn_c: ", message.c_str());
+    return 1;
+  }
+}

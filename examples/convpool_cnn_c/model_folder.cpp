@@ -1,0 +1,97 @@
+#include "model_folder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "nn/atomic_file.h"
+
+namespace convpool_cnn_c {
+
+namespace ng = normgrad;
+using nlohmann::json;
+
+nlohmann::json to_json(const RunConfig& c) {
+  return {{"model",
+           {{"norm", c.model.norm},
+            {"input_channels", c.model.input_channels},
+            {"width", c.model.width},
+            {"input_noise", c.model.input_noise},
+            {"dropout", c.model.dropout},
+            {"seed", c.model.seed}}},
+          {"data",
+           {{"dataset", dataset_name(c.data.kind)},
+            {"folder", c.data.folder},
+            {"train_size", c.data.train_size},
+            {"test_size", c.data.test_size},
+            {"zca_regularization", c.data.zca_regularization}}},
+          {"training",
+           {{"epochs", c.training.epochs},
+            {"batch_size", c.training.batch_size},
+            {"learning_rate", c.training.learning_rate},
+            {"init_images", c.training.init_images},
+            {"seed", c.training.seed}}}};
+}
+
+RunConfig run_config_from_json(const nlohmann::json& j) {
+  const auto get = [&](const char* section, const char* key, auto& into) {
+    NG_CHECK(j.is_object() && j.contains(section) && j[section].contains(key), "convpool_cnn_c",
+             "config.json has no ", section, ".", key);
+    try {
+      j[section][key].get_to(into);
+    } catch (const json::exception&) {
+      NG_CHECK(false, "convpool_cnn_c", "config.json: ", section, ".", key,
+               " has the wrong type: ", j[section][key].dump());
+    }
+  };
+  RunConfig c;
+  get("model", "norm", c.model.norm);
+  get("model", "input_channels", c.model.input_channels);
+  get("model", "width", c.model.width);
+  get("model", "input_noise", c.model.input_noise);
+  get("model", "dropout", c.model.dropout);
+  get("model", "seed", c.model.seed);
+  std::string dataset;
+  get("data", "dataset", dataset);
+  c.data.kind = parse_dataset(dataset);
+  get("data", "folder", c.data.folder);
+  get("data", "train_size", c.data.train_size);
+  get("data", "test_size", c.data.test_size);
+  get("data", "zca_regularization", c.data.zca_regularization);
+  get("training", "epochs", c.training.epochs);
+  get("training", "batch_size", c.training.batch_size);
+  get("training", "learning_rate", c.training.learning_rate);
+  get("training", "init_images", c.training.init_images);
+  get("training", "seed", c.training.seed);
+  parse_model_norm(c.model.norm);  // a bad spec is an Error here, not later
+  return c;
+}
+
+bool ModelFolder::has_config() const { return std::filesystem::exists(file("config.json")); }
+
+void ModelFolder::write_text(const std::string& name, const std::string& text) const {
+  std::filesystem::create_directories(path_);
+  ng::nn::write_atomically(file(name), "convpool_cnn_c", [&](const ng::nn::FileWriter& out) {
+    out.write(text.data(), text.size());
+  });
+}
+
+void ModelFolder::write_config(const RunConfig& config) const {
+  write_text("config.json", to_json(config).dump(2) + "\n");
+}
+
+RunConfig ModelFolder::read_config() const {
+  const std::string path = file("config.json");
+  std::ifstream in(path);
+  NG_CHECK(in.good(), "convpool_cnn_c", "'", path_,
+           "' is not a convpool_cnn_c model folder: no config.json");
+  json parsed;
+  try {
+    parsed = json::parse(in);
+  } catch (const json::exception& error) {
+    NG_CHECK(false, "convpool_cnn_c", "'", path, "' is not JSON: ", error.what());
+  }
+  return run_config_from_json(parsed);
+}
+
+}  // namespace convpool_cnn_c
