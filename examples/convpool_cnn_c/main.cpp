@@ -4,6 +4,7 @@
 //   convpool_cnn_c train --out out/cnn/rmsnorm --norm rmsnorm --width 0.25 --epochs 10
 //   convpool_cnn_c train --out out/cnn/rmsnorm          # continues where that run stopped
 //   convpool_cnn_c evaluate --model out/cnn/rmsnorm
+//   convpool_cnn_c experiment --budget demo            # Table 10 in shape, every norm
 //
 // The default data is Fashion-MNIST from Debian; --dataset cifar10 --data DIR trains on
 // CIFAR-10's binary version, the paper's own setting.
@@ -17,9 +18,11 @@
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
 #include "data.h"
+#include "experiment.h"
 #include "model.h"
 #include "model_folder.h"
 #include "progress.h"
+#include "run.h"
 #include "training.h"
 
 namespace ng = normgrad;
@@ -41,6 +44,16 @@ struct TrainOptions {
   double width = 1.0;
   std::int64_t epochs = 200, batch = 100, init_images = 500, train_size = 0, test_size = 0;
   double lr = 0;
+  std::uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+struct ExperimentOptions {
+  std::string budget = "demo";
+  std::string out = "out/convpool_cnn_c";
+  std::vector<std::string> norms = paper_norms();
+  std::string dataset = "fashion-mnist";
+  std::string data;
   std::uint64_t seed = 1;
   bool no_progress = false;
 };
@@ -112,62 +125,35 @@ void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::
              ": continue it without the flag, or give another --out");
 }
 
-ng::data::ZcaWhitening load_whitening(const ModelFolder& folder) {
-  return ng::data::ZcaWhitening::from_state(
-      ng::nn::load_tensors(folder.file("whitening.safetensors")));
-}
-
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
   const ng::Device device = parse_device(common.device);
   const ModelFolder folder(o.out);
   RunConfig run = run_from(o);
-  const bool resuming = folder.has_config();
-  if (resuming) {
+  if (folder.has_config()) {
     const RunConfig stored = folder.read_config();
     check_same_run(stored, run, command, o.out);
     run = stored;
   }
   if (common.threads > 0) ng::set_num_threads(common.threads);
+  train_in_folder(folder, run, device, !o.no_progress && ProgressDisplay::stderr_is_terminal(),
+                  stdout);
+  return 0;
+}
 
-  std::optional<ng::data::ZcaWhitening> whitening;
-  if (resuming && fs::exists(folder.file("whitening.safetensors")))
-    whitening = load_whitening(folder);
-  std::fprintf(stderr, "convpool_cnn_c: %s, %s: preparing the images%s\n",
-               dataset_name(run.data.kind).c_str(), run.model.norm.c_str(),
-               whitening ? "" : " and fitting the ZCA whitening");
-  const PreparedData data = prepare_data(run.data, whitening);
-  Trainer trainer(run.model, run.training, data, device);
-  if (!resuming) folder.write_config(run);
-  if (!fs::exists(folder.file("whitening.safetensors")))
-    ng::nn::save_tensors(data.whitening->state(), folder.file("whitening.safetensors"));
-  if (fs::exists(folder.file("state.safetensors"))) {
-    trainer.load_state(folder.file("state.safetensors"));
-    std::fprintf(stderr, "convpool_cnn_c: continuing '%s' after epoch %lld of %lld\n",
-                 o.out.c_str(), static_cast<long long>(trainer.epochs_done()),
-                 static_cast<long long>(run.training.epochs));
-  }
-  std::printf("%s: %lld parameters, %lld training and %lld test images, %lld batches an epoch\n",
-              run.model.norm.c_str(), static_cast<long long>(count_parameters(trainer.model())),
-              static_cast<long long>(data.train.images.size(0)),
-              static_cast<long long>(data.test.images.size(0)),
-              static_cast<long long>(trainer.batches_per_epoch()));
-  ProgressDisplay progress(
-      !o.no_progress && ProgressDisplay::stderr_is_terminal(),
-      (run.training.epochs - trainer.epochs_done()) * trainer.batches_per_epoch());
-  while (!trainer.finished()) {
-    const EpochRecord r = trainer.run_epoch([&](const StepReport& step) { progress.update(step); });
-    trainer.save_state(folder.file("state.safetensors"));
-    ng::nn::save(trainer.model(), folder.file("model.safetensors"));
-    folder.write_text("train.csv", history_csv(trainer.history()));
-    progress.clear();
-    std::printf("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
-                static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
-                r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
-    std::fflush(stdout);
-  }
-  const EpochRecord& last = trainer.history().back();
-  std::printf("%s: test error %.2f%% after %lld epochs; model folder %s\n", run.model.norm.c_str(),
-              100 * last.test_error, static_cast<long long>(last.epoch), o.out.c_str());
+int experiment(const ExperimentOptions& o, const CommonOptions& common) {
+  const ng::Device device = parse_device(common.device);
+  const Budget budget = budget_named(o.budget);
+  ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
+  settings.base.data = {.kind = parse_dataset(o.dataset),
+                        .folder = o.data,
+                        .train_size = budget.train_size,
+                        .test_size = budget.test_size};
+  settings.base.model = {.input_channels = image_channels(settings.base.data.kind),
+                         .width = budget.width,
+                         .seed = o.seed};
+  settings.base.training = {.epochs = budget.epochs, .seed = o.seed};
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  run_experiment(settings, device, !o.no_progress && ProgressDisplay::stderr_is_terminal());
   return 0;
 }
 
@@ -260,9 +246,27 @@ int main(int argc, char** argv) {
       ->check(examples::kNonNegative);
   add_common(evaluate_command);
 
+  ExperimentOptions x;
+  CLI::App* experiment_command = app.add_subcommand(
+      "experiment", "the paper's Table 10 in shape: every norm trained the same way, a report");
+  experiment_command->add_option("--budget", x.budget, "demo (about 8 minutes on 2 cores) or long")
+      ->check(CLI::IsMember({"demo", "long"}))
+      ->capture_default_str();
+  experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
+      ->capture_default_str();
+  experiment_command->add_option("--norms", x.norms, "the norms to compare")->capture_default_str();
+  experiment_command->add_option("--dataset", x.dataset, "fashion-mnist or cifar10")
+      ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
+      ->capture_default_str();
+  experiment_command->add_option("--data", x.data, "the dataset's folder");
+  experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
+  experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
+  add_common(experiment_command);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train_command) return train(t, common, *train_command);
+    if (*experiment_command) return experiment(x, common);
     return evaluate(e, common);
   } catch (const ng::Error& error) {
     const std::string message = error.what();

@@ -1,0 +1,234 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "common/gnuplot.h"
+#include "run.h"
+
+namespace convpool_cnn_c {
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The paper's Table 10 (CIFAR-10, full width, 200 epochs, a GeForce RTX 2080 Ti).
+struct PaperRow {
+  const char* model;
+  const char* test_error;
+  const char* seconds;
+};
+const std::map<std::string, PaperRow> paper_rows{
+    {"none", {"Baseline", "8.96%", "21"}},
+    {"batchnorm", {"BatchNorm", "8.25%", "38"}},
+    {"weightnorm", {"WeightNorm", "8.28%", "23"}},
+    {"layernorm", {"LayerNorm", "10.49%", "39"}},
+    {"rmsnorm", {"RMSNorm", "8.83%", "31 (20.5%)"}},
+    {"prmsnorm:0.125", {"pRMSNorm (p = 12.5%)", "10.37%", "30 (23.1%)"}}};
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%%", 100 * fraction);
+  return text;
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string curves_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(10);
+  out << "norm,epoch,seconds,train_loss,train_error,test_error\n";
+  for (const ExperimentRun& run : runs) {
+    double seconds = 0;
+    for (const EpochRecord& r : run.history) {
+      seconds += r.seconds;
+      out << run.norm << ',' << r.epoch << ',' << seconds << ',' << r.train_loss << ','
+          << r.train_error << ',' << r.test_error << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::string table_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(10);
+  out << "norm,epochs,test_error,train_error,seconds_per_epoch,seconds_spread,speedup_over_"
+         "layernorm\n";
+  for (const ExperimentRun& run : runs) {
+    const EpochRecord& last = run.history.back();
+    std::vector<double> seconds;
+    for (const EpochRecord& r : run.history) seconds.push_back(r.seconds);
+    const double median = median_epoch_seconds(run);
+    const auto [low, high] = std::minmax_element(seconds.begin(), seconds.end());
+    const auto speedup = speedup_over_layernorm(runs, run);
+    out << run.norm << ',' << last.epoch << ',' << last.test_error << ',' << last.train_error << ','
+        << median << ',' << (*high - *low) / median << ',' << (speedup ? fixed(*speedup, 2) : "")
+        << '\n';
+  }
+  return out.str();
+}
+
+// training_error.png: training error against epochs and against seconds, every norm.
+std::optional<std::string> draw_figure(const std::string& folder,
+                                       const std::vector<ExperimentRun>& runs) {
+  const auto terminal = examples::find_gnuplot_terminal();
+  if (!terminal) {
+    std::fprintf(stderr,
+                 "convpool_cnn_c experiment: no gnuplot with a png or svg terminal; "
+                 "curves.csv has the curves\n");
+    return std::nullopt;
+  }
+  const std::string image = *terminal == "svg" ? "training_error.svg" : "training_error.png";
+  std::ostringstream script;
+  script << "# Draws curves.csv (written by convpool_cnn_c experiment); run: gnuplot curves.gp\n"
+         << "set datafile separator ','\n"
+         << "set terminal " << *terminal << " size 1200,450\n"
+         << "set output " << examples::gnuplot_quoted(image) << "\n"
+         << "set multiplot layout 1,2 title "
+         << examples::gnuplot_quoted("ConvPool-CNN-C: training error (noise and dropout on)")
+         << "\n"
+         << "set ylabel 'training error'\nset key top right\nset grid\n";
+  for (const auto& [column, label] : {std::pair{2, "epoch"}, std::pair{3, "training seconds"}}) {
+    script << "set xlabel '" << label << "'\nplot ";
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv") << " using ("
+             << "strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm) << " ? $" << column
+             << " : NaN):5 with linespoints lw 1.5 title "
+             << examples::gnuplot_quoted(runs[i].norm);
+    script << "\n";
+  }
+  script << "unset multiplot\n";
+  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
+  if (!drawn.ok) {
+    std::fprintf(stderr, "convpool_cnn_c experiment: gnuplot failed: %s\n", drawn.output.c_str());
+    return std::nullopt;
+  }
+  return image;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+}  // namespace
+
+Budget budget_named(const std::string& name) {
+  if (name == "demo")
+    return {.name = "demo", .width = 0.25, .epochs = 3, .train_size = 6000, .test_size = 2000};
+  if (name == "long")
+    return {.name = "long", .width = 0.5, .epochs = 4, .train_size = 20000, .test_size = 5000};
+  NG_CHECK(false, "convpool_cnn_c", "--budget must be demo or long, got '", name, "'");
+  return {};
+}
+
+std::vector<std::string> paper_norms() {
+  return {"none", "batchnorm", "weightnorm", "layernorm", "rmsnorm", "prmsnorm:0.125"};
+}
+
+std::string run_folder_name(const std::string& norm) {
+  std::string name = norm;
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == ':' || c == ',' || c == '='; }, '-');
+  return name;
+}
+
+double median_epoch_seconds(const ExperimentRun& run) {
+  std::vector<double> seconds;
+  for (const EpochRecord& r : run.history) seconds.push_back(r.seconds);
+  std::sort(seconds.begin(), seconds.end());
+  const std::size_t n = seconds.size();
+  return n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+}
+
+std::optional<double> speedup_over_layernorm(const std::vector<ExperimentRun>& runs,
+                                             const ExperimentRun& run) {
+  for (const ExperimentRun& other : runs)
+    if (parse_model_norm(other.norm).kind == ng::nn::NormKind::LayerNorm) {
+      const double layernorm = median_epoch_seconds(other);
+      return 100 * (layernorm - median_epoch_seconds(run)) / layernorm;
+    }
+  return std::nullopt;
+}
+
+std::string table_markdown(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out << "| model | test error | training error | s / epoch | speed-up over LayerNorm | paper: "
+         "test error | paper: s / epoch |\n|---|---|---|---|---|---|---|\n";
+  for (const ExperimentRun& run : runs) {
+    const EpochRecord& last = run.history.back();
+    const auto speedup = speedup_over_layernorm(runs, run);
+    const auto paper = paper_rows.find(run.norm);
+    out << "| " << run.norm << " | " << percent(last.test_error) << " | "
+        << percent(last.train_error) << " | " << fixed(median_epoch_seconds(run), 1) << " | "
+        << (speedup ? fixed(*speedup, 1) + "%" : "") << " | "
+        << (paper != paper_rows.end() ? paper->second.test_error : "") << " | "
+        << (paper != paper_rows.end() ? paper->second.seconds : "") << " |\n";
+  }
+  return out.str();
+}
+
+std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
+                                          bool progress_bar) {
+  NG_CHECK(!settings.norms.empty(), "convpool_cnn_c", "the experiment needs at least one norm");
+  // Every run's folder is checked before the first trains.
+  std::vector<std::pair<ModelFolder, RunConfig>> plan;
+  for (const std::string& norm : settings.norms) {
+    RunConfig run = settings.base;
+    run.model.norm = norm;
+    parse_model_norm(norm);
+    const ModelFolder folder(settings.out + "/" + run_folder_name(norm));
+    if (folder.has_config())
+      NG_CHECK(to_json(folder.read_config()) == to_json(run), "convpool_cnn_c", "'", folder.path(),
+               "' holds another run than this experiment's: remove it, or give "
+               "another --out");
+    plan.emplace_back(folder, run);
+  }
+  std::vector<ExperimentRun> runs;
+  for (const auto& [folder, run] : plan) {
+    std::printf("== %s\n", run.model.norm.c_str());
+    runs.push_back({run.model.norm, train_in_folder(folder, run, device, progress_bar, stdout)});
+  }
+
+  // The experiment's folder holds files as a model folder does: each written atomically.
+  const ModelFolder out(settings.out);
+  out.write_text("table10.csv", table_csv(runs));
+  out.write_text("curves.csv", curves_csv(runs));
+  const auto figure = draw_figure(settings.out, runs);
+  const std::string table = table_markdown(runs);
+  const RunConfig& base = settings.base;
+  std::ostringstream report;
+  report << "# ConvPool-CNN-C: the RMSNorm paper's Table 10 in shape\n\n"
+         << "Written by `convpool_cnn_c experiment` on " << today() << ", budget "
+         << settings.budget << ": " << dataset_name(base.data.kind) << ", "
+         << (base.data.train_size > 0 ? std::to_string(base.data.train_size) : "all")
+         << " training and "
+         << (base.data.test_size > 0 ? std::to_string(base.data.test_size) : "all")
+         << " test images, width " << base.model.width << ", " << base.training.epochs
+         << " epochs of batches of " << base.training.batch_size << ", seed " << base.model.seed
+         << ", on " << device.str() << ".\n\n"
+         << table << "\n"
+         << "Errors after the last epoch; the training error is over that epoch's batches with "
+            "noise and dropout on, as the paper's code reports it. Seconds per epoch: the median "
+            "over the epochs, training alone. The paper's columns are CIFAR-10 at full width "
+            "after 200 epochs on a GeForce RTX 2080 Ti: the shape of the comparison is what "
+            "carries over, not the values.\n";
+  if (figure) report << "\n![training error](" << *figure << ")\n";
+  out.write_text("report.md", report.str());
+  std::printf("\n%s\nreport: %s/report.md\n", table.c_str(), settings.out.c_str());
+  return runs;
+}
+
+}  // namespace convpool_cnn_c
