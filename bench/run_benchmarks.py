@@ -135,6 +135,23 @@ def run_once(command, environment):
     return completed.stdout, max(foreign, 0.0) / (wall * (os.cpu_count() or 1))
 
 
+def run_rounds(plan, rounds, quick, environment):
+    """Runs every (key, command, extra environment) of `plan` once per round, in order, each
+    after waiting for an idle CPU (not with quick); returns the JSON reports by "/".join(key),
+    a list per key, each with the other processes' CPU share during the run."""
+    results = {}
+    for round_index in range(rounds):
+        for key, command, extra in plan:
+            if not quick:
+                wait_until_idle()
+            print(f"  round {round_index + 1}/{rounds}: {' '.join(key)}", file=sys.stderr, flush=True)
+            output, foreign = run_once(command, dict(environment, **extra))
+            result = json.loads(output)
+            result["foreign_cpu_share"] = foreign
+            results.setdefault("/".join(key), []).append(result)
+    return results
+
+
 def run_measured(name, command, quick):
     """Runs a benchmark command with OMP_NUM_THREADS=THREADS; returns its JSON report. A run
     during which other processes took a noticeable share of the CPU is repeated, up to

@@ -31,7 +31,7 @@ import pathlib
 import statistics
 import sys
 
-from run_benchmarks import THREADS, cpu_model, run_once, source_version, wait_until_idle, write_section
+from run_benchmarks import THREADS, cpu_model, run_once, run_rounds, source_version, write_section
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCH_SCRIPT = HERE / "bench_gru_nmt_torch.py"
@@ -87,20 +87,9 @@ def write_batches(build_dir, corpus, presets):
 
 def measure(arguments, presets):
     write_batches(arguments.build_dir, arguments.corpus, presets)
-    results = {}
     plan = list(runs(arguments.build_dir, arguments.corpus, presets, arguments.steps, arguments.warmup,
                      arguments.sentences, arguments.torch_python))
-    for round_index in range(arguments.rounds):
-        for key, command, extra in plan:
-            if not arguments.quick:
-                wait_until_idle()
-            print(f"  round {round_index + 1}/{arguments.rounds}: {' '.join(key)}", file=sys.stderr, flush=True)
-            environment = dict(os.environ, OMP_NUM_THREADS=THREADS, **extra)
-            output, foreign = run_once(command, environment)
-            result = json.loads(output)
-            result["foreign_cpu_share"] = foreign
-            results.setdefault("/".join(key), []).append(result)
-    return results
+    return run_rounds(plan, arguments.rounds, arguments.quick, dict(os.environ, OMP_NUM_THREADS=THREADS))
 
 
 def train_summary(runs_of):

@@ -78,6 +78,22 @@ std::vector<EpochRecord> parse_history_csv(const std::string& text) {
   return history;
 }
 
+ng::optim::AdamOptions paper_adam(double learning_rate) {
+  return {.lr = learning_rate, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .eps_inside_sqrt = true};
+}
+
+StepResult train_step(ConvPoolCnnC& model, ng::optim::Adam& adam, const Tensor& images,
+                      const Tensor& labels) {
+  model.train();
+  adam.zero_grad();
+  const Tensor logits = model.forward(images);
+  const Tensor loss = ng::nn::cross_entropy(logits, labels);
+  loss.backward();
+  adam.step();
+  ng::NoGradGuard no_grad;
+  return {.loss = loss.item(), .mistakes = mistakes(logits.detach(), labels)};
+}
+
 double classification_error(ConvPoolCnnC& model, const ng::data::ImageDataset& dataset,
                             ng::Device device, std::int64_t batch) {
   ng::NoGradGuard no_grad;
@@ -116,9 +132,7 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const 
                             ? settings.learning_rate
                             : convpool_cnn_c::base_learning_rate(parse_model_norm(model.norm));
   model_->initialise_from_data(data.train.images.narrow(0, 0, settings.init_images).to(device));
-  adam_ = std::make_unique<ng::optim::Adam>(
-      model_->parameters(),
-      ng::optim::AdamOptions{.lr = base_learning_rate_, .eps = 1e-8, .eps_inside_sqrt = true});
+  adam_ = std::make_unique<ng::optim::Adam>(model_->parameters(), paper_adam(base_learning_rate_));
 }
 
 std::int64_t Trainer::batches_per_epoch() const {
@@ -145,25 +159,16 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const auto [images, labels] = batches[i];
-    const Tensor x = images.to(device_), y = labels.to(device_);
-    adam_->zero_grad();
-    const Tensor logits = model_->forward(x);
-    const Tensor loss = ng::nn::cross_entropy(logits, y);
-    loss.backward();
-    adam_->step();
-    const double value = loss.item();
-    loss_sum += value;
-    {
-      ng::NoGradGuard no_grad;
-      wrong += mistakes(logits.detach(), y);
-    }
-    seen += x.size(0);
+    const StepResult step = train_step(*model_, *adam_, images.to(device_), labels.to(device_));
+    loss_sum += step.loss;
+    wrong += step.mistakes;
+    seen += images.size(0);
     if (on_step)
       on_step({.epoch = epoch + 1,
                .epochs = settings_.epochs,
                .batch = static_cast<std::int64_t>(i) + 1,
                .batches = static_cast<std::int64_t>(batches.size()),
-               .loss = value});
+               .loss = step.loss});
   }
   EpochRecord record{.epoch = epoch + 1,
                      .train_loss = loss_sum / static_cast<double>(batches.size()),

@@ -62,6 +62,19 @@ std::vector<EpochRecord> parse_history_csv(const std::string& text);
 double classification_error(ConvPoolCnnC& model, const normgrad::data::ImageDataset& dataset,
                             normgrad::Device device, std::int64_t batch = 500);
 
+// One training step on a batch (images and labels on the model's device): zero_grad, forward
+// in training mode, mean cross-entropy, backward, Adam. Returns the loss and the batch's
+// misclassified images. bench/bench_convpool_cnn_c.cpp times exactly this.
+struct StepResult {
+  double loss = 0;
+  std::int64_t mistakes = 0;
+};
+StepResult train_step(ConvPoolCnnC& model, normgrad::optim::Adam& adam,
+                      const normgrad::Tensor& images, const normgrad::Tensor& labels);
+
+// Adam as the paper's code sets it up: beta2 0.999, eps 1e-8 inside the square root.
+normgrad::optim::AdamOptions paper_adam(double learning_rate);
+
 struct StepReport {
   std::int64_t epoch = 0, epochs = 0;   // the epoch under way (from 1) of how many
   std::int64_t batch = 0, batches = 0;  // batches done in it, of how many
