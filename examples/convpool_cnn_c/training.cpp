@@ -122,7 +122,7 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const 
            "--init-images ", settings.init_images, " needs 2 to ", images,
            " (the training images)");
   NG_CHECK(settings.learning_rate >= 0 && std::isfinite(settings.learning_rate), "convpool_cnn_c",
-           "--lr must be positive, got ", settings.learning_rate);
+           "--lr must be positive, or 0 for the paper's, got ", settings.learning_rate);
   NG_CHECK(data.train.images.dim() == 4 && data.train.images.size(1) == model.input_channels,
            "convpool_cnn_c", "the model takes ", model.input_channels,
            " input channels, the training images have shape ", data.train.images.shape());
