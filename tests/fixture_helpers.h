@@ -19,7 +19,7 @@ inline constexpr double fixture_rtol = 1e-10;
 inline constexpr double fixture_atol = 1e-12;
 
 // The parsed fixtures/<name>, read once per file.
-inline const json& fixture_file(const std::string& name) {
+inline const json& fixture_file(const char* name) {
   static std::map<std::string, json> parsed;
   auto found = parsed.find(name);
   if (found == parsed.end()) {
