@@ -1,5 +1,6 @@
 #include "data/mnist.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/checked.h"
@@ -25,6 +26,11 @@ std::string find_file(const std::string& folder, const std::string& stem) {
 }
 
 }  // namespace
+
+std::string fashion_mnist_folder() {
+  const char* named = std::getenv("NORMGRAD_FASHION_MNIST");
+  return named != nullptr && *named != '\0' ? named : kFashionMnistFolder;
+}
 
 ImageDataset load_mnist(const std::string& folder, Split split) {
   const std::string prefix = split == Split::Train ? "train" : "t10k";

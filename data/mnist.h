@@ -1,6 +1,7 @@
 #pragma once
 // MNIST-format datasets (MNIST, Fashion-MNIST): the four IDX files of a folder, as tensors.
-// Debian's dataset-fashion-mnist package installs Fashion-MNIST in kFashionMnistFolder.
+// Debian's dataset-fashion-mnist package installs Fashion-MNIST in kFashionMnistFolder;
+// fashion_mnist_folder() lets the environment name another copy.
 
 #include <string>
 
@@ -9,6 +10,11 @@
 namespace normgrad::data {
 
 inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
+
+// Where the examples and tests look for Fashion-MNIST: $NORMGRAD_FASHION_MNIST when it is set
+// and not empty (a copy outside Debian's package, say on a machine without it), otherwise
+// kFashionMnistFolder.
+std::string fashion_mnist_folder();
 
 enum class Split { Train, Test };
 

@@ -161,7 +161,7 @@ TEST_CASE("ConvPool-CNN-C data: Fashion-MNIST scaled and whitened with ZCA fitte
   const auto again = convpool_cnn_c::prepare_data(settings, data.whitening);
   CHECK(all_close(again.test.images, data.test.images, 0, 0));
   // The whitening is that of the scaled images: applied by hand to the raw test pixels.
-  const auto raw = data::load_mnist(data::kFashionMnistFolder, data::Split::Test);
+  const auto raw = data::load_mnist(data::fashion_mnist_folder(), data::Split::Test);
   const Tensor by_hand = data.whitening->apply(convpool_cnn_c::scale_pixels(
       convpool_cnn_c::frame_images(raw.images.narrow(0, 0, 40).contiguous())));
   CHECK(all_close(by_hand, data.test.images, 1e-6, 1e-6));

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -86,13 +87,27 @@ TEST_CASE("load_mnist reads an MNIST-format folder and checks it") {
               "image 1");
 }
 
+TEST_CASE("fashion_mnist_folder: NORMGRAD_FASHION_MNIST names another copy, else Debian's folder") {
+  const char* before = std::getenv("NORMGRAD_FASHION_MNIST");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("NORMGRAD_FASHION_MNIST", "/data/fashion", 1);
+  CHECK(data::fashion_mnist_folder() == "/data/fashion");
+  ::setenv("NORMGRAD_FASHION_MNIST", "", 1);  // set but empty: the default
+  CHECK(data::fashion_mnist_folder() == data::kFashionMnistFolder);
+  ::unsetenv("NORMGRAD_FASHION_MNIST");
+  CHECK(data::fashion_mnist_folder() == data::kFashionMnistFolder);
+  if (before != nullptr) ::setenv("NORMGRAD_FASHION_MNIST", saved.c_str(), 1);
+}
+
 TEST_CASE("Fashion-MNIST from Debian's package has 60000 + 10000 images of 28 x 28") {
-  if (!fs::exists(data::kFashionMnistFolder)) {
-    MESSAGE("skipped: " << data::kFashionMnistFolder
-                        << " is missing (apt-get install dataset-fashion-mnist)");
+  if (!fs::exists(data::fashion_mnist_folder())) {
+    MESSAGE(
+        "skipped: "
+        << data::fashion_mnist_folder()
+        << " is missing (apt-get install dataset-fashion-mnist, or set NORMGRAD_FASHION_MNIST)");
     return;
   }
-  const auto test = data::load_mnist(data::kFashionMnistFolder, data::Split::Test);
+  const auto test = data::load_mnist(data::fashion_mnist_folder(), data::Split::Test);
   CHECK(test.images.shape() == Shape{10000, 784});
   CHECK(test.labels.max().item() == 9);
   CHECK(test.images.max().item() <= 1.0);

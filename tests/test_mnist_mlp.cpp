@@ -167,14 +167,16 @@ TEST_CASE("mnist_mlp: steps for a number of epochs drop the last partial batch")
 }
 
 TEST_CASE("mnist_mlp: a few hundred Adam steps on Fashion-MNIST lower the loss for each norm") {
-  if (!fs::exists(data::kFashionMnistFolder)) {
-    MESSAGE("skipped: " << data::kFashionMnistFolder
-                        << " is missing (apt-get install dataset-fashion-mnist)");
+  if (!fs::exists(data::fashion_mnist_folder())) {
+    MESSAGE(
+        "skipped: "
+        << data::fashion_mnist_folder()
+        << " is missing (apt-get install dataset-fashion-mnist, or set NORMGRAD_FASHION_MNIST)");
     return;
   }
   const OneThread one_thread;
-  const auto train_all = data::load_mnist(data::kFashionMnistFolder, data::Split::Train);
-  const auto test_all = data::load_mnist(data::kFashionMnistFolder, data::Split::Test);
+  const auto train_all = data::load_mnist(data::fashion_mnist_folder(), data::Split::Train);
+  const auto test_all = data::load_mnist(data::fashion_mnist_folder(), data::Split::Test);
   // A slice of each split and a narrower model keep this to a second or two.
   const data::ImageDataset train{train_all.images.narrow(0, 0, 2000),
                                  train_all.labels.narrow(0, 0, 2000)};

@@ -34,7 +34,7 @@ std::string dataset_name(DatasetKind kind) {
 }
 
 std::string default_data_folder(DatasetKind kind) {
-  return kind == DatasetKind::FashionMnist ? ng::data::kFashionMnistFolder : "";
+  return kind == DatasetKind::FashionMnist ? ng::data::fashion_mnist_folder() : "";
 }
 
 std::int64_t image_channels(DatasetKind kind) { return kind == DatasetKind::Cifar10 ? 3 : 1; }

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Options {
-  std::string data = ng::data::kFashionMnistFolder;
+  std::string data = ng::data::fashion_mnist_folder();
   std::vector<std::string> norms{"none", "batchnorm", "layernorm", "rmsnorm", "prmsnorm"};
   std::vector<std::int64_t> batch_sizes{128, 4};
   std::optional<std::int64_t> steps;
