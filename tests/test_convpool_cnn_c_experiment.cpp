@@ -68,6 +68,10 @@ TEST_CASE("convpool_cnn_c experiment: every run, the table, the curves and the r
   auto other = settings;
   other.base.model.width = 0.1;
   CHECK_ERROR(convpool_cnn_c::run_experiment(other, Device::cpu(), false), "holds another run");
-  CHECK_ERROR(convpool_cnn_c::budget_named("huge"), "demo or long");
+  CHECK_ERROR(convpool_cnn_c::budget_named("huge"), "demo, long or gpu");
+  const auto gpu = convpool_cnn_c::budget_named("gpu");
+  CHECK(gpu.width == 1.0);     // the paper's channel counts
+  CHECK(gpu.train_size == 0);  // every image
+  CHECK(convpool_cnn_c::budget_named("demo").width < convpool_cnn_c::budget_named("long").width);
   CHECK(convpool_cnn_c::run_folder_name("prmsnorm:0.125,eps=1e-8") == "prmsnorm-0.125-eps-1e-8");
 }

@@ -20,7 +20,8 @@
 
 namespace convpool_cnn_c {
 
-// The sizes of an experiment: demo (about 8 minutes on 2 cores) or long (about 80).
+// The sizes of an experiment: demo (about 8 minutes on 2 cores), long (about 80), or gpu (the
+// paper's width on every image, for a GPU).
 struct Budget {
   std::string name;
   double width = 0;

@@ -50,6 +50,7 @@ struct TrainOptions {
 
 struct ExperimentOptions {
   std::string budget = "demo";
+  std::int64_t epochs = 0;  // 0: the budget's
   std::string out = "out/convpool_cnn_c";
   std::vector<std::string> norms = paper_norms();
   std::string dataset = "fashion-mnist";
@@ -151,7 +152,7 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   settings.base.model = {.input_channels = image_channels(settings.base.data.kind),
                          .width = budget.width,
                          .seed = o.seed};
-  settings.base.training = {.epochs = budget.epochs, .seed = o.seed};
+  settings.base.training = {.epochs = o.epochs > 0 ? o.epochs : budget.epochs, .seed = o.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);
   run_experiment(settings, device, !o.no_progress && ProgressDisplay::stderr_is_terminal());
   return 0;
@@ -249,8 +250,14 @@ int main(int argc, char** argv) {
   ExperimentOptions x;
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 10 in shape: every norm trained the same way, a report");
-  experiment_command->add_option("--budget", x.budget, "demo (about 8 minutes on 2 cores) or long")
-      ->check(CLI::IsMember({"demo", "long"}))
+  experiment_command
+      ->add_option("--budget", x.budget,
+                   "demo (width 0.25, about 8 minutes on 2 cores), long (width 0.5, about 80) or "
+                   "gpu (the paper's width, every image, 10 epochs)")
+      ->check(CLI::IsMember({"demo", "long", "gpu"}))
+      ->capture_default_str();
+  experiment_command->add_option("--epochs", x.epochs, "epochs of every run (0: the budget's)")
+      ->check(examples::kNonNegative)
       ->capture_default_str();
   experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
       ->capture_default_str();
