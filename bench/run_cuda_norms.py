@@ -107,6 +107,10 @@ def section(ours, theirs, arguments):
                   lambda r, h: time(theirs["results"], "torch_rms_norm", r, h, fb),
                   lambda r, h: time(ours, "rms_norm", r, h, fb), f"≥ {TORCH_SPEEDUP}×", lambda x: x >= TORCH_SPEEDUP)
     command = f"python3 bench/run_cuda_norms.py {arguments.build_dir}"
+    if arguments.repetitions is not None:
+        command += f" --repetitions {arguments.repetitions}"
+    if arguments.min_time is not None:
+        command += f" --min-time {arguments.min_time}"
     lines += ["", f"Measured with `{command}`.", "", END_MARKER]
     return "\n".join(lines)
 
@@ -119,8 +123,14 @@ def main():
     parser.add_argument("--quick", action="store_true", help="shapes 64 times smaller, short repetitions")
     parser.add_argument("--no-torch", action="store_true", help="leave out the comparison with PyTorch")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--repetitions", type=int, help="timed batches per measurement (both programs' default: 7)")
+    parser.add_argument("--min-time", type=float, help="seconds per timed batch (default: 0.2)")
     arguments = parser.parse_args()
     flags = ["--device", arguments.device] + (["--quick"] if arguments.quick else [])
+    if arguments.repetitions is not None:
+        flags += ["--repetitions", str(arguments.repetitions)]
+    if arguments.min_time is not None:
+        flags += ["--min-time", str(arguments.min_time)]
     program = arguments.build_dir / "bench" / "bench_norms_cuda"
     ours = {(r["name"], r["rows"], r["hidden"], r["pass"]): r for r in json_lines([program, *flags])}
     theirs = None
