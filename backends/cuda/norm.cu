@@ -209,14 +209,28 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
       inverse_r = 1.0 / sqrt(sum[0] / static_cast<double>(n) + args.eps);
     } else {
       T squares = 0;
+      if (args.k == n) {
+        // The whole row, under the same condition as the loads: the compiler issues every load
+        // of the row before the first sum. (Testing col < k here instead let it move each load
+        // down to its own sum, and the row paid the memory's latency once per chunk.)
 #pragma unroll
-      for (int c = 0; c < chunks; ++c) {
-        const std::int64_t col = first_column + c * stride;
-        if (col >= args.k) continue;  // only the first k values give the statistic
-        const P p = values(c, col);
+        for (int c = 0; c < chunks; ++c) {
+          const std::int64_t col = first_column + c * stride;
+          if (col >= n) continue;
+          const P p = values(c, col);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e)
-          if (col + e < args.k) squares += p.v[e] * p.v[e];
+          for (int e = 0; e < kVec; ++e) squares += p.v[e] * p.v[e];
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < chunks; ++c) {
+          const std::int64_t col = first_column + c * stride;
+          if (col >= args.k) continue;  // only the first k values give the statistic
+          const P p = values(c, col);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e)
+            if (col + e < args.k) squares += p.v[e] * p.v[e];
+        }
       }
       double sum[1] = {static_cast<double>(squares)};
       group_sum<1, kWarpPerRow>(sum, scratch);
