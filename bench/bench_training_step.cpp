@@ -1,5 +1,6 @@
-// Times whole training steps (zero_grad, forward, loss, backward, Adam) of the models in
-// training_models.h, and reports the median step time and peak memory as one JSON line:
+// Times whole training steps (zero_grad, forward, loss, backward, Adam) of the GRU language
+// model in training_models.h or of examples/convpool_cnn_c's ConvPool-CNN-C, and reports the median
+// step time and peak memory as one JSON line:
 //
 //   bench_training_step --model gru --norm rmsnorm --steps 5 [--device cuda]
 //   {"model":"gru","norm":"rmsnorm","threads":2,"step_seconds":[...],"median_seconds":...,
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "convpool_cnn_c/model.h"
 #include "process_memory.h"
 #include "training_models.h"
 
@@ -64,10 +66,12 @@ int main(int argc, char** argv) {
       model = lm;
     } else {
       const std::int64_t images = batch > 0 ? batch : 64;
-      auto cnn = bench::conv_pool_cnn_c(norm);
+      auto cnn = std::make_shared<convpool_cnn_c::ConvPoolCnnC>(
+          convpool_cnn_c::ModelConfig{.norm = norm, .input_channels = 3, .width = 1.0});
       cnn->to(device);
       const Tensor x = randn({images, 3, 32, 32}, data).to(device);
       const Tensor labels = randint(0, 10, {images}, data).to(device);
+      cnn->initialise_from_data(x);
       loss = [cnn, x, labels] { return nn::cross_entropy(cnn->forward(x), labels); };
       model = cnn;
     }

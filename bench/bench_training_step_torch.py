@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The PyTorch twin of bench_training_step: the same two models (training_models.h), the same
+"""The PyTorch twin of bench_training_step: the same two models (the GRU language model of
+training_models.h, and ConvPool-CNN-C as bench_convpool_cnn_c_torch.py builds it), the same
 step (zero_grad, forward, cross-entropy, backward, Adam), the same JSON line.
 
     python3 bench/bench_training_step_torch.py --model gru --steps 5 --threads 2
@@ -18,6 +19,8 @@ import time
 import torch
 from torch import nn
 
+from bench_convpool_cnn_c_torch import ConvPoolCnnC
+
 
 def resident_bytes():
     with open("/proc/self/statm") as statm:
@@ -35,30 +38,6 @@ class GruLanguageModel(nn.Module):
         states, _ = self.gru(self.embedding(tokens))
         logits = self.output(states)
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-class GaussianNoise(nn.Module):
-    def __init__(self, sigma):
-        super().__init__()
-        self.sigma = sigma
-
-    def forward(self, x):
-        return x + self.sigma * torch.randn_like(x) if self.training else x
-
-
-def conv_pool_cnn_c():
-    layers = [GaussianNoise(0.15)]
-
-    def conv(inputs, outputs, kernel, padding):
-        layers.extend([nn.Conv2d(inputs, outputs, kernel, padding=padding), nn.LeakyReLU(0.1)])
-
-    conv(3, 96, 3, 1), conv(96, 96, 3, 1), conv(96, 96, 3, 1)
-    layers.extend([nn.MaxPool2d(2), nn.Dropout(0.5)])
-    conv(96, 192, 3, 1), conv(192, 192, 3, 1), conv(192, 192, 3, 1)
-    layers.extend([nn.MaxPool2d(2), nn.Dropout(0.5)])
-    conv(192, 192, 3, 0), conv(192, 192, 1, 0), conv(192, 192, 1, 0)
-    layers.extend([nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(192, 10)])
-    return nn.Sequential(*layers)
 
 
 def main():
@@ -87,7 +66,7 @@ def main():
             return model.loss(tokens, targets)
     else:
         images = arguments.batch or 64
-        model = conv_pool_cnn_c().to(device)
+        model = ConvPoolCnnC(3, 1.0, "none").to(device)
         x = torch.randn(images, 3, 32, 32).to(device)
         labels = torch.randint(0, 10, (images,)).to(device)
 

@@ -7,9 +7,10 @@ Usage: python3 bench/run_training_steps.py BUILD_DIR   (a Release build with ben
        python3 bench/run_training_steps.py BUILD_DIR --device cuda   (both on a GPU; the table
            goes between the cuda-training markers, peak memory is the allocators' peak, goal 1.5x)
 
-The models (training_models.h, and their twins in bench_training_step_torch.py):
-  gru  a GRU language model: batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000;
-  cnn  ConvPool-CNN-C (paper, Appendix A.4): batch 64, 3x32x32.
+The models (their twins in bench_training_step_torch.py):
+  gru  a GRU language model (training_models.h): batch 80, 50 steps, embedding 256, hidden 512,
+       vocabulary 8000;
+  cnn  examples/convpool_cnn_c's ConvPool-CNN-C (paper, Appendix A.4): batch 64, 3x32x32.
 Each step is zero_grad, forward, cross-entropy, backward and an Adam update, on 2 threads.
 The programs run in rounds, normgrad and PyTorch alternating, each after waiting for an idle
 CPU, and the median of all their timed steps is kept, so that a slow spell on a shared machine
