@@ -74,6 +74,11 @@ def measure(build_dir, rounds, steps, warmup, quick, device):
     return results
 
 
+def seconds(value):
+    """A step time in seconds, or in milliseconds below a tenth of a second (GPU steps)."""
+    return f"{value * 1e3:.2f} ms" if value < 0.1 else f"{value:.3f} s"
+
+
 def summary(runs):
     steps = [seconds for run in runs for seconds in run["step_seconds"]]
     return {
@@ -116,7 +121,7 @@ def section(results, build_dir, quick, device):
               "|---|---|---|---|---|---|---|---|"]
     for model, norm, with_torch, goal in CONFIGURATIONS:
         mine = ours[(model, norm)]
-        cells = [MODEL_NAMES[model], norm, f"{mine['median']:.3f} s ±{mine['spread']:.0%} (n={mine['count']})"]
+        cells = [MODEL_NAMES[model], norm, f"{seconds(mine['median'])} ±{mine['spread']:.0%} (n={mine['count']})"]
         if with_torch:
             other = theirs[(model, norm)]
             ratio = mine["median"] / other["median"]
@@ -124,7 +129,7 @@ def section(results, build_dir, quick, device):
             memory = (f"{mib(mine['tensors'])} / {mib(other.get('tensors', 0))} (allocators' peaks)" if on_gpu
                       else f"{mib(mine['rss'])} / {mib(other['rss'])}")
             verdict = "pass" if ratio <= goal else "**FAIL**"
-            cells += [f"{other['median']:.3f} s ±{other['spread']:.0%} (n={other['count']})", f"{ratio:.2f}x",
+            cells += [f"{seconds(other['median'])} ±{other['spread']:.0%} (n={other['count']})", f"{ratio:.2f}x",
                       f"≤ {goal:.2f}x: {verdict}", memory]
         else:
             plain = ours[(model, "none")]
@@ -142,13 +147,19 @@ def main():
     parser.add_argument("build_dir", type=pathlib.Path, help="a Release build directory")
     parser.add_argument("--results", type=pathlib.Path, default=HERE / "RESULTS.md")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per run")
+    parser.add_argument("--steps", type=int, help="timed steps per run (default: 3 on the CPU, 20 on a GPU)")
+    parser.add_argument("--warmup", type=int,
+                        help="untimed steps first (default: 1 on the CPU; 5 on a GPU, whose clock climbs "
+                             "from its idle speed over the first steps)")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, no waiting for an idle CPU")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     arguments = parser.parse_args()
-    rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, arguments.steps)
-    results = measure(arguments.build_dir, rounds, steps, 1, arguments.quick, arguments.device)
+    on_gpu = arguments.device == "cuda"
+    steps = arguments.steps if arguments.steps is not None else (20 if on_gpu else 3)
+    warmup = arguments.warmup if arguments.warmup is not None else (5 if on_gpu else 1)
+    rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, steps)
+    results = measure(arguments.build_dir, rounds, steps, warmup, arguments.quick, arguments.device)
     text = section(results, arguments.build_dir, arguments.quick, arguments.device)
     print(text)
     if not arguments.no_write:
