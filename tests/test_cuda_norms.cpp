@@ -73,7 +73,9 @@ Inputs norm_inputs(const Shape& x_shape, const Shape& affine_shape, DType dtype)
 TEST_CASE("cuda parity: fused feature norms, values and dx, dgain, dbias") {
   SKIP_PARITY_WITHOUT_CUDA();
   for (const DType dtype : {DType::Float32, DType::Float64}) {
-    for (const std::int64_t n : {1, 7, 33, 1000, 4097}) {
+    // Warp per row (up to 1024 values in registers), a block per row with its values in
+    // registers (2048, 8192) and streamed (4097: no 16-byte packs).
+    for (const std::int64_t n : {1, 7, 33, 1000, 2048, 4097, 8192}) {
       for (const NormCase& c : feature_norms(n)) {
         INFO(c.name << ", n " << n << ", " << dtype);
         const NormFunction norm = c.norm;
