@@ -89,14 +89,15 @@ TEST_CASE("load_mnist reads an MNIST-format folder and checks it") {
 
 TEST_CASE("fashion_mnist_folder: NORMGRAD_FASHION_MNIST names another copy, else Debian's folder") {
   const char* before = std::getenv("NORMGRAD_FASHION_MNIST");
-  const std::string saved = before != nullptr ? before : "";
+  const bool was_set = before != nullptr;
+  const std::string saved = was_set ? before : "";
   ::setenv("NORMGRAD_FASHION_MNIST", "/data/fashion", 1);
   CHECK(data::fashion_mnist_folder() == "/data/fashion");
   ::setenv("NORMGRAD_FASHION_MNIST", "", 1);  // set but empty: the default
   CHECK(data::fashion_mnist_folder() == data::kFashionMnistFolder);
   ::unsetenv("NORMGRAD_FASHION_MNIST");
   CHECK(data::fashion_mnist_folder() == data::kFashionMnistFolder);
-  if (before != nullptr) ::setenv("NORMGRAD_FASHION_MNIST", saved.c_str(), 1);
+  if (was_set) ::setenv("NORMGRAD_FASHION_MNIST", saved.c_str(), 1);
 }
 
 TEST_CASE("Fashion-MNIST from Debian's package has 60000 + 10000 images of 28 x 28") {
