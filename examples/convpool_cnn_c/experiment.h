@@ -20,7 +20,7 @@
 
 namespace convpool_cnn_c {
 
-// The sizes of an experiment: demo (about 8 minutes on 2 cores), long (about 80), or gpu (the
+// The sizes of an experiment: demo (about 8 minutes on 2 cores), long (about 95), or gpu (the
 // paper's width on every image, for a GPU).
 struct Budget {
   std::string name;

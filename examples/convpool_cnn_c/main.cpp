@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
       "experiment", "the paper's Table 10 in shape: every norm trained the same way, a report");
   experiment_command
       ->add_option("--budget", x.budget,
-                   "demo (width 0.25, about 8 minutes on 2 cores), long (width 0.5, about 80) or "
+                   "demo (width 0.25, about 8 minutes on 2 cores), long (width 0.5, about 95) or "
                    "gpu (the paper's width, every image, 10 epochs)")
       ->check(CLI::IsMember({"demo", "long", "gpu"}))
       ->capture_default_str();
