@@ -198,15 +198,16 @@ class Backend {
                                 int dim, bool log) = 0;
 
   // ---- fused normalisers ------------------------------------------------------------------
-  // x and y: contiguous [rows, n]; mean and rstd: contiguous [rows], written for backward
+  // x and y: [rows, n], each contiguous or with evenly strided rows of adjacent values
+  // (norm_layout.h); mean and rstd: contiguous [rows], written for backward
   // (mean is 0 for the RMS family; rstd = 1 / r). gain and bias: null or contiguous.
   // Statistics accumulate in double for float32 input, centred two-pass for LayerNorm.
   virtual void norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
                             const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
                             const TensorRef* bias) = 0;
-  // One pass over x and dy per row. dx: [rows, n]; dgain and dbias (null when not wanted)
-  // have gain's shape and are overwritten, summed over rows from per-thread partial sums
-  // combined in a fixed order, so they do not depend on scheduling. With ŷ = (a - mu) / r
+  // One pass over x and dy per row. dx and dy: [rows, n], laid out as x may be. dgain and
+  // dbias (null when not wanted) have gain's shape and are overwritten, summed over rows from
+  // per-thread partial sums combined in a fixed order, so they do not depend on scheduling. With ŷ = (a - mu) / r
   // and dŷ = g dy:
   //   LayerNorm:  da = (dŷ - mean(dŷ) - ŷ mean(dŷ ŷ)) / r
   //   RMS family: da_j = dŷ_j / r - [j <= k] a_j c,  c = sum_i dŷ_i a_i / (divisor r^3)

@@ -119,6 +119,30 @@ TEST_CASE("cuda parity: fused norms over several trailing dims and many rows") {
   }
 }
 
+TEST_CASE("cuda parity: fused norms on slices of wider rows, read and written in place") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    // Columns [offset, offset + n) of [5, n + 8] rows: at offset 4 a float32 slice starts on a
+    // 16-byte boundary (n a multiple of 4: the packed path), at offset 1 it does not.
+    for (const std::int64_t n : {7, 1000, 2048, 8192}) {
+      for (const std::int64_t offset : {1, 4}) {
+        for (const NormCase& c : feature_norms(n)) {
+          INFO(c.name << ", n " << n << ", offset " << offset << ", " << dtype);
+          const NormFunction norm = c.norm;
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [norm, n, offset](const Inputs& in) {
+                const Tensor& x = in[0];
+                return cat({x.narrow(1, 0, offset), norm(x.narrow(1, offset, n), in[1], in[2]),
+                            x.narrow(1, offset + n, 8 - offset)},
+                           1);
+              },
+              norm_inputs({5, n + 8}, {n}, dtype), norm_values(dtype), norm_gradients(dtype)));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda parity: fused norms in the spatial layout, per-channel gain and bias") {
   SKIP_PARITY_WITHOUT_CUDA();
   const nn::NormOptions spatial{.eps = 1e-6, .per_channel = true};

@@ -5,7 +5,8 @@
 // Every normaliser (LayerNorm, RMSNorm with eps inside and outside the sqrt, pRMSNorm with k
 // rounded both ways, L2Norm, the per-channel spatial form) over row lengths from 1 to 4097, in
 // float32 and float64; rows of zeros; rows with a large mean and a small spread; dgain/dbias
-// identical for 1 and 2 threads; int64 refused.
+// identical for 1 and 2 threads; rows strided within wider rows; int64 and other layouts
+// refused.
 
 #include <algorithm>
 #include <cmath>
@@ -373,4 +374,69 @@ TEST_CASE("norm kernels: int64 is refused") {
   CHECK_ERROR(cpu.norm_backward(params, detail::ref(x), nullptr, nullptr, detail::ref(x),
                                 detail::ref(x), detail::ref(stats), detail::ref(stats), nullptr),
               "cpu norm_backward", "int64");
+}
+
+TEST_CASE("norm kernels: rows strided within wider rows are read and written in place") {
+  // x, y, dy and dx are columns [2, 2 + n) of wider [rows, n + 5] tensors, as a recurrent
+  // cell's gates are a slice of its projection. The results match the contiguous call's and
+  // the columns around the slice keep their values.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double tolerance = dtype == DType::Float32 ? 1e-6 : 1e-14;
+    for (Kind kind : {Kind::Layer, Kind::Rms, Kind::PartialCeil}) {
+      for (std::int64_t n : {1, 7, 300}) {
+        INFO(name_of(kind) << ", n " << n << ", " << dtype);
+        const std::int64_t rows = 40, width = n + 5;
+        const Tensor x_wide = random_tensor({rows, width}, dtype, 31, 1.0, 0.3);
+        const Tensor dy_wide = random_tensor({rows, width}, dtype, 32, 1.0, 0.0);
+        const Tensor gain = random_tensor({n}, dtype, 33, 0.5, 1.0);
+        const Tensor bias = random_tensor({n}, dtype, 34, 1.0, 0.0);
+        const Tensor x = x_wide.narrow(1, 2, n), dy = dy_wide.narrow(1, 2, n);
+        const auto params = params_for(kind, n, 1e-5, true);
+        const Forward expected = fused_forward(params, x.contiguous(), gain, bias);
+        const Backward expected_grads =
+            fused_backward(params, x.contiguous(), dy.contiguous(), expected, gain, {n}, true, true);
+
+        const Tensor y_wide = full({rows, width}, 7.0, {.dtype = dtype});
+        const Tensor dx_wide = full({rows, width}, 7.0, {.dtype = dtype});
+        const Tensor y = y_wide.narrow(1, 2, n), dx = dx_wide.narrow(1, 2, n);
+        const Tensor mean = empty({rows}, {.dtype = dtype}), rstd = empty({rows}, {.dtype = dtype});
+        const Tensor dgain = empty({n}, {.dtype = dtype}), dbias = empty({n}, {.dtype = dtype});
+        const OptionalRef gain_ref(gain), bias_ref(bias), dgain_ref(dgain), dbias_ref(dbias);
+        auto& cpu = backend::cpu_backend();
+        cpu.norm_forward(params, detail::ref(y), detail::ref(mean), detail::ref(rstd),
+                         detail::ref(x), gain_ref.pointer, bias_ref.pointer);
+        cpu.norm_backward(params, detail::ref(dx), dgain_ref.pointer, dbias_ref.pointer,
+                          detail::ref(dy), detail::ref(x), detail::ref(mean), detail::ref(rstd),
+                          gain_ref.pointer);
+        CHECK(testing::all_close(y, expected.y, tolerance, tolerance));
+        CHECK(testing::all_close(rstd, expected.rstd, tolerance, tolerance));
+        CHECK(testing::all_close(dx, expected_grads.dx, tolerance, tolerance));
+        CHECK(testing::all_close(dgain, expected_grads.dgain, tolerance, tolerance));
+        CHECK(testing::all_close(dbias, expected_grads.dbias, tolerance, tolerance));
+        for (const Tensor& wide : {y_wide, dx_wide}) {
+          const Tensor outside = cat({wide.narrow(1, 0, 2), wide.narrow(1, 2 + n, 3)}, 1);
+          CHECK(testing::all_close(outside, full(outside.shape(), 7.0, {.dtype = dtype}), 0, 0));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("norm kernels: operands whose rows are not evenly strided are refused") {
+  const auto params = params_for(Kind::Rms, 4, 1e-5, true);
+  auto& cpu = backend::cpu_backend();
+  const Tensor y = empty({3, 4}), stats = empty({3});
+  // A transposed [3, 4]: the values of a row are 3 apart.
+  const Tensor transposed = random_tensor({4, 3}, DType::Float32, 35, 1.0, 0.0).t();
+  CHECK_ERROR(cpu.norm_forward(params, detail::ref(y), detail::ref(stats), detail::ref(stats),
+                               detail::ref(transposed), nullptr, nullptr),
+              "cpu norm_forward", "x must be contiguous, or [3, 4] with adjacent values");
+  // Rows 2 apart would overlap rows of 4 values.
+  const Tensor storage = zeros({8});
+  backend::TensorRef overlapping = detail::ref(storage);
+  overlapping.shape = {3, 4};
+  overlapping.strides = {2, 1};
+  CHECK_ERROR(cpu.norm_backward(params, detail::ref(y), nullptr, nullptr, overlapping,
+                                detail::ref(y), detail::ref(stats), detail::ref(stats), nullptr),
+              "cpu norm_backward", "dy must be contiguous");
 }

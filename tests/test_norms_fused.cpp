@@ -105,6 +105,32 @@ TEST_CASE("fused normalisers match their twins on non-contiguous inputs") {
   }
 }
 
+TEST_CASE("fused normalisers match their twins on slices of wider rows") {
+  // x is drawn as [5, n + 7] and its columns [3, 3 + n) are normalised in place, the rest passed
+  // through, as a recurrent cell normalises its gates within its projection: the kernels read x
+  // and (through cat's backward) dy with strided rows.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
+    for (std::int64_t n : {1, 8, 1000}) {
+      CAPTURE(n);
+      const auto within = [n](const Tensor& x, const Tensor& normalised) {
+        return cat({x.narrow(1, 0, 3), normalised, x.narrow(1, 3 + n, 4)}, 1);
+      };
+      const auto slice = [n](const Tensor& x) { return x.narrow(1, 3, n); };
+      const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, nn::layer_norm(slice(x), 1, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::layer_norm_composed(slice(x), 1, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, nn::rms_norm(slice(x), 1, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::rms_norm_composed(slice(x), 1, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, nn::partial_rms_norm(slice(x), 1, k, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::partial_rms_norm_composed(slice(x), 1, k, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+    }
+  }
+}
+
 TEST_CASE("gradcheck: fused normalisers, with and without gain and bias") {
   const Tensor x = leaf({4, 9}, 1, 2.0), g = leaf({9}, 2), b = leaf({9}, 3);
   CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm(in[0], 1, in[1], in[2]); }, {x, g, b});

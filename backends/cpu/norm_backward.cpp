@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -165,6 +165,7 @@ double rms_row_sum(const T* x, const T* dy, std::int64_t n, const T* gain, T gai
 template <typename T> struct BackwardTensors {
   T* dx = nullptr;
   const T* dy = nullptr;
+  std::int64_t dx_stride = 0, dy_stride = 0;  // between rows (backends/norm_layout.h)
   const T* mean = nullptr;
   const T* rstd = nullptr;
 };
@@ -175,9 +176,9 @@ void backward_rows(const NormProblem<T>& problem, const BackwardTensors<T>& tens
                    std::int64_t begin, std::int64_t end, const PartialSink<T>& sink) {
   const std::int64_t n = problem.n;
   for (std::int64_t row = begin; row < end; ++row) {
-    const T* x = problem.x + row * n;
-    const T* dy = tensors.dy + row * n;
-    T* dx = tensors.dx + row * n;
+    const T* x = problem.x + row * problem.x_stride;
+    const T* dy = tensors.dy + row * tensors.dy_stride;
+    T* dx = tensors.dx + row * tensors.dx_stride;
     const T gain_scalar = problem.row_gain(row);
     const double inverse_r = static_cast<double>(tensors.rstd[row]);
     RowCoefficients<T> co;
@@ -366,6 +367,8 @@ void CpuBackend::norm_backward(const NormParams& params, const TensorRef& dx,
     BackwardTensors<T> tensors;
     tensors.dx = dx.ptr<T>();
     tensors.dy = dy.ptr<const T>();
+    tensors.dx_stride = norm_row_stride(dx, problem.rows, problem.n, op, "dx");
+    tensors.dy_stride = norm_row_stride(dy, problem.rows, problem.n, op, "dy");
     tensors.mean = mean.ptr<const T>();
     tensors.rstd = rstd.ptr<const T>();
     norm_backward_typed(problem, tensors, dgain != nullptr ? dgain->ptr<T>() : nullptr,

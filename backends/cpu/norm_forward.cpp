@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -46,11 +46,11 @@ void write_normalised_row(T* y, const T* x, std::int64_t n, T head, T tail, T sc
 }
 
 template <typename T, bool centred, bool column_gain, bool column_bias>
-void forward_rows(const NormProblem<T>& problem, T* y, T* mean, T* rstd, std::int64_t begin,
-                  std::int64_t end) {
+void forward_rows(const NormProblem<T>& problem, T* y, std::int64_t y_stride, T* mean, T* rstd,
+                  std::int64_t begin, std::int64_t end) {
   const std::int64_t n = problem.n;
   for (std::int64_t row = begin; row < end; ++row) {
-    const T* x_row = problem.x + row * n;
+    const T* x_row = problem.x + row * problem.x_stride;
     double mu = 0, inverse_r = 0;
     if constexpr (centred) {
       const double count = static_cast<double>(n);
@@ -67,8 +67,8 @@ void forward_rows(const NormProblem<T>& problem, T* y, T* mean, T* rstd, std::in
     const T head = static_cast<T>(mu);
     const T tail = static_cast<T>(mu - static_cast<double>(head));
     write_normalised_row<T, centred, column_gain, column_bias>(
-        y + row * n, x_row, n, head, tail, static_cast<T>(inverse_r), problem.gain, problem.bias,
-        problem.row_gain(row), problem.row_bias(row));
+        y + row * y_stride, x_row, n, head, tail, static_cast<T>(inverse_r), problem.gain,
+        problem.bias, problem.row_gain(row), problem.row_bias(row));
     mean[row] = head;
     rstd[row] = static_cast<T>(inverse_r);
   }
@@ -76,23 +76,25 @@ void forward_rows(const NormProblem<T>& problem, T* y, T* mean, T* rstd, std::in
 
 // Rows [begin, end), the flags turned into template arguments inside the clone.
 template <typename T>
-NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<T>& problem, T* y, T* mean, T* rstd,
-                                       bool centred, std::int64_t begin, std::int64_t end) {
+NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<T>& problem, T* y, std::int64_t y_stride,
+                                       T* mean, T* rstd, bool centred, std::int64_t begin,
+                                       std::int64_t end) {
   const bool column = problem.channels == 0;
   with_flag(centred, [&](auto centred_flag) {
     with_flag(column && problem.gain != nullptr, [&](auto column_gain) {
       with_flag(column && problem.bias != nullptr, [&](auto column_bias) {
         forward_rows<T, decltype(centred_flag)::value, decltype(column_gain)::value,
-                     decltype(column_bias)::value>(problem, y, mean, rstd, begin, end);
+                     decltype(column_bias)::value>(problem, y, y_stride, mean, rstd, begin, end);
       });
     });
   });
 }
 
 template <typename T>
-void norm_forward_typed(const NormProblem<T>& problem, T* y, T* mean, T* rstd, bool centred) {
+void norm_forward_typed(const NormProblem<T>& problem, T* y, std::int64_t y_stride, T* mean,
+                        T* rstd, bool centred) {
   parallel_for(problem.rows, problem.n, [&](std::int64_t begin, std::int64_t end) {
-    forward_range(problem, y, mean, rstd, centred, begin, end);
+    forward_range(problem, y, y_stride, mean, rstd, centred, begin, end);
   });
 }
 
@@ -108,7 +110,8 @@ void CpuBackend::norm_forward(const NormParams& params, const TensorRef& y, cons
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const NormProblem<T> problem = make_problem<T>(params, x, gain, bias, op);
-    norm_forward_typed(problem, y.ptr<T>(), mean.ptr<T>(), rstd.ptr<T>(), params.centred);
+    const std::int64_t y_stride = norm_row_stride(y, problem.rows, problem.n, op, "y");
+    norm_forward_typed(problem, y.ptr<T>(), y_stride, mean.ptr<T>(), rstd.ptr<T>(), params.centred);
   });
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The fused normalisers' shared parts — sizes, the row problem, the row sums — for
 // norm_forward.cpp and norm_backward.cpp. The fused normalisers, forward and backward: LayerNorm
-// and the RMS family (RMSNorm, pRMSNorm, L2Norm) over contiguous rows of n values a_1..a_n
-// (backend.h gives the contract).
+// and the RMS family (RMSNorm, pRMSNorm, L2Norm) over rows of n adjacent values a_1..a_n, the
+// rows contiguous or evenly strided (backend.h gives the contract).
 //
 // Forward, per row (statistics in T lanes per block, the blocks summed in double; see below):
 //   LayerNorm:  mu = sum(a) / n, var = sum((a - mu)^2) / n   (centred two-pass, never the
@@ -44,6 +44,7 @@
 #include <type_traits>
 
 #include "backends/backend.h"
+#include "backends/norm_layout.h"
 #include "core/error.h"
 
 // Internal to the CPU backend's norm kernels.
@@ -74,6 +75,7 @@ template <typename T> struct NormProblem {
   bool eps_inside_sqrt = true;
   std::int64_t channels = 0;  // > 0: gain and bias per channel, channel = row % channels
   const T* x = nullptr;
+  std::int64_t x_stride = 0;  // row r of x at x + r x_stride (backends/norm_layout.h)
   const T* gain = nullptr;
   const T* bias = nullptr;
 
@@ -161,6 +163,7 @@ NormProblem<T> make_problem(const NormParams& params, const TensorRef& x, const 
   problem.eps_inside_sqrt = params.eps_inside_sqrt;
   problem.channels = params.channels;
   problem.x = x.ptr<const T>();
+  problem.x_stride = norm_row_stride(x, problem.rows, problem.n, op, "x");
   problem.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
   problem.bias = bias != nullptr ? bias->ptr<const T>() : nullptr;
   NG_CHECK(problem.k >= 0 && problem.k <= problem.n, op, "k = ", problem.k, " must lie in [0, ",

@@ -1,5 +1,6 @@
 // The fused normalisers on the GPU: LayerNorm and the RMS family (RMSNorm, pRMSNorm, L2Norm)
-// over contiguous rows [rows, n], forward and backward (backend.h gives the formulas).
+// over rows [rows, n], contiguous or evenly strided (norm_layout.h), forward and backward
+// (backend.h gives the formulas).
 //
 // Thread mapping. A row belongs to one group of threads: a warp (32 lanes) for short rows, the
 // whole block for long ones. Lane l of a group of G threads owns the packs of V adjacent values
@@ -39,6 +40,7 @@
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/norm.h"
 #include "backends/dtype_dispatch.h"
+#include "backends/norm_layout.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cuda {
@@ -117,6 +119,7 @@ __device__ __forceinline__ void group_sum(double (&values)[N], double* scratch) 
 
 template <typename T> struct ForwardArgs {
   std::int64_t rows = 0, n = 0, k = 0, channels = 0;
+  std::int64_t x_stride = 0, y_stride = 0;  // between rows (backends/norm_layout.h)
   double divisor = 1, eps = 0;
   bool eps_inside_sqrt = true;
   const T* x = nullptr;
@@ -129,6 +132,7 @@ template <typename T> struct ForwardArgs {
 
 template <typename T> struct BackwardArgs {
   std::int64_t rows = 0, n = 0, k = 0, channels = 0;
+  std::int64_t x_stride = 0, dy_stride = 0, dx_stride = 0;  // between rows
   double divisor = 1, eps = 0;
   bool eps_inside_sqrt = true;
   const T* x = nullptr;
@@ -163,7 +167,7 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
 
   for (std::int64_t row = blockIdx.x * std::int64_t{group.count} + group.index; row < args.rows;
        row += std::int64_t{gridDim.x} * group.count) {
-    const T* x = args.x + row * n;
+    const T* x = args.x + row * args.x_stride;
     P cache[kChunks > 0 ? kChunks : 1];
     if constexpr (kChunks > 0) {
 #pragma unroll
@@ -250,7 +254,7 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
         args.channels > 0 && args.gain != nullptr ? args.gain[row % args.channels] : T(1);
     const T row_bias =
         args.channels > 0 && args.bias != nullptr ? args.bias[row % args.channels] : T(0);
-    T* y = args.y + row * n;
+    T* y = args.y + row * args.y_stride;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
       const std::int64_t col = first_column + c * stride;
@@ -326,8 +330,8 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
   }
 
   for (std::int64_t row = row_begin; row < row_end; row += row_step) {
-    const T* x = args.x + row * n;
-    const T* dy = args.dy + row * n;
+    const T* x = args.x + row * args.x_stride;
+    const T* dy = args.dy + row * args.dy_stride;
     P x_cache[kChunks > 0 ? kChunks : 1], dy_cache[kChunks > 0 ? kChunks : 1];
     if constexpr (kChunks > 0) {
 #pragma unroll
@@ -420,7 +424,7 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
     }
 
     // dx, and the row's share of dgain and dbias.
-    T* dx = args.dx + row * n;
+    T* dx = args.dx + row * args.dx_stride;
     T gain_sum = 0, bias_sum = 0;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
@@ -552,10 +556,13 @@ struct RowLayout {
 
 bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// 16-byte packs need n, every row stride and every pointer to allow them.
 template <typename T>
-RowLayout row_layout(std::int64_t n, std::initializer_list<const void*> pointers) {
+RowLayout row_layout(std::int64_t n, std::initializer_list<std::int64_t> row_strides,
+                     std::initializer_list<const void*> pointers) {
   constexpr int wide = 16 / sizeof(T);
   bool vectorise = n % wide == 0;
+  for (const std::int64_t stride : row_strides) vectorise = vectorise && stride % wide == 0;
   for (const void* p : pointers) vectorise = vectorise && (p == nullptr || aligned(p));
   RowLayout layout;
   layout.vec = vectorise ? wide : 1;
@@ -659,12 +666,14 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
   NG_CHECK(y.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype, op,
            "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",
            rstd.dtype);
-  for (const TensorRef* operand : {&y, &mean, &rstd, &x})
-    NG_CHECK(is_contiguous(*operand), op, "operands must be contiguous, got strides ",
+  for (const TensorRef* operand : {&mean, &rstd})
+    NG_CHECK(is_contiguous(*operand), op, "mean and rstd must be contiguous, got strides ",
              operand->strides, " for shape ", operand->shape);
   const std::int64_t n = x.rank() == 0 ? 1 : x.shape.back();
   const std::int64_t rows = n == 0 ? 0 : x.numel() / n;
   check_problem(params, n, x, {gain, bias}, op);
+  const std::int64_t x_stride = norm_row_stride(x, rows, n, op, "x");
+  const std::int64_t y_stride = norm_row_stride(y, rows, n, op, "y");
   if (rows == 0) return;
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -677,14 +686,17 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
     args.eps = params.eps;
     args.eps_inside_sqrt = params.eps_inside_sqrt;
     args.x = x.ptr<const T>();
+    args.x_stride = x_stride;
     args.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
     args.bias = bias != nullptr ? bias->ptr<const T>() : nullptr;
     args.y = y.ptr<T>();
+    args.y_stride = y_stride;
     args.mean = mean.ptr<T>();
     args.rstd = rstd.ptr<T>();
     const bool column = params.channels == 0;
-    const RowLayout layout = row_layout<T>(
-        n, {args.x, args.y, column ? args.gain : nullptr, column ? args.bias : nullptr});
+    const RowLayout layout =
+        row_layout<T>(n, {x_stride, y_stride},
+                      {args.x, args.y, column ? args.gain : nullptr, column ? args.bias : nullptr});
     const unsigned grid = row_grid(rows, layout, context);
     with_layout_of<T>(layout, [&](auto vec, auto chunks, auto warp) {
       constexpr int kVec = decltype(vec)::value, kChunks = decltype(chunks)::value;
@@ -709,12 +721,15 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
       dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype,
       op, "dtypes differ: x ", x.dtype, ", dx ", dx.dtype, ", dy ", dy.dtype, ", mean ", mean.dtype,
       ", rstd ", rstd.dtype);
-  for (const TensorRef* operand : {&dx, &dy, &x, &mean, &rstd})
-    NG_CHECK(is_contiguous(*operand), op, "operands must be contiguous, got strides ",
+  for (const TensorRef* operand : {&mean, &rstd})
+    NG_CHECK(is_contiguous(*operand), op, "mean and rstd must be contiguous, got strides ",
              operand->strides, " for shape ", operand->shape);
   const std::int64_t n = x.rank() == 0 ? 1 : x.shape.back();
   const std::int64_t rows = n == 0 ? 0 : x.numel() / n;
   check_problem(params, n, x, {gain, dgain, dbias}, op);
+  const std::int64_t x_stride = norm_row_stride(x, rows, n, op, "x");
+  const std::int64_t dy_stride = norm_row_stride(dy, rows, n, op, "dy");
+  const std::int64_t dx_stride = norm_row_stride(dx, rows, n, op, "dx");
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const std::int64_t width = params.channels > 0 ? params.channels : n;
@@ -734,6 +749,9 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
     args.eps_inside_sqrt = params.eps_inside_sqrt;
     args.x = x.ptr<const T>();
     args.dy = dy.ptr<const T>();
+    args.x_stride = x_stride;
+    args.dy_stride = dy_stride;
+    args.dx_stride = dx_stride;
     args.mean = mean.ptr<const T>();
     args.rstd = rstd.ptr<const T>();
     args.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
@@ -743,7 +761,8 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
     const bool column = params.channels == 0;
     const bool partials = args.want_gain || args.want_bias;
     const RowLayout layout =
-        row_layout<T>(n, {args.x, args.dy, args.dx, column ? args.gain : nullptr});
+        row_layout<T>(n, {x_stride, dy_stride, dx_stride},
+                      {args.x, args.dy, args.dx, column ? args.gain : nullptr});
 
     // Column partials: fixed runs of rows per block, sized by the row count alone.
     unsigned grid = row_grid(rows, layout, context);

@@ -1,5 +1,6 @@
 // The differentiable wrappers of the fused norm kernels: argument checks, the [rows, n] view
-// the kernels want, and the backward node that hands dy to norm_backward.
+// the kernels want (strided rows read in place), and the backward node that hands dy to
+// norm_backward.
 
 #include "nn/norms/fused.h"
 
@@ -30,6 +31,16 @@ const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef&
   if (!tensor.defined()) return nullptr;
   storage = detail::ref(tensor);
   return &storage;
+}
+
+// t as the [rows, n] the kernels take: a view where its rows are evenly spaced, each row's
+// values adjacent (a slice of wider rows, as a recurrent cell's gates are a slice of its
+// projection), which the kernels read and write in place; a contiguous copy otherwise.
+Tensor as_rows(const Tensor& t, std::int64_t rows, std::int64_t n) {
+  const Tensor view = t.reshape({rows, n});  // a copy only where no view can be
+  const Strides& strides = view.strides();
+  if ((n <= 1 || strides[1] == 1) && (rows <= 1 || strides[0] >= n)) return view;
+  return view.contiguous();
 }
 
 enum class Statistic { Variance, MeanSquare, SumOfSquares };
@@ -67,7 +78,7 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, Statistic stati
   NG_CHECK(options.eps >= 0, name, "eps must be non-negative, got ", options.eps);
 
   const std::int64_t rows = x.numel() / n;
-  const Tensor input = x.contiguous().detach().view({rows, n});
+  const Tensor input = as_rows(x.detach(), rows, n);
   Tensor y = detail::make_tensor(x.shape(), x.dtype(), x.device());
   Tensor mean = detail::make_tensor({rows}, x.dtype(), x.device());
   Tensor rstd = detail::make_tensor({rows}, x.dtype(), x.device());
@@ -89,7 +100,7 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, Statistic stati
           if (want_bias) grads[2] = detail::make_tensor(affine_shape, dy.dtype(), dy.device());
           if (rows == 0) return grads;
           backend::TensorRef dgain_ref, dbias_ref, saved_gain_ref;
-          const Tensor dy_rows = dy.contiguous().view({rows, n});
+          const Tensor dy_rows = as_rows(dy, rows, n);
           detail::backend_of(dy).norm_backward(
               params, detail::ref(grads[0].view({rows, n})), optional_ref(grads[1], dgain_ref),
               optional_ref(grads[2], dbias_ref), detail::ref(dy_rows), detail::ref(saved_input),
