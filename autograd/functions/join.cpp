@@ -1,13 +1,15 @@
 // Joining and splitting along a dim. cat copies each input into its window of the result;
-// its backward hands each input the matching window of dy (a view, no copy). split and
-// chunk are windows (narrow views) to begin with.
+// its backward hands each input the matching window of dy (a view, no copy).
 //
-// unbind is a view too, but its T slices share one backward buffer. The graph it builds:
-//   x -> token (a 0-d tensor, "UnbindBackward") -> slice i ("UnbindSliceBackward"), each i.
-// A slice's backward copies its dy into window i of the shared buffer and passes a zero on to
-// the token. The engine runs the token's node only after every slice's node that a gradient
-// reached, so by then the buffer is complete; it hands the buffer to x, zeroing the windows
-// that no gradient reached.
+// split, chunk and unbind give views of x's windows, whose gradients share one backward
+// buffer. (As separate narrow views, each window's gradient would be a zero tensor shaped
+// like x with the window copied in, and the engine would add them all up: for a recurrent
+// cell's gates, two fills and an add of the whole projection per step.) The graph:
+//   x -> token (a 0-d tensor, "SplitBackward") -> window i ("SplitPieceBackward"), each i
+// (unbind's nodes are "UnbindBackward" and "UnbindSliceBackward"). A window's backward copies
+// its dy into window i of the shared buffer and passes a zero on to the token. The engine runs
+// the token's node only after every window's node that a gradient reached, so by then the
+// buffer is complete; it hands the buffer to x, zeroing the windows that no gradient reached.
 
 #include <memory>
 
@@ -77,6 +79,68 @@ Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
   return cat(expanded, d);
 }
 
+namespace {
+
+// The gradient of x that its windows fill, window by window, during one backward pass.
+struct WindowGradient {
+  Tensor sum;                // x's shape; allocated by the first window that gets a gradient
+  std::vector<bool> filled;  // which windows have been written
+};
+
+Tensor zero_scalar(const Tensor& like) {
+  Tensor zero = detail::make_tensor({}, like.dtype(), like.device());
+  detail::backend_of(zero).fill(detail::ref(zero), 0);
+  return zero;
+}
+
+// x's `count` windows, window(t, i) being window i of a tensor shaped like x, as views whose
+// gradients meet in one buffer (the graph above).
+template <typename Window>
+std::vector<Tensor> windows_sharing_gradient(const Tensor& x, std::size_t count, Window window,
+                                             const char* token_name, const char* window_name) {
+  std::vector<Tensor> windows;
+  windows.reserve(count);
+  if (!needs_grad(x)) {
+    for (std::size_t i = 0; i < count; ++i) windows.push_back(window(x, i));
+    return windows;
+  }
+  auto gradient = std::make_shared<WindowGradient>();
+  gradient->filled.assign(count, false);
+  const Tensor token = zero_scalar(x);
+  record(token_name, token, {x}, {},
+         [gradient, window, shape = x.shape()](const Tensor& dtoken, const SavedTensors&) {
+           Tensor sum = std::move(gradient->sum);
+           if (!sum.defined()) sum = detail::make_tensor(shape, dtoken.dtype(), dtoken.device());
+           for (std::size_t i = 0; i < gradient->filled.size(); ++i) {
+             if (!gradient->filled[i]) {
+               const Tensor empty_window = window(sum, i);
+               detail::backend_of(empty_window).fill(detail::ref(empty_window), 0);
+             }
+             gradient->filled[i] = false;  // ready for another backward pass (retain_graph)
+           }
+           return Grads{sum};
+         });
+  for (std::size_t i = 0; i < count; ++i) {
+    Tensor piece;
+    {
+      NoGradGuard no_grad;
+      piece = window(x, i);
+    }
+    record(window_name, piece, {token}, {},
+           [gradient, window, i, shape = x.shape()](const Tensor& dy, const SavedTensors&) {
+             if (!gradient->sum.defined())
+               gradient->sum = detail::make_tensor(shape, dy.dtype(), dy.device());
+             detail::copy_values(window(gradient->sum, i), dy);
+             gradient->filled[i] = true;
+             return Grads{zero_scalar(dy)};
+           });
+    windows.push_back(piece);
+  }
+  return windows;
+}
+
+}  // namespace
+
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes,
                           std::int64_t dim) {
   autograd::primitive::check_defined(x, "split");
@@ -89,13 +153,18 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   }
   NG_CHECK(total == x.shape()[d], "split", "sizes ", Shape(sizes), " add up to ", total,
            " but dim ", d, " has size ", x.shape()[d]);
-  std::vector<Tensor> pieces;
+  std::vector<std::int64_t> starts;
   std::int64_t start = 0;
   for (std::int64_t size : sizes) {
-    pieces.push_back(x.narrow(d, start, size));
+    starts.push_back(start);
     start += size;
   }
-  return pieces;
+  return windows_sharing_gradient(
+      x, sizes.size(),
+      [d, starts, sizes](const Tensor& t, std::size_t i) {
+        return t.narrow(d, starts[i], sizes[i]);
+      },
+      "SplitBackward", "SplitPieceBackward");
 }
 
 std::vector<Tensor> split(const Tensor& x, std::int64_t size, std::int64_t dim) {
@@ -118,61 +187,14 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
   return split(x, std::max<std::int64_t>((length + chunks - 1) / chunks, 1), dim);
 }
 
-namespace {
-
-// The gradient of x that unbind's slices fill, window by window, during one backward pass.
-struct UnbindGradient {
-  Tensor sum;                // x's shape; allocated by the first slice that gets a gradient
-  std::vector<bool> filled;  // which windows a slice has written
-};
-
-}  // namespace
-
 std::vector<Tensor> unbind(const Tensor& x, std::int64_t dim) {
   autograd::primitive::check_defined(x, "unbind");
   NG_CHECK(x.dim() > 0, "unbind", "cannot unbind a 0-d tensor");
   const int d = wrap_dim(dim, x.dim(), "unbind");
-  const std::int64_t count = x.shape()[d];
-  std::vector<Tensor> slices;
-  slices.reserve(count);
-  if (!needs_grad(x)) {
-    for (std::int64_t i = 0; i < count; ++i) slices.push_back(x.select(d, i));
-    return slices;
-  }
-  auto gradient = std::make_shared<UnbindGradient>();
-  gradient->filled.assign(count, false);
-  Tensor token = detail::make_tensor({}, x.dtype(), x.device());
-  detail::backend_of(token).fill(detail::ref(token), 0);
-  record("UnbindBackward", token, {x}, {},
-         [gradient, d, shape = x.shape()](const Tensor& dtoken, const SavedTensors&) {
-           Tensor sum = std::move(gradient->sum);
-           if (!sum.defined()) sum = detail::make_tensor(shape, dtoken.dtype(), dtoken.device());
-           for (std::size_t i = 0; i < gradient->filled.size(); ++i) {
-             Tensor window = sum.select(d, static_cast<std::int64_t>(i));
-             if (!gradient->filled[i]) detail::backend_of(window).fill(detail::ref(window), 0);
-             gradient->filled[i] = false;  // ready for another backward pass (retain_graph)
-           }
-           return Grads{sum};
-         });
-  for (std::int64_t i = 0; i < count; ++i) {
-    Tensor slice;
-    {
-      NoGradGuard no_grad;
-      slice = x.select(d, i);
-    }
-    record("UnbindSliceBackward", slice, {token}, {},
-           [gradient, d, i, shape = x.shape()](const Tensor& dy, const SavedTensors&) {
-             if (!gradient->sum.defined())
-               gradient->sum = detail::make_tensor(shape, dy.dtype(), dy.device());
-             detail::copy_values(gradient->sum.select(d, i), dy);
-             gradient->filled[i] = true;
-             Tensor zero = detail::make_tensor({}, dy.dtype(), dy.device());
-             detail::backend_of(zero).fill(detail::ref(zero), 0);
-             return Grads{zero};
-           });
-    slices.push_back(slice);
-  }
-  return slices;
+  return windows_sharing_gradient(
+      x, static_cast<std::size_t>(x.shape()[d]),
+      [d](const Tensor& t, std::size_t i) { return t.select(d, static_cast<std::int64_t>(i)); },
+      "UnbindBackward", "UnbindSliceBackward");
 }
 
 }  // namespace normgrad
