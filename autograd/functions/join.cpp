@@ -12,6 +12,8 @@
 // buffer is complete; it hands the buffer to x, zeroing the windows that no gradient reached.
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
@@ -153,16 +155,17 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   }
   NG_CHECK(total == x.shape()[d], "split", "sizes ", Shape(sizes), " add up to ", total,
            " but dim ", d, " has size ", x.shape()[d]);
-  std::vector<std::int64_t> starts;
+  // (start, size) of each piece, shared by every node's copy of the window function.
+  auto pieces = std::make_shared<std::vector<std::pair<std::int64_t, std::int64_t>>>();
   std::int64_t start = 0;
   for (std::int64_t size : sizes) {
-    starts.push_back(start);
+    pieces->emplace_back(start, size);
     start += size;
   }
   return windows_sharing_gradient(
       x, sizes.size(),
-      [d, starts, sizes](const Tensor& t, std::size_t i) {
-        return t.narrow(d, starts[i], sizes[i]);
+      [d, pieces](const Tensor& t, std::size_t i) {
+        return t.narrow(d, (*pieces)[i].first, (*pieces)[i].second);
       },
       "SplitBackward", "SplitPieceBackward");
 }
