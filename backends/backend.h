@@ -207,8 +207,8 @@ class Backend {
                             const TensorRef* bias) = 0;
   // One pass over x and dy per row. dx and dy: [rows, n], laid out as x may be. dgain and
   // dbias (null when not wanted) have gain's shape and are overwritten, summed over rows from
-  // per-thread partial sums combined in a fixed order, so they do not depend on scheduling. With ŷ = (a - mu) / r
-  // and dŷ = g dy:
+  // per-thread partial sums combined in a fixed order, so they do not depend on scheduling.
+  // With ŷ = (a - mu) / r and dŷ = g dy:
   //   LayerNorm:  da = (dŷ - mean(dŷ) - ŷ mean(dŷ ŷ)) / r
   //   RMS family: da_j = dŷ_j / r - [j <= k] a_j c,  c = sum_i dŷ_i a_i / (divisor r^3)
   //               (eps outside: c = sum_i dŷ_i a_i / (divisor rho r^2), rho = r - eps)

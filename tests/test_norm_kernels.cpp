@@ -393,8 +393,8 @@ TEST_CASE("norm kernels: rows strided within wider rows are read and written in 
         const Tensor x = x_wide.narrow(1, 2, n), dy = dy_wide.narrow(1, 2, n);
         const auto params = params_for(kind, n, 1e-5, true);
         const Forward expected = fused_forward(params, x.contiguous(), gain, bias);
-        const Backward expected_grads =
-            fused_backward(params, x.contiguous(), dy.contiguous(), expected, gain, {n}, true, true);
+        const Backward expected_grads = fused_backward(params, x.contiguous(), dy.contiguous(),
+                                                       expected, gain, {n}, true, true);
 
         const Tensor y_wide = full({rows, width}, 7.0, {.dtype = dtype});
         const Tensor dx_wide = full({rows, width}, 7.0, {.dtype = dtype});
