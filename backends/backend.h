@@ -315,6 +315,12 @@ class Backend {
   // entry added at the pixel it was read from; entries in the padding are dropped. Each
   // (sample, channel) plane is summed by one thread in a fixed order: deterministic.
   virtual void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) = 0;
+  // y [N, O, OH, OW] (overwritten) = the convolution (cross-correlation, as in every deep
+  // learning library) of x [N, C, H, W] with weight [O, C, kh, kw]: the GEMM of the weight, as
+  // [O, C kh kw], with each sample's im2col columns, plus bias[o] on every output of channel o
+  // when bias is not null. Every output is summed in one fixed order.
+  virtual void conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+                      const TensorRef* bias, const Window2d& window) = 0;
   // out = the largest input in each window (padding never wins; a NaN does), indices (int64,
   // out's shape) = its position h W + w within its plane, the first one on ties. A window
   // wholly in the padding (possible only with dilation) gives -inf and index -1.

@@ -1,11 +1,13 @@
 // normgrad's float32 GEMMs (backends/cpu/sgemm_packed.h, with the AVX-512 and the AVX2
 // micro-kernels) against a float64 product computed here term by term: every operand layout,
 // edge tiles, several blocks along each dimension, an A too large to pack whole, accumulation,
-// C inside a larger matrix, and the same bits on 1 and 2 threads. Each kernel is skipped, with
-// a message, on CPUs without its instructions.
+// C inside a larger matrix, and the same bits on 1 and 2 threads. Then their convolution
+// (sgemm_conv.h), whose B is packed from the image, against float64 sums of the taps. Each
+// kernel is skipped, with a message, on CPUs without its instructions.
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -131,6 +133,126 @@ TEST_CASE("cpu GEMM: 1 and 2 threads give the same bits") {
       const std::vector<float> one = run(*simd, p, a, b, c0);
       normgrad::set_num_threads(2);
       const std::vector<float> two = run(*simd, p, a, b, c0);
+      CHECK(one == two);
+    }
+  }
+  normgrad::set_num_threads(before);
+}
+
+namespace {
+
+// A convolution for the GEMMs' conv (sgemm_conv.h): x [batch, C, H, W], weight [O, C, kh, kw].
+struct Conv {
+  std::int64_t batch, channels, height, width, out_channels;
+  normgrad::backend::Window2d window;
+  bool bias;
+  std::int64_t out_h() const {
+    const auto& w = window;
+    return (height + 2 * w.padding_h - w.dilation_h * (w.kernel_h - 1) - 1) / w.stride_h + 1;
+  }
+  std::int64_t out_w() const {
+    const auto& w = window;
+    return (width + 2 * w.padding_w - w.dilation_w * (w.kernel_w - 1) - 1) / w.stride_w + 1;
+  }
+};
+
+normgrad::backend::Window2d window(std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+                                   std::int64_t dilation) {
+  return {kernel, kernel, stride, stride, padding, padding, dilation, dilation};
+}
+
+// Runs the convolution into a y with 7 values past its end, which show any write past it.
+std::vector<float> run(const normgrad::backend::cpu::SimdGemm& simd, const Conv& p,
+                       const std::vector<float>& x, const std::vector<float>& weight,
+                       const std::vector<float>& bias, const std::vector<float>& y0) {
+  std::vector<float> y = y0;
+  simd.conv({x.data(), p.batch, p.channels, p.height, p.width, weight.data(),
+             p.bias ? bias.data() : nullptr, p.out_channels, y.data(), p.out_h(), p.out_w(),
+             p.window});
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("cpu GEMM convolution: strides, padding, dilation and edges against float64 sums") {
+  const Conv convs[] = {
+      {3, 5, 32, 32, 7, window(3, 1, 1, 1), true},     // rows of 32 outputs, one sliver or two
+      {2, 40, 16, 16, 20, window(3, 1, 1, 1), false},  // 360 taps: two blocks of terms
+      {4, 6, 8, 8, 13, window(3, 1, 0, 1), true},      // 6 x 6 outputs: slivers span rows
+      {2, 9, 6, 6, 11, window(1, 1, 0, 1), false},     // 1x1
+      {1, 4, 19, 21, 250, window(3, 1, 2, 2), true},   // dilation; rows of 21; 250 output rows
+      {2, 3, 17, 15, 5, window(3, 2, 1, 1), true},     // stride 2
+      {1, 2, 3, 40, 6, window(5, 1, 3, 1), false},     // taps wholly in the padding
+      {1, 900, 4, 4, 520, window(3, 1, 1, 1), false},  // A of 4.2 Mi values, packed by blocks
+      {5, 3, 2, 2, 4, window(2, 1, 0, 1), true},       // a single output
+  };
+  for (const normgrad::backend::cpu::SimdGemm* simd : gemms_here()) {
+    CAPTURE(simd->name);
+    std::mt19937 generator(73);
+    for (const Conv& p : convs) {
+      CAPTURE(p.channels);
+      CAPTURE(p.height);
+      CAPTURE(p.width);
+      CAPTURE(p.out_channels);
+      CAPTURE(p.window.kernel_h);
+      const auto& w = p.window;
+      const std::int64_t taps = p.channels * w.kernel_h * w.kernel_w;
+      const std::int64_t outputs = p.out_h() * p.out_w();
+      const std::vector<float> x =
+          random_values(p.batch * p.channels * p.height * p.width, generator);
+      const std::vector<float> weight = random_values(p.out_channels * taps, generator);
+      const std::vector<float> bias = random_values(p.out_channels, generator);
+      const std::vector<float> y0 =
+          random_values(p.batch * p.out_channels * outputs + 7, generator);
+      const std::vector<float> y = run(*simd, p, x, weight, bias, y0);
+      bool close = true;
+      for (std::int64_t n = 0; n < p.batch; ++n)
+        for (std::int64_t o = 0; o < p.out_channels; ++o)
+          for (std::int64_t l = 0; l < outputs; ++l) {
+            double sum = p.bias ? bias[o] : 0.0, magnitude = std::fabs(sum);
+            for (std::int64_t c = 0; c < p.channels; ++c)
+              for (std::int64_t i = 0; i < w.kernel_h; ++i)
+                for (std::int64_t j = 0; j < w.kernel_w; ++j) {
+                  const std::int64_t h =
+                      l / p.out_w() * w.stride_h + i * w.dilation_h - w.padding_h;
+                  const std::int64_t v =
+                      l % p.out_w() * w.stride_w + j * w.dilation_w - w.padding_w;
+                  if (h < 0 || h >= p.height || v < 0 || v >= p.width) continue;
+                  const double term =
+                      static_cast<double>(weight[(o * p.channels + c) * w.kernel_h * w.kernel_w +
+                                                 i * w.kernel_w + j]) *
+                      x[((n * p.channels + c) * p.height + h) * p.width + v];
+                  sum += term;
+                  magnitude += std::fabs(term);
+                }
+            const float got = y[(n * p.out_channels + o) * outputs + l];
+            close = close && std::fabs(got - sum) <= 1e-5 * magnitude + 1e-6;
+          }
+      CHECK(close);
+      const std::int64_t end = p.batch * p.out_channels * outputs;
+      CHECK(std::equal(y.begin() + end, y.end(), y0.begin() + end));
+    }
+  }
+}
+
+// Each output is summed by one thread in one order, whatever the threads' share of samples.
+TEST_CASE("cpu GEMM convolution: 1 and 2 threads give the same bits") {
+  const int before = normgrad::get_num_threads();
+  for (const normgrad::backend::cpu::SimdGemm* simd : gemms_here()) {
+    CAPTURE(simd->name);
+    std::mt19937 generator(74);
+    for (const Conv& p : {Conv{5, 16, 32, 32, 24, window(3, 1, 1, 1), true},      // by samples
+                          Conv{1, 16, 32, 32, 24, window(3, 1, 1, 1), false}}) {  // split
+      const std::int64_t taps = p.channels * 9, outputs = p.out_h() * p.out_w();
+      const std::vector<float> x =
+          random_values(p.batch * p.channels * p.height * p.width, generator);
+      const std::vector<float> weight = random_values(p.out_channels * taps, generator);
+      const std::vector<float> bias = random_values(p.out_channels, generator);
+      const std::vector<float> y0(p.batch * p.out_channels * outputs, 0.0f);
+      normgrad::set_num_threads(1);
+      const std::vector<float> one = run(*simd, p, x, weight, bias, y0);
+      normgrad::set_num_threads(2);
+      const std::vector<float> two = run(*simd, p, x, weight, bias, y0);
       CHECK(one == two);
     }
   }

@@ -1,19 +1,22 @@
-// conv2d as im2col and GEMMs. With K = C kh kw taps and L = OH OW output positions, the
-// columns X[n] = im2col(x[n]) are [K, L] and the weight, flattened, is W [O, K]. A chunk of
-// samples n0 .. n0 + m lays its columns side by side, X = [X[n0] .. X[n0 + m - 1]] ([K, m L]),
-// so that each product is one GEMM per chunk rather than one per sample:
-//   forward:  Y = W X                                ([O, m L]; y[n] = Y[:, n L ..] + b)
-//   backward: dY = [dy[n0] .. dy[n0 + m - 1]]        ([O, m L], a copy of the chunk of dy)
-//             dW = sum over chunks of dY X^T         (accumulating GEMMs, chunks in order)
-//             dX = W^T dY, dx[n] = col2im(dX[:, n L ..])   (col2im adds overlapping taps)
-//             db = sum of dy over n, oh, ow
-// Per-sample GEMMs are thin where L is small (L = 36 in the CIFAR model's head: a GEMM with
-// an inner dimension of 36 for dW) and each one is a fork and join of the BLAS threads; the
-// chunk's GEMMs are wide and few. Y is [O, m L], not y's [m, O, L], so it is copied into y,
-// with the bias added on the way, which is the pass that adding the bias costs anyway.
-// The columns are kh kw times the size of x, so they are made for a chunk of samples at a
-// time (at most column_budget values), and backward recomputes them from x rather than
-// keeping them alive from forward for every layer of a network.
+// conv2d and its backward. The forward product is the backend's conv2d (backend.h): the GEMM
+// of the weight, as W [O, K] with K = C kh kw taps, with each sample's im2col columns X[n]
+// ([K, L], L = OH OW outputs). With dY[n] = dy[n] as [O, L]:
+//   dW = sum over n of dY[n] X[n]^T      (accumulating GEMMs over chunks of samples)
+//   dx[n] = col2im(W^T dY[n])            (col2im adds up the taps that saw a pixel)
+//   db = sum of dy over n, oh, ow
+// With stride 1, dx is itself a convolution, of dy with the weight turned around: the pixel
+// at h met output oh through tap i where oh = h + padding - i dilation, so dx sums
+// dy[o, h + padding - i dilation] W[o, c, i, j] over o, i and j, which is conv2d of dy,
+// padded by dilation (kh - 1) - padding, with W'[c, o, i', j'] = W[o, c, kh - 1 - i', kw - 1 -
+// j'] (channels swapped, taps reversed). That runs the backend's convolution once more instead
+// of writing out W^T dY and scattering it back, as long as the new padding is not negative.
+//
+// For dW, a chunk of samples n0 .. n0 + m lays its columns side by side, X = [X[n0] .. X[n0 +
+// m - 1]] ([K, m L]), and dY likewise ([O, m L], a copy of the chunk of dy), so that each chunk
+// is one GEMM: per-sample GEMMs are thin where L is small (L = 36 in the CIFAR model's head:
+// an inner dimension of 36) and each one is a fork and join of the threads. The columns are
+// kh kw times the size of x, so they are made for a chunk at a time (at most column_budget
+// values), from x, rather than kept alive from forward for every layer of a network.
 
 #include <algorithm>
 
@@ -64,6 +67,17 @@ Tensor side_by_side(const Tensor& chunked) {
   return chunked.view({chunked.size(0), chunked.size(1) * chunked.size(2)});
 }
 
+// dY [O, m, L] of samples [first, first + count) of dy [N, O, L]; a chunk of one sample is
+// dy[n] itself.
+Tensor rows_of(const Tensor& grad, std::int64_t first, std::int64_t count) {
+  if (count == 1) return grad.select(0, first).view({grad.size(1), 1, grad.size(2)});
+  Tensor rows =
+      detail::make_tensor({grad.size(1), count, grad.size(2)}, grad.dtype(), grad.device());
+  detail::backend_of(grad).copy(detail::ref(rows.permute({1, 0, 2})),
+                                detail::ref(grad.narrow(0, first, count)));
+  return rows;
+}
+
 void check_conv_operands(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   autograd::check_image(x, op_name);
   primitive::check_floating(weight, op_name);
@@ -79,6 +93,67 @@ void check_conv_operands(const Tensor& x, const Tensor& weight, const Tensor& bi
   primitive::check_same_device(x, bias, op_name);
 }
 
+// With stride 1, dx as the convolution of dy with the weight turned around (see the top of
+// the file); any stride, col2im of W^T dY a chunk of samples at a time.
+Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weight,
+                      const autograd::WindowPlan& plan) {
+  const backend::Window2d& w = plan.window;
+  const std::int64_t pad_h = w.dilation_h * (w.kernel_h - 1) - w.padding_h;
+  const std::int64_t pad_w = w.dilation_w * (w.kernel_w - 1) - w.padding_w;
+  backend::Backend& kernels = detail::backend_of(dy);
+  Tensor dx = detail::make_tensor(image.shape(), dy.dtype(), dy.device());
+  if (dx.numel() == 0) return dx;
+  const std::int64_t o = weight.size(0), c = weight.size(1), taps = w.kernel_h * w.kernel_w;
+  if (dy.numel() == 0 || o == 0)
+    return zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
+  if (w.stride_h == 1 && w.stride_w == 1 && pad_h >= 0 && pad_w >= 0) {
+    const Tensor reversed = arange(static_cast<double>(taps - 1), -1, -1,
+                                   {.dtype = DType::Int64, .device = dy.device()});
+    const Tensor turned = index_select(weight.view({o, c, taps}), 2, reversed)
+                              .permute({1, 0, 2})
+                              .contiguous()
+                              .view({c, o, w.kernel_h, w.kernel_w});
+    backend::Window2d transposed = w;
+    transposed.padding_h = pad_h;
+    transposed.padding_w = pad_w;
+    kernels.conv2d(detail::ref(dx), detail::ref(dy), detail::ref(turned), nullptr, transposed);
+    return dx;
+  }
+  const std::int64_t positions = plan.out_h * plan.out_w, k = c * taps;
+  const Tensor grad = dy.view({dy.size(0), o, positions});
+  const Tensor matrix_w = weight.view({o, k});
+  const std::int64_t chunk = samples_per_chunk(plan, k);
+  for (std::int64_t first = 0; first < dy.size(0); first += chunk) {
+    const std::int64_t count = std::min(chunk, dy.size(0) - first);
+    const Tensor grad_rows = rows_of(grad, first, count);
+    Tensor grad_columns = detail::make_tensor({k, count, positions}, dy.dtype(), dy.device());
+    kernels.matmul(detail::ref(side_by_side(grad_columns)), detail::ref(matrix_w.t()),
+                   detail::ref(side_by_side(grad_rows)), false);
+    kernels.col2im(detail::ref(dx.narrow(0, first, count)),
+                   detail::ref(grad_columns.permute({1, 0, 2})), w);
+  }
+  return dx;
+}
+
+// dW = sum over chunks of dY X^T, the columns X made again from the saved input.
+Tensor weight_gradient(const Tensor& dy, const Tensor& image, const Shape& weight_shape,
+                       const autograd::WindowPlan& plan) {
+  const std::int64_t o = weight_shape[0];
+  const std::int64_t k = weight_shape[1] * weight_shape[2] * weight_shape[3];
+  const std::int64_t positions = plan.out_h * plan.out_w;
+  Tensor dw = zeros({o, k}, {.dtype = dy.dtype(), .device = dy.device()});
+  backend::Backend& kernels = detail::backend_of(dy);
+  const Tensor grad = dy.view({dy.size(0), o, positions});
+  const std::int64_t chunk = samples_per_chunk(plan, k);
+  for (std::int64_t first = 0; first < dy.size(0) && grad.numel() > 0; first += chunk) {
+    const std::int64_t count = std::min(chunk, dy.size(0) - first);
+    const Tensor columns = columns_of(image.narrow(0, first, count), plan);
+    kernels.matmul(detail::ref(dw), detail::ref(side_by_side(rows_of(grad, first, count))),
+                   detail::ref(side_by_side(columns).t()), true);
+  }
+  return dw.view(weight_shape);
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d stride,
@@ -87,81 +162,29 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d 
   const autograd::WindowPlan plan = autograd::plan_window(x, Size2d(weight.size(2), weight.size(3)),
                                                           stride, padding, dilation, op_name);
   const std::int64_t batch = x.size(0), out_channels = weight.size(0);
-  const std::int64_t taps = weight.size(1) * weight.size(2) * weight.size(3);
   const Tensor input = x.contiguous().detach();
-  const Tensor flat_weight = weight.detach().reshape({out_channels, taps});
-
-  const std::int64_t chunk = samples_per_chunk(plan, taps);
-  const std::int64_t positions = plan.out_h * plan.out_w;
-  backend::Backend& device = detail::backend_of(x);
-  Tensor y = detail::make_tensor({batch, out_channels, positions}, x.dtype(), x.device());
-  if (y.numel() > 0)
-    for (std::int64_t first = 0; first < batch; first += chunk) {
-      const std::int64_t count = std::min(chunk, batch - first);
-      const Tensor columns = columns_of(input.narrow(0, first, count), plan);
-      Tensor product = detail::make_tensor({out_channels, count, positions}, x.dtype(), x.device());
-      device.matmul(detail::ref(side_by_side(product)), detail::ref(flat_weight),
-                    detail::ref(side_by_side(columns)), false);
-      // y[n] = Y[:, n L ..] (+ b): [m, O, L] from [O, m, L].
-      const Tensor y_chunk = y.narrow(0, first, count), by_sample = product.permute({1, 0, 2});
-      if (bias.defined())
-        device.binary(
-            backend::BinaryOp::Add, detail::ref(y_chunk), detail::ref(by_sample),
-            detail::broadcast_ref(bias.detach().view({1, out_channels, 1}), y_chunk.shape()), 0);
-      else
-        device.copy(detail::ref(y_chunk), detail::ref(by_sample));
-    }
-  y = y.view({batch, out_channels, plan.out_h, plan.out_w});
+  const Tensor kernel = weight.detach().contiguous();
+  Tensor y =
+      detail::make_tensor({batch, out_channels, plan.out_h, plan.out_w}, x.dtype(), x.device());
+  if (y.numel() > 0) {
+    const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+    const backend::TensorRef bias_ref = b.defined() ? detail::ref(b) : backend::TensorRef{};
+    detail::backend_of(x).conv2d(detail::ref(y), detail::ref(input), detail::ref(kernel),
+                                 b.defined() ? &bias_ref : nullptr, plan.window);
+  }
 
   if (autograd::needs_grad(x, weight, bias))
-    autograd::record(
-        "Conv2dBackward", y, {x, weight, bias}, {input, flat_weight},
-        [plan, positions, weight_shape = weight.shape(), need_x = x.requires_grad(),
-         need_weight = weight.requires_grad(), need_bias = bias.defined() && bias.requires_grad()](
-            const Tensor& dy, const SavedTensors& s) {
-          const Tensor& image = s[0];
-          const Tensor& w = s[1];  // [O, K]
-          const std::int64_t n = image.size(0), o = w.size(0), k = w.size(1);
-          const Tensor grad = dy.contiguous().view({n, o, positions});
-          backend::Backend& kernels = detail::backend_of(dy);
-          Grads grads(3);
-          Tensor dw =
-              need_weight ? zeros({o, k}, {.dtype = dy.dtype(), .device = dy.device()}) : Tensor();
-          // col2im overwrites dx chunk by chunk; zeros only when there is no chunk (O = 0).
-          if (need_x)
-            grads[0] = grad.numel() > 0
-                           ? detail::make_tensor(image.shape(), dy.dtype(), dy.device())
-                           : zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
-          const std::int64_t chunk_size = samples_per_chunk(plan, k);
-          for (std::int64_t first = 0; first < n && grad.numel() > 0; first += chunk_size) {
-            const std::int64_t count = std::min(chunk_size, n - first);
-            // dY [O, m, L]; a chunk of one sample is dy[n] itself.
-            Tensor grad_rows;
-            if (count == 1) {
-              grad_rows = grad.select(0, first).view({o, 1, positions});
-            } else {
-              grad_rows = detail::make_tensor({o, count, positions}, dy.dtype(), dy.device());
-              kernels.copy(detail::ref(grad_rows.permute({1, 0, 2})),
-                           detail::ref(grad.narrow(0, first, count)));
-            }
-            if (need_weight) {
-              const Tensor columns = columns_of(image.narrow(0, first, count), plan);
-              kernels.matmul(detail::ref(dw), detail::ref(side_by_side(grad_rows)),
-                             detail::ref(side_by_side(columns).t()), true);
-            }
-            if (need_x) {
-              Tensor grad_columns =
-                  detail::make_tensor({k, count, positions}, dy.dtype(), dy.device());
-              kernels.matmul(detail::ref(side_by_side(grad_columns)), detail::ref(w.t()),
-                             detail::ref(side_by_side(grad_rows)), false);
-              kernels.col2im(detail::ref(grads[0].narrow(0, first, count)),
-                             detail::ref(grad_columns.permute({1, 0, 2})), plan.window);
-            }
-          }
-          if (need_weight) grads[1] = dw.view(weight_shape);
-          if (need_bias) grads[2] = dy.detach().sum({0, 2, 3});
-          return grads;
-        });
+    autograd::record("Conv2dBackward", y, {x, weight, bias}, {input, kernel},
+                     [plan, need_x = x.requires_grad(), need_weight = weight.requires_grad(),
+                      need_bias = bias.defined() && bias.requires_grad()](const Tensor& dy,
+                                                                          const SavedTensors& s) {
+                       Grads grads(3);
+                       const Tensor grad = dy.contiguous();
+                       if (need_x) grads[0] = input_gradient(grad, s[0], s[1], plan);
+                       if (need_weight) grads[1] = weight_gradient(grad, s[0], s[1].shape(), plan);
+                       if (need_bias) grads[2] = dy.detach().sum({0, 2, 3});
+                       return grads;
+                     });
   return y;
 }
 

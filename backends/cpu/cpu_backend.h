@@ -3,8 +3,8 @@
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
 // norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
-// pool.cpp, indexing.cpp, recurrent_cells.cpp); this header only declares the class. Obtain the
-// instance via cpu_backend().
+// conv.cpp, pool.cpp, indexing.cpp, recurrent_cells.cpp); this header only declares the class.
+// Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
 #include "backends/cpu/caching_allocator.h"
@@ -89,6 +89,8 @@ class CpuBackend final : public Backend {
 
   void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) override;
   void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;
+  void conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+              const TensorRef* bias, const Window2d& window) override;
   void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                   const Window2d& window) override;
   void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "backends/cpu/sgemm_conv.h"
 #include "backends/cpu/sgemm_packed.h"
 #include "core/error.h"
 
@@ -192,7 +193,8 @@ NORMGRAD_AVX2 void Avx2Kernel::micro_kernel(std::int64_t depth, const float* a, 
 
 const SimdGemm* avx2_gemm() {
 #if defined(__x86_64__)
-  static const SimdGemm gemm{"AVX2", packed_gemm_suits<Avx2Kernel>, packed_gemm<Avx2Kernel>};
+  static const SimdGemm gemm{"AVX2", packed_gemm_suits<Avx2Kernel>, packed_gemm<Avx2Kernel>,
+                             packed_conv<Avx2Kernel>};
   static const bool allowed = [] {
     __builtin_cpu_init();
     return simd_gemm_allowed("NORMGRAD_CPU_AVX2_GEMM", __builtin_cpu_supports("avx2") != 0 &&

@@ -35,6 +35,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backends/backend.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -45,6 +46,21 @@ struct StridedMatrix {
   std::int64_t row_stride, col_stride;
 };
 
+// A convolution as one GEMM a sample, im2col's columns never written out (sgemm_conv.h):
+// for every sample n, y[n] ([O, OH OW], row-major) = w ([O, C kh kw], row-major) times the
+// columns of x[n] ([C, H, W]; backend.h's im2col gives their layout), plus bias[o] on row o
+// when bias is not null. All arrays are contiguous.
+struct ConvProblem {
+  const float* x;
+  std::int64_t batch, channels, height, width;
+  const float* weight;
+  const float* bias;
+  std::int64_t out_channels;
+  float* y;
+  std::int64_t out_h, out_w;
+  Window2d window;
+};
+
 // One of normgrad's GEMMs, as matmul.cpp and the tests call it.
 struct SimdGemm {
   const char* name;  // "AVX-512", "AVX2"
@@ -53,6 +69,8 @@ struct SimdGemm {
   // c (m x n, row i at c + i ldc) = a (m x k) b (k x n), added to c with accumulate.
   void (*gemm)(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a, StridedMatrix b,
                float* c, std::int64_t ldc, bool accumulate);
+  // The convolution of a ConvProblem (packed_conv in sgemm_conv.h).
+  void (*conv)(const ConvProblem& problem);
 };
 
 // Whether a GEMM whose instructions the CPU has may run: not when `variable` is set to 0 in
@@ -117,10 +135,14 @@ void pack_a_block(std::int64_t first, std::int64_t rows, std::int64_t pc, std::i
 // packed_a, all of A is packed already (the block of terms [pc, pc + kc) holds its slivers,
 // rows_padded x kc floats from packed_a + pc rows_padded); without, each block of A is
 // packed here when it is needed.
-template <class Kernel>
+//
+// pack_b(pc, kc, jc, nc, packed) packs the block of B's terms [pc, pc + kc) and columns
+// [jc, jc + nc) into slivers as Kernel::pack_b does: B may be a matrix in memory or one made
+// on the way, as a convolution's columns are (sgemm_conv.h).
+template <class Kernel, class PackB>
 void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_begin,
                std::int64_t col_end, std::int64_t k, const float* packed_a,
-               std::int64_t rows_padded, StridedMatrix a, StridedMatrix b, float* c,
+               std::int64_t rows_padded, StridedMatrix a, const PackB& pack_b, float* c,
                std::int64_t ldc, bool accumulate) {
   constexpr std::int64_t kr = Kernel::kernel_rows, kn = Kernel::kernel_cols;
   constexpr std::int64_t kc_max = Kernel::block_depth, mc_max = Kernel::block_rows,
@@ -132,8 +154,7 @@ void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_be
     const std::int64_t nc = std::min(nc_max, col_end - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc);
-      Kernel::pack_b(kc, nc, b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
-                     b.col_stride, packed_b);
+      pack_b(pc, kc, jc, nc, packed_b);
       const bool overwrite = pc == 0 && !accumulate;
       for (std::int64_t ic = row_begin; ic < row_end; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, row_end - ic);
@@ -149,6 +170,24 @@ void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_be
                                  std::min(kr, mc - ir), std::min(kn, nc - jr));
       }
     }
+  }
+}
+
+// All of A (m x k) packed, block of terms [pc, pc + kc) at packed + pc rows_padded (rows_padded:
+// m rounded up to whole slivers), its slivers one after another, shared out among the threads
+// of the enclosing parallel region.
+template <class Kernel>
+void pack_whole_a(std::int64_t m, std::int64_t k, StridedMatrix a, float* packed) {
+  constexpr std::int64_t kr = Kernel::kernel_rows, kc_max = Kernel::block_depth;
+  const std::int64_t row_tiles = (m + kr - 1) / kr, rows_padded = row_tiles * kr;
+  const std::int64_t depth_blocks = (k + kc_max - 1) / kc_max;
+#pragma omp for schedule(static)
+  for (std::int64_t item = 0; item < depth_blocks * row_tiles; ++item) {
+    const std::int64_t pc = item / row_tiles * kc_max, first = item % row_tiles * kr;
+    const std::int64_t kc = std::min(kc_max, k - pc);
+    Kernel::pack_a_sliver(std::min(kr, m - first), kc,
+                          a.data + first * a.row_stride + pc * a.col_stride, a.row_stride,
+                          a.col_stride, packed + pc * rows_padded + first * kc);
   }
 }
 
@@ -170,8 +209,7 @@ template <class Kernel>
 void packed_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a, StridedMatrix b,
                  float* c, std::int64_t ldc, bool accumulate) {
   using namespace packed_gemm_detail;
-  constexpr std::int64_t kr = Kernel::kernel_rows, kn = Kernel::kernel_cols,
-                         kc_max = Kernel::block_depth;
+  constexpr std::int64_t kr = Kernel::kernel_rows, kn = Kernel::kernel_cols;
   // C is cut into units of whole tiles, along its columns when it has at least two tiles'
   // worth per thread (or more column tiles than row tiles), else along its rows; threads
   // take units as they finish their last. With about three units per thread, a thread that
@@ -194,30 +232,25 @@ void packed_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a
   const std::int64_t units = (tiles + unit - 1) / unit;
   // All of A is packed once, by all threads, before any unit starts.
   const std::int64_t rows_padded = row_tiles * kr;
-  const std::int64_t depth_blocks = (k + kc_max - 1) / kc_max;
   static thread_local Buffer whole_a_buffer;
   float* packed_a = whole_a ? whole_a_buffer.at_least(rows_padded * k) : nullptr;
 #pragma omp parallel num_threads(threads)
   {
-    if (whole_a) {
-#pragma omp for schedule(static)
-      for (std::int64_t item = 0; item < depth_blocks * row_tiles; ++item) {
-        const std::int64_t pc = item / row_tiles * kc_max, first = item % row_tiles * kr;
-        const std::int64_t kc = std::min(kc_max, k - pc);
-        Kernel::pack_a_sliver(std::min(kr, m - first), kc,
-                              a.data + first * a.row_stride + pc * a.col_stride, a.row_stride,
-                              a.col_stride, packed_a + pc * rows_padded + first * kc);
-      }
-    }
+    if (whole_a) pack_whole_a<Kernel>(m, k, a, packed_a);
+    const auto pack_b = [&b](std::int64_t pc, std::int64_t kc, std::int64_t jc, std::int64_t nc,
+                             float* packed) {
+      Kernel::pack_b(kc, nc, b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
+                     b.col_stride, packed);
+    };
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t u = 0; u < units; ++u) {
       const std::int64_t first = u * unit, last = std::min(tiles, first + unit);
       if (split_columns)
-        gemm_part<Kernel>(0, m, first * kn, std::min(n, last * kn), k, packed_a, rows_padded, a, b,
-                          c, ldc, accumulate);
+        gemm_part<Kernel>(0, m, first * kn, std::min(n, last * kn), k, packed_a, rows_padded, a,
+                          pack_b, c, ldc, accumulate);
       else
-        gemm_part<Kernel>(first * kr, std::min(m, last * kr), 0, n, k, packed_a, rows_padded, a, b,
-                          c, ldc, accumulate);
+        gemm_part<Kernel>(first * kr, std::min(m, last * kr), 0, n, k, packed_a, rows_padded, a,
+                          pack_b, c, ldc, accumulate);
     }
   }
 }

@@ -87,6 +87,8 @@ class CudaBackend final : public Backend {
                           const TensorRef* mask) override;
   void im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) override;
   void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;
+  void conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+              const TensorRef* bias, const Window2d& window) override;
   void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                   const Window2d& window) override;
   void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,

@@ -1,6 +1,7 @@
 // CudaBackend's methods: each makes its device current and calls the launcher of the same name
 // in the op family's file (see cuda_backend.h).
 
+#include "backends/conv_by_columns.h"
 #include "backends/cuda/adam.h"
 #include "backends/cuda/batch_norm.h"
 #include "backends/cuda/cross_entropy.h"
@@ -177,6 +178,13 @@ void CudaBackend::im2col(const TensorRef& columns, const TensorRef& image, const
 void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
   DeviceGuard guard(context_.device);
   cuda::col2im(context_, image, columns, window);
+}
+
+// im2col and cuBLAS GEMMs over chunks of samples.
+void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+                         const TensorRef* bias, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  conv2d_by_columns(*this, y, x, weight, bias, window);
 }
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
