@@ -321,6 +321,11 @@ class Backend {
   // when bias is not null. Every output is summed in one fixed order.
   virtual void conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                       const TensorRef* bias, const Window2d& window) = 0;
+  // dw [O, C, kh, kw] (overwritten) = conv2d's weight gradient: the sum over samples n of
+  // dy[n], as [O, OH OW], times the transposed im2col columns of x[n]. All contiguous; every
+  // element is summed in one fixed order.
+  virtual void conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
+                                      const TensorRef& dy, const Window2d& window) = 0;
   // out = the largest input in each window (padding never wins; a NaN does), indices (int64,
   // out's shape) = its position h W + w within its plane, the first one on ties. A window
   // wholly in the padding (possible only with dilation) gives -inf and index -1.

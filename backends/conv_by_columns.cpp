@@ -39,18 +39,30 @@ void* advanced(void* data, DType dtype, std::int64_t elements) {
   return static_cast<char*>(data) + elements * static_cast<std::int64_t>(element_size(dtype));
 }
 
+// Samples a chunk, for columns of `taps` rows and `positions` outputs a sample.
+std::int64_t chunk_size(std::int64_t taps, std::int64_t positions, std::int64_t batch) {
+  return std::clamp<std::int64_t>(column_budget / std::max<std::int64_t>(taps * positions, 1), 1,
+                                  std::max<std::int64_t>(batch, 1));
+}
+
+// Samples [first, first + count) of a contiguous [N, C, H, W] image.
+TensorRef images(const TensorRef& x, std::int64_t first, std::int64_t count) {
+  const std::int64_t channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  return view(advanced(x.data, x.dtype, first * channels * height * width), x.dtype,
+              {count, channels, height, width},
+              {channels * height * width, height * width, width, 1});
+}
+
 }  // namespace
 
 void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
                        const TensorRef& weight, const TensorRef* bias, const Window2d& window) {
   const std::int64_t batch = x.shape[0], channels = x.shape[1];
-  const std::int64_t height = x.shape[2], width = x.shape[3];
   const std::int64_t out_channels = y.shape[1], positions = y.shape[2] * y.shape[3];
   const std::int64_t taps = channels * window.kernel_h * window.kernel_w;
   if (y.numel() == 0) return;
   const DType dtype = y.dtype;
-  const std::int64_t chunk = std::clamp<std::int64_t>(
-      column_budget / std::max<std::int64_t>(taps * positions, 1), 1, batch);
+  const std::int64_t chunk = chunk_size(taps, positions, batch);
   Scratch columns(backend,
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch product(backend,
@@ -59,9 +71,7 @@ void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
   for (std::int64_t first = 0; first < batch; first += chunk) {
     const std::int64_t count = std::min(chunk, batch - first), wide = count * positions;
     // columns [K, m, L], filled through the view [m, K, L]; the product [O, m, L].
-    const TensorRef image = view(advanced(x.data, dtype, first * channels * height * width), dtype,
-                                 {count, channels, height, width},
-                                 {channels * height * width, height * width, width, 1});
+    const TensorRef image = images(x, first, count);
     if (taps > 0)
       backend.im2col(view(columns.data(), dtype, {count, taps, positions}, {positions, wide, 1}),
                      image, window);
@@ -81,6 +91,39 @@ void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
                      view(bias->data, dtype, by_sample, {0, 1, 0}), 0);
     else
       backend.copy(y_chunk, from_product);
+  }
+}
+
+void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, const TensorRef& x,
+                                       const TensorRef& dy, const Window2d& window) {
+  const std::int64_t batch = x.shape[0], out_channels = dw.shape[0];
+  const std::int64_t taps = dw.shape[1] * dw.shape[2] * dw.shape[3];
+  const std::int64_t positions = dy.shape[2] * dy.shape[3];
+  const DType dtype = dw.dtype;
+  const TensorRef matrix_dw = view(dw.data, dtype, {out_channels, taps}, {taps, 1});
+  if (dw.numel() == 0) return;
+  if (batch == 0 || positions == 0) {
+    backend.fill(matrix_dw, 0);
+    return;
+  }
+  const std::int64_t chunk = chunk_size(taps, positions, batch);
+  Scratch columns(backend,
+                  static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
+  Scratch rows(backend,
+               static_cast<std::size_t>(out_channels * chunk * positions) * element_size(dtype));
+  for (std::int64_t first = 0; first < batch; first += chunk) {
+    const std::int64_t count = std::min(chunk, batch - first), wide = count * positions;
+    backend.im2col(view(columns.data(), dtype, {count, taps, positions}, {positions, wide, 1}),
+                   images(x, first, count), window);
+    // dY [O, m L]: dy[n] itself for a chunk of one sample, else a copy of the chunk's rows.
+    void* dy_chunk = advanced(dy.data, dtype, first * out_channels * positions);
+    if (count > 1)
+      backend.copy(view(rows.data(), dtype, {count, out_channels, positions}, {positions, wide, 1}),
+                   view(dy_chunk, dtype, {count, out_channels, positions},
+                        {out_channels * positions, positions, 1}));
+    backend.matmul(matrix_dw,
+                   view(count > 1 ? rows.data() : dy_chunk, dtype, {out_channels, wide}, {wide, 1}),
+                   view(columns.data(), dtype, {wide, taps}, {1, wide}), first > 0);
   }
 }
 

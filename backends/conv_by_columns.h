@@ -6,9 +6,13 @@
 // thin ones; Y is then copied into y ([m, O, L]), the bias added on the way. The columns are
 // kh kw times the size of the chunk's images, so a chunk holds at most a budget of them.
 //
-// It is the convolution of the CUDA backend, and of the CPU's for float64 and for CPUs
-// without AVX2, whose float32 convolution packs the columns into its GEMM without writing
-// them out (cpu/sgemm_conv.h); the tests hold that one against this one.
+// The weight gradient is dW = sum over n of dY[n] X[n]^T, dY[n] = dy[n] as [O, L]: a chunk's
+// rows of dy side by side ([O, m L], a copy) times its columns transposed, one accumulating
+// GEMM a chunk, chunks in order.
+//
+// These are the convolution of the CUDA backend, and of the CPU's for float64 and for CPUs
+// without AVX2, whose float32 convolution packs the columns into its GEMMs without writing
+// them out (cpu/sgemm_conv.h); the tests hold that one against these.
 
 #include "backends/backend.h"
 
@@ -16,5 +20,8 @@ namespace normgrad::backend {
 
 void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
                        const TensorRef& weight, const TensorRef* bias, const Window2d& window);
+
+void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, const TensorRef& x,
+                                       const TensorRef& dy, const Window2d& window);
 
 }  // namespace normgrad::backend

@@ -154,6 +154,18 @@ struct Conv {
     const auto& w = window;
     return (width + 2 * w.padding_w - w.dilation_w * (w.kernel_w - 1) - 1) / w.stride_w + 1;
   }
+  std::int64_t taps() const { return channels * window.kernel_h * window.kernel_w; }
+  std::int64_t outputs() const { return out_h() * out_w(); }
+  // Element (t, l) of sample n's im2col columns: the pixel that tap t sees at output l, or 0.
+  double column(const std::vector<float>& x, std::int64_t n, std::int64_t t, std::int64_t l) const {
+    const auto& w = window;
+    const std::int64_t c = t / (w.kernel_h * w.kernel_w), i = t / w.kernel_w % w.kernel_h,
+                       j = t % w.kernel_w;
+    const std::int64_t h = l / out_w() * w.stride_h + i * w.dilation_h - w.padding_h;
+    const std::int64_t v = l % out_w() * w.stride_w + j * w.dilation_w - w.padding_w;
+    if (h < 0 || h >= height || v < 0 || v >= width) return 0.0;
+    return x[((n * channels + c) * height + h) * width + v];
+  }
 };
 
 normgrad::backend::Window2d window(std::int64_t kernel, std::int64_t stride, std::int64_t padding,
@@ -161,31 +173,59 @@ normgrad::backend::Window2d window(std::int64_t kernel, std::int64_t stride, std
   return {kernel, kernel, stride, stride, padding, padding, dilation, dilation};
 }
 
-// Runs the convolution into a y with 7 values past its end, which show any write past it.
-std::vector<float> run(const normgrad::backend::cpu::SimdGemm& simd, const Conv& p,
-                       const std::vector<float>& x, const std::vector<float>& weight,
-                       const std::vector<float>& bias, const std::vector<float>& y0) {
-  std::vector<float> y = y0;
-  simd.conv({x.data(), p.batch, p.channels, p.height, p.width, weight.data(),
-             p.bias ? bias.data() : nullptr, p.out_channels, y.data(), p.out_h(), p.out_w(),
+const Conv convs[] = {
+    {3, 5, 32, 32, 7, window(3, 1, 1, 1), true},     // rows of 32 outputs, one sliver or two
+    {2, 40, 16, 16, 20, window(3, 1, 1, 1), false},  // 360 taps: two blocks of terms
+    {4, 6, 8, 8, 13, window(3, 1, 0, 1), true},      // 6 x 6 outputs: slivers span rows
+    {2, 9, 6, 6, 11, window(1, 1, 0, 1), false},     // 1x1: the columns are the image
+    {1, 4, 19, 21, 250, window(3, 1, 2, 2), true},   // dilation; rows of 21; 250 output rows
+    {2, 3, 17, 15, 5, window(3, 2, 1, 1), true},     // stride 2
+    {1, 2, 3, 40, 6, window(5, 1, 3, 1), false},     // taps wholly in the padding
+    {1, 900, 4, 4, 520, window(3, 1, 1, 1), false},  // A of 4.2 Mi values, packed by blocks
+    {5, 3, 2, 2, 4, window(2, 1, 0, 1), true},       // a single output
+    {3, 2, 5, 5, 3, window(1, 1, 1, 1), false},      // 1x1 with padding
+};
+
+// Operands of one convolution, drawn at random; y0 and dw0 (what the outputs held before)
+// have 7 values past their ends, which show any write past them.
+struct Operands {
+  std::vector<float> x, weight, bias, y0, dy, dw0;
+  Operands(const Conv& p, std::mt19937& generator)
+      : x(random_values(p.batch * p.channels * p.height * p.width, generator)),
+        weight(random_values(p.out_channels * p.taps(), generator)),
+        bias(random_values(p.out_channels, generator)),
+        y0(random_values(p.batch * p.out_channels * p.outputs() + 7, generator)),
+        dy(random_values(p.batch * p.out_channels * p.outputs(), generator)),
+        dw0(random_values(p.out_channels * p.taps() + 7, generator)) {}
+};
+
+std::vector<float> convolve(const normgrad::backend::cpu::SimdGemm& simd, const Conv& p,
+                            const Operands& in) {
+  std::vector<float> y = in.y0;
+  simd.conv({in.x.data(), p.batch, p.channels, p.height, p.width, in.weight.data(),
+             p.bias ? in.bias.data() : nullptr, p.out_channels, y.data(), p.out_h(), p.out_w(),
              p.window});
   return y;
 }
 
+std::vector<float> weight_gradient(const normgrad::backend::cpu::SimdGemm& simd, const Conv& p,
+                                   const Operands& in) {
+  std::vector<float> dw = in.dw0;
+  simd.conv_weight_gradient({in.x.data(), p.batch, p.channels, p.height, p.width, in.dy.data(),
+                             p.out_channels, p.out_h(), p.out_w(), dw.data(), p.window});
+  return dw;
+}
+
+// Whether `got` is within float32 rounding of a float64 sum whose terms' magnitudes add up to
+// `magnitude`.
+bool near(float got, double sum, double magnitude) {
+  return std::fabs(got - sum) <= 1e-5 * magnitude + 1e-6;
+}
+
 }  // namespace
 
-TEST_CASE("cpu GEMM convolution: strides, padding, dilation and edges against float64 sums") {
-  const Conv convs[] = {
-      {3, 5, 32, 32, 7, window(3, 1, 1, 1), true},     // rows of 32 outputs, one sliver or two
-      {2, 40, 16, 16, 20, window(3, 1, 1, 1), false},  // 360 taps: two blocks of terms
-      {4, 6, 8, 8, 13, window(3, 1, 0, 1), true},      // 6 x 6 outputs: slivers span rows
-      {2, 9, 6, 6, 11, window(1, 1, 0, 1), false},     // 1x1
-      {1, 4, 19, 21, 250, window(3, 1, 2, 2), true},   // dilation; rows of 21; 250 output rows
-      {2, 3, 17, 15, 5, window(3, 2, 1, 1), true},     // stride 2
-      {1, 2, 3, 40, 6, window(5, 1, 3, 1), false},     // taps wholly in the padding
-      {1, 900, 4, 4, 520, window(3, 1, 1, 1), false},  // A of 4.2 Mi values, packed by blocks
-      {5, 3, 2, 2, 4, window(2, 1, 0, 1), true},       // a single output
-  };
+// y = W X[n] (+ bias) and dW = sum over n of dY[n] X[n]^T.
+TEST_CASE("cpu GEMM convolution and weight gradient: strides, padding, dilation and edges") {
   for (const normgrad::backend::cpu::SimdGemm* simd : gemms_here()) {
     CAPTURE(simd->name);
     std::mt19937 generator(73);
@@ -195,47 +235,44 @@ TEST_CASE("cpu GEMM convolution: strides, padding, dilation and edges against fl
       CAPTURE(p.width);
       CAPTURE(p.out_channels);
       CAPTURE(p.window.kernel_h);
-      const auto& w = p.window;
-      const std::int64_t taps = p.channels * w.kernel_h * w.kernel_w;
-      const std::int64_t outputs = p.out_h() * p.out_w();
-      const std::vector<float> x =
-          random_values(p.batch * p.channels * p.height * p.width, generator);
-      const std::vector<float> weight = random_values(p.out_channels * taps, generator);
-      const std::vector<float> bias = random_values(p.out_channels, generator);
-      const std::vector<float> y0 =
-          random_values(p.batch * p.out_channels * outputs + 7, generator);
-      const std::vector<float> y = run(*simd, p, x, weight, bias, y0);
-      bool close = true;
+      const Operands in(p, generator);
+      const std::vector<float> y = convolve(*simd, p, in), dw = weight_gradient(*simd, p, in);
+      bool y_close = true, dw_close = true;
       for (std::int64_t n = 0; n < p.batch; ++n)
         for (std::int64_t o = 0; o < p.out_channels; ++o)
-          for (std::int64_t l = 0; l < outputs; ++l) {
-            double sum = p.bias ? bias[o] : 0.0, magnitude = std::fabs(sum);
-            for (std::int64_t c = 0; c < p.channels; ++c)
-              for (std::int64_t i = 0; i < w.kernel_h; ++i)
-                for (std::int64_t j = 0; j < w.kernel_w; ++j) {
-                  const std::int64_t h =
-                      l / p.out_w() * w.stride_h + i * w.dilation_h - w.padding_h;
-                  const std::int64_t v =
-                      l % p.out_w() * w.stride_w + j * w.dilation_w - w.padding_w;
-                  if (h < 0 || h >= p.height || v < 0 || v >= p.width) continue;
-                  const double term =
-                      static_cast<double>(weight[(o * p.channels + c) * w.kernel_h * w.kernel_w +
-                                                 i * w.kernel_w + j]) *
-                      x[((n * p.channels + c) * p.height + h) * p.width + v];
-                  sum += term;
-                  magnitude += std::fabs(term);
-                }
-            const float got = y[(n * p.out_channels + o) * outputs + l];
-            close = close && std::fabs(got - sum) <= 1e-5 * magnitude + 1e-6;
+          for (std::int64_t l = 0; l < p.outputs(); ++l) {
+            double sum = p.bias ? in.bias[o] : 0.0, magnitude = std::fabs(sum);
+            for (std::int64_t t = 0; t < p.taps(); ++t) {
+              const double term = in.weight[o * p.taps() + t] * p.column(in.x, n, t, l);
+              sum += term;
+              magnitude += std::fabs(term);
+            }
+            y_close =
+                y_close && near(y[(n * p.out_channels + o) * p.outputs() + l], sum, magnitude);
           }
-      CHECK(close);
-      const std::int64_t end = p.batch * p.out_channels * outputs;
-      CHECK(std::equal(y.begin() + end, y.end(), y0.begin() + end));
+      for (std::int64_t o = 0; o < p.out_channels; ++o)
+        for (std::int64_t t = 0; t < p.taps(); ++t) {
+          double sum = 0.0, magnitude = 0.0;
+          for (std::int64_t n = 0; n < p.batch; ++n)
+            for (std::int64_t l = 0; l < p.outputs(); ++l) {
+              const double term =
+                  in.dy[(n * p.out_channels + o) * p.outputs() + l] * p.column(in.x, n, t, l);
+              sum += term;
+              magnitude += std::fabs(term);
+            }
+          dw_close = dw_close && near(dw[o * p.taps() + t], sum, magnitude);
+        }
+      CHECK(y_close);
+      CHECK(dw_close);
+      const std::int64_t y_end = p.batch * p.out_channels * p.outputs();
+      CHECK(std::equal(y.begin() + y_end, y.end(), in.y0.begin() + y_end));
+      const std::int64_t dw_end = p.out_channels * p.taps();
+      CHECK(std::equal(dw.begin() + dw_end, dw.end(), in.dw0.begin() + dw_end));
     }
   }
 }
 
-// Each output is summed by one thread in one order, whatever the threads' share of samples.
+// Each output is summed by one thread in one order, whatever the threads' share of the work.
 TEST_CASE("cpu GEMM convolution: 1 and 2 threads give the same bits") {
   const int before = normgrad::get_num_threads();
   for (const normgrad::backend::cpu::SimdGemm* simd : gemms_here()) {
@@ -243,17 +280,13 @@ TEST_CASE("cpu GEMM convolution: 1 and 2 threads give the same bits") {
     std::mt19937 generator(74);
     for (const Conv& p : {Conv{5, 16, 32, 32, 24, window(3, 1, 1, 1), true},      // by samples
                           Conv{1, 16, 32, 32, 24, window(3, 1, 1, 1), false}}) {  // split
-      const std::int64_t taps = p.channels * 9, outputs = p.out_h() * p.out_w();
-      const std::vector<float> x =
-          random_values(p.batch * p.channels * p.height * p.width, generator);
-      const std::vector<float> weight = random_values(p.out_channels * taps, generator);
-      const std::vector<float> bias = random_values(p.out_channels, generator);
-      const std::vector<float> y0(p.batch * p.out_channels * outputs, 0.0f);
+      const Operands in(p, generator);
       normgrad::set_num_threads(1);
-      const std::vector<float> one = run(*simd, p, x, weight, bias, y0);
+      const std::vector<float> y1 = convolve(*simd, p, in), dw1 = weight_gradient(*simd, p, in);
       normgrad::set_num_threads(2);
-      const std::vector<float> two = run(*simd, p, x, weight, bias, y0);
-      CHECK(one == two);
+      const std::vector<float> y2 = convolve(*simd, p, in), dw2 = weight_gradient(*simd, p, in);
+      CHECK(y1 == y2);
+      CHECK(dw1 == dw2);
     }
   }
   normgrad::set_num_threads(before);

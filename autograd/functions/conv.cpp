@@ -1,9 +1,8 @@
-// conv2d and its backward. The forward product is the backend's conv2d (backend.h): the GEMM
-// of the weight, as W [O, K] with K = C kh kw taps, with each sample's im2col columns X[n]
-// ([K, L], L = OH OW outputs). With dY[n] = dy[n] as [O, L]:
-//   dW = sum over n of dY[n] X[n]^T      (accumulating GEMMs over chunks of samples)
-//   dx[n] = col2im(W^T dY[n])            (col2im adds up the taps that saw a pixel)
-//   db = sum of dy over n, oh, ow
+// conv2d and its backward. The forward product and the weight gradient are the backend's
+// (backend.h: conv2d, conv2d_weight_gradient): with the weight as W [O, K], K = C kh kw taps,
+// each sample's im2col columns X[n] ([K, L], L = OH OW outputs) and dY[n] = dy[n] as [O, L],
+//   y[n] = W X[n] (+ b),   dW = sum over n of dY[n] X[n]^T,   db = sum of dy over n, oh, ow,
+//   dx[n] = col2im(W^T dY[n])   (col2im adds up the taps that saw a pixel).
 // With stride 1, dx is itself a convolution, of dy with the weight turned around: the pixel
 // at h met output oh through tap i where oh = h + padding - i dilation, so dx sums
 // dy[o, h + padding - i dilation] W[o, c, i, j] over o, i and j, which is conv2d of dy,
@@ -11,12 +10,10 @@
 // j'] (channels swapped, taps reversed). That runs the backend's convolution once more instead
 // of writing out W^T dY and scattering it back, as long as the new padding is not negative.
 //
-// For dW, a chunk of samples n0 .. n0 + m lays its columns side by side, X = [X[n0] .. X[n0 +
-// m - 1]] ([K, m L]), and dY likewise ([O, m L], a copy of the chunk of dy), so that each chunk
-// is one GEMM: per-sample GEMMs are thin where L is small (L = 36 in the CIFAR model's head:
-// an inner dimension of 36) and each one is a fork and join of the threads. The columns are
-// kh kw times the size of x, so they are made for a chunk at a time (at most column_budget
-// values), from x, rather than kept alive from forward for every layer of a network.
+// Otherwise dx goes through col2im, a chunk of samples n0 .. n0 + m at a time: dY side by side
+// ([O, m L], a copy of the chunk of dy), one GEMM W^T dY ([K, m L]) a chunk rather than m thin
+// ones (L = 36 in the CIFAR model's head), and col2im of each sample's part. The columns are
+// kh kw times the size of the chunk's images: a chunk holds at most column_budget of them.
 
 #include <algorithm>
 
@@ -48,18 +45,6 @@ constexpr std::int64_t column_budget = std::int64_t{1} << 23;
 std::int64_t samples_per_chunk(const autograd::WindowPlan& plan, std::int64_t taps) {
   const std::int64_t per_sample = std::max<std::int64_t>(taps * plan.out_h * plan.out_w, 1);
   return std::max<std::int64_t>(column_budget / per_sample, 1);
-}
-
-// im2col of a contiguous [m, C, H, W] image, side by side: [C kh kw, m, OH OW].
-Tensor columns_of(const Tensor& image, const autograd::WindowPlan& plan) {
-  const backend::Window2d& w = plan.window;
-  Tensor columns = detail::make_tensor(
-      {image.size(1) * w.kernel_h * w.kernel_w, image.size(0), plan.out_h * plan.out_w},
-      image.dtype(), image.device());
-  if (columns.numel() > 0)
-    detail::backend_of(image).im2col(detail::ref(columns.permute({1, 0, 2})), detail::ref(image),
-                                     w);
-  return columns;
 }
 
 // [rows, m, L] as the matrix [rows, m L].
@@ -135,25 +120,6 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
   return dx;
 }
 
-// dW = sum over chunks of dY X^T, the columns X made again from the saved input.
-Tensor weight_gradient(const Tensor& dy, const Tensor& image, const Shape& weight_shape,
-                       const autograd::WindowPlan& plan) {
-  const std::int64_t o = weight_shape[0];
-  const std::int64_t k = weight_shape[1] * weight_shape[2] * weight_shape[3];
-  const std::int64_t positions = plan.out_h * plan.out_w;
-  Tensor dw = zeros({o, k}, {.dtype = dy.dtype(), .device = dy.device()});
-  backend::Backend& kernels = detail::backend_of(dy);
-  const Tensor grad = dy.view({dy.size(0), o, positions});
-  const std::int64_t chunk = samples_per_chunk(plan, k);
-  for (std::int64_t first = 0; first < dy.size(0) && grad.numel() > 0; first += chunk) {
-    const std::int64_t count = std::min(chunk, dy.size(0) - first);
-    const Tensor columns = columns_of(image.narrow(0, first, count), plan);
-    kernels.matmul(detail::ref(dw), detail::ref(side_by_side(rows_of(grad, first, count))),
-                   detail::ref(side_by_side(columns).t()), true);
-  }
-  return dw.view(weight_shape);
-}
-
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d stride,
@@ -181,7 +147,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2d 
                        Grads grads(3);
                        const Tensor grad = dy.contiguous();
                        if (need_x) grads[0] = input_gradient(grad, s[0], s[1], plan);
-                       if (need_weight) grads[1] = weight_gradient(grad, s[0], s[1].shape(), plan);
+                       if (need_weight) {
+                         grads[1] = detail::make_tensor(s[1].shape(), dy.dtype(), dy.device());
+                         detail::backend_of(dy).conv2d_weight_gradient(
+                             detail::ref(grads[1]), detail::ref(s[0]), detail::ref(grad),
+                             plan.window);
+                       }
                        if (need_bias) grads[2] = dy.detach().sum({0, 2, 3});
                        return grads;
                      });

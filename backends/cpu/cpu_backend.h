@@ -91,6 +91,8 @@ class CpuBackend final : public Backend {
   void col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) override;
   void conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
               const TensorRef* bias, const Window2d& window) override;
+  void conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x, const TensorRef& dy,
+                              const Window2d& window) override;
   void max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                   const Window2d& window) override;
   void max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,

@@ -5,20 +5,18 @@
 
 #include <algorithm>
 
+#include "backends/cpu/avx2_registers.h"
 #include "backends/cpu/sgemm_conv.h"
 #include "backends/cpu/sgemm_packed.h"
 #include "core/error.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace normgrad::backend::cpu {
 
 namespace {
 
 #if defined(__x86_64__)
-#define NORMGRAD_AVX2 __attribute__((target("avx2,fma")))
+using avx2::first_lanes;
+using avx2::transpose_8x8;
 
 struct Avx2Kernel {
   // The micro-kernel's tile: 6 rows of 16 columns, 12 of the 16 vector registers of 8 floats
@@ -36,39 +34,6 @@ struct Avx2Kernel {
   static void micro_kernel(std::int64_t depth, const float* a, const float* b, float* c,
                            std::int64_t ldc, bool overwrite, std::int64_t rows, std::int64_t cols);
 };
-
-// Lanes [0, count) of a vector of 8: all bits set, the rest 0 (for maskload and maskstore).
-NORMGRAD_AVX2 __m256i first_lanes(std::int64_t count) {
-  return _mm256_cmpgt_epi32(
-      _mm256_set1_epi32(static_cast<int>(std::clamp<std::int64_t>(count, 0, 8))),
-      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// r[k] = column k of the 8 x 8 block whose rows r held: pairs of rows interleaved, then
-// pairs of pairs, then the 128-bit halves exchanged.
-NORMGRAD_AVX2 inline __attribute__((always_inline)) void transpose_8x8(__m256 r[8]) {
-  __m256 t[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  // r[4h + c], half L: rows 4h .. 4h + 3 at column 4L + c.
-#pragma GCC unroll 2
-  for (int h = 0; h < 8; h += 4) {
-    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; ++c) {
-    t[c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x20);
-    t[4 + c] = _mm256_permute2f128_ps(r[c], r[4 + c], 0x31);
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < 8; ++c) r[c] = t[c];
-}
 
 // A full sliver of a row-major A is transposed 8 terms at a time in registers (two rows of
 // zeros make the block square), a transposed A is copied 6 values at a time; anything else
@@ -194,7 +159,7 @@ NORMGRAD_AVX2 void Avx2Kernel::micro_kernel(std::int64_t depth, const float* a, 
 const SimdGemm* avx2_gemm() {
 #if defined(__x86_64__)
   static const SimdGemm gemm{"AVX2", packed_gemm_suits<Avx2Kernel>, packed_gemm<Avx2Kernel>,
-                             packed_conv<Avx2Kernel>};
+                             packed_conv<Avx2Kernel>, packed_conv_weight_gradient<Avx2Kernel>};
   static const bool allowed = [] {
     __builtin_cpu_init();
     return simd_gemm_allowed("NORMGRAD_CPU_AVX2_GEMM", __builtin_cpu_supports("avx2") != 0 &&

@@ -166,7 +166,7 @@ NORMGRAD_AVX512 void Avx512Kernel::micro_kernel(std::int64_t depth, const float*
 const SimdGemm* avx512_gemm() {
 #if defined(__x86_64__)
   static const SimdGemm gemm{"AVX-512", packed_gemm_suits<Avx512Kernel>, packed_gemm<Avx512Kernel>,
-                             packed_conv<Avx512Kernel>};
+                             packed_conv<Avx512Kernel>, packed_conv_weight_gradient<Avx512Kernel>};
   static const bool allowed = [] {
     __builtin_cpu_init();
     return simd_gemm_allowed("NORMGRAD_CPU_AVX512_GEMM", __builtin_cpu_supports("avx512f") != 0);

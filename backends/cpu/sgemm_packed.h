@@ -61,6 +61,18 @@ struct ConvProblem {
   Window2d window;
 };
 
+// A convolution's weight gradient as one GEMM over the batch (sgemm_conv.h): dw ([O, C kh kw],
+// row-major, overwritten) = the sum over n of dy[n] ([O, OH OW]) times the columns of x[n],
+// transposed. All arrays are contiguous.
+struct ConvWeightGradient {
+  const float* x;
+  std::int64_t batch, channels, height, width;
+  const float* dy;
+  std::int64_t out_channels, out_h, out_w;
+  float* dw;
+  Window2d window;
+};
+
 // One of normgrad's GEMMs, as matmul.cpp and the tests call it.
 struct SimdGemm {
   const char* name;  // "AVX-512", "AVX2"
@@ -71,6 +83,8 @@ struct SimdGemm {
                float* c, std::int64_t ldc, bool accumulate);
   // The convolution of a ConvProblem (packed_conv in sgemm_conv.h).
   void (*conv)(const ConvProblem& problem);
+  // The weight gradient of a ConvWeightGradient (packed_conv_weight_gradient in sgemm_conv.h).
+  void (*conv_weight_gradient)(const ConvWeightGradient& problem);
 };
 
 // Whether a GEMM whose instructions the CPU has may run: not when `variable` is set to 0 in
@@ -131,25 +145,37 @@ void pack_a_block(std::int64_t first, std::int64_t rows, std::int64_t pc, std::i
                           a.col_stride, out + ir * kc);
 }
 
-// Rows [row_begin, row_end) and columns [col_begin, col_end) of C on the calling thread. With
-// packed_a, all of A is packed already (the block of terms [pc, pc + kc) holds its slivers,
-// rows_padded x kc floats from packed_a + pc rows_padded); without, each block of A is
-// packed here when it is needed.
-//
-// pack_b(pc, kc, jc, nc, packed) packs the block of B's terms [pc, pc + kc) and columns
-// [jc, jc + nc) into slivers as Kernel::pack_b does: B may be a matrix in memory or one made
-// on the way, as a convolution's columns are (sgemm_conv.h).
-template <class Kernel, class PackB>
+// The blocks of A for gemm_part, from A packed whole (block of terms [pc, pc + kc) at
+// packed_a + pc rows_padded, as pack_whole_a leaves it) or, when packed_a is null, packed
+// from `a` into the caller's scratch when they are needed.
+template <class Kernel>
+auto blocks_of_a(const float* packed_a, std::int64_t rows_padded, StridedMatrix a) {
+  return [packed_a, rows_padded, a](std::int64_t ic, std::int64_t mc, std::int64_t pc,
+                                    std::int64_t kc, float* scratch) -> const float* {
+    if (packed_a != nullptr) return packed_a + pc * rows_padded + ic * kc;
+    pack_a_block<Kernel>(ic, mc, pc, kc, a, scratch);
+    return scratch;
+  };
+}
+
+// Rows [row_begin, row_end) and columns [col_begin, col_end) of C on the calling thread.
+// Either operand may be a matrix in memory or one made on the way, as a convolution's columns
+// are (sgemm_conv.h):
+// - block_a(ic, mc, pc, kc, scratch) gives the slivers of A's rows [ic, ic + mc) for terms
+//   [pc, pc + kc) (pack_a_block's layout), packed into scratch (kc mc floats) or already
+//   packed elsewhere;
+// - pack_b(pc, kc, jc, nc, packed) packs the block of B's terms [pc, pc + kc) and columns
+//   [jc, jc + nc) into slivers as Kernel::pack_b does.
+template <class Kernel, class BlockA, class PackB>
 void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_begin,
-               std::int64_t col_end, std::int64_t k, const float* packed_a,
-               std::int64_t rows_padded, StridedMatrix a, const PackB& pack_b, float* c,
-               std::int64_t ldc, bool accumulate) {
+               std::int64_t col_end, std::int64_t k, const BlockA& block_a, const PackB& pack_b,
+               float* c, std::int64_t ldc, bool accumulate) {
   constexpr std::int64_t kr = Kernel::kernel_rows, kn = Kernel::kernel_cols;
   constexpr std::int64_t kc_max = Kernel::block_depth, mc_max = Kernel::block_rows,
                          nc_max = Kernel::block_cols;
-  static thread_local Buffer panel, a_block;
+  static thread_local Buffer panel, a_scratch;
   float* packed_b = panel.at_least(kc_max * nc_max);
-  float* own_a = packed_a == nullptr ? a_block.at_least(kc_max * mc_max) : nullptr;
+  float* scratch = a_scratch.at_least(kc_max * mc_max);
   for (std::int64_t jc = col_begin; jc < col_end; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, col_end - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
@@ -158,14 +184,10 @@ void gemm_part(std::int64_t row_begin, std::int64_t row_end, std::int64_t col_be
       const bool overwrite = pc == 0 && !accumulate;
       for (std::int64_t ic = row_begin; ic < row_end; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, row_end - ic);
-        const float* block_a = packed_a + pc * rows_padded + ic * kc;
-        if (packed_a == nullptr) {
-          pack_a_block<Kernel>(ic, mc, pc, kc, a, own_a);
-          block_a = own_a;
-        }
+        const float* a_block = block_a(ic, mc, pc, kc, scratch);
         for (std::int64_t jr = 0; jr < nc; jr += kn)
           for (std::int64_t ir = 0; ir < mc; ir += kr)
-            Kernel::micro_kernel(kc, block_a + ir * kc, packed_b + jr * kc,
+            Kernel::micro_kernel(kc, a_block + ir * kc, packed_b + jr * kc,
                                  c + (ic + ir) * ldc + jc + jr, ldc, overwrite,
                                  std::min(kr, mc - ir), std::min(kn, nc - jr));
       }
@@ -237,6 +259,7 @@ void packed_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a
 #pragma omp parallel num_threads(threads)
   {
     if (whole_a) pack_whole_a<Kernel>(m, k, a, packed_a);
+    const auto block_a = blocks_of_a<Kernel>(packed_a, rows_padded, a);
     const auto pack_b = [&b](std::int64_t pc, std::int64_t kc, std::int64_t jc, std::int64_t nc,
                              float* packed) {
       Kernel::pack_b(kc, nc, b.data + pc * b.row_stride + jc * b.col_stride, b.row_stride,
@@ -246,11 +269,11 @@ void packed_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a
     for (std::int64_t u = 0; u < units; ++u) {
       const std::int64_t first = u * unit, last = std::min(tiles, first + unit);
       if (split_columns)
-        gemm_part<Kernel>(0, m, first * kn, std::min(n, last * kn), k, packed_a, rows_padded, a,
-                          pack_b, c, ldc, accumulate);
+        gemm_part<Kernel>(0, m, first * kn, std::min(n, last * kn), k, block_a, pack_b, c, ldc,
+                          accumulate);
       else
-        gemm_part<Kernel>(first * kr, std::min(m, last * kr), 0, n, k, packed_a, rows_padded, a,
-                          pack_b, c, ldc, accumulate);
+        gemm_part<Kernel>(first * kr, std::min(m, last * kr), 0, n, k, block_a, pack_b, c, ldc,
+                          accumulate);
     }
   }
 }

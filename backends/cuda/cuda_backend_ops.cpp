@@ -180,11 +180,17 @@ void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const
   cuda::col2im(context_, image, columns, window);
 }
 
-// im2col and cuBLAS GEMMs over chunks of samples.
+// conv2d and its weight gradient: im2col and cuBLAS GEMMs over chunks of samples.
 void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                          const TensorRef* bias, const Window2d& window) {
   DeviceGuard guard(context_.device);
   conv2d_by_columns(*this, y, x, weight, bias, window);
+}
+
+void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
+                                         const TensorRef& dy, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
 }
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
