@@ -82,48 +82,69 @@ struct Images {
   }
 };
 
+// Where each tap of the columns' rows [first, first + count) looks: the offset of its channel's
+// plane, and its row and column relative to an output's origin (oh stride_h, ow stride_w).
+template <std::int64_t MaxTaps> struct TapTable {
+  std::int64_t plane_offset[MaxTaps], row_shift[MaxTaps], col_shift[MaxTaps];
+  TapTable(const Images& b, std::int64_t first, std::int64_t count) {
+    const Window2d& w = b.window;
+    Tap tap(first, w);
+    for (std::int64_t t = 0; t < count; ++t, tap.next(w)) {
+      plane_offset[t] = tap.c * b.plane();
+      row_shift[t] = tap.i * w.dilation_h - w.padding_h;
+      col_shift[t] = tap.j * w.dilation_w - w.padding_w;
+    }
+  }
+};
+
 // B = X[n] for the convolution: slivers of Cols outputs (Kernel::pack_b's layout: sliver s
 // at packed + s Cols kc, element (p, jj) at p Cols + jj) of the columns' rows [pc, pc + kc)
-// and outputs [jc, jc + nc); outputs past nc are zeros.
-template <std::int64_t Cols>
+// (at most MaxTaps) and outputs [jc, jc + nc); outputs past nc are zeros.
+template <std::int64_t Cols, std::int64_t MaxTaps>
 NORMGRAD_AVX2 void pack_columns(const Images& b, std::int64_t sample, std::int64_t pc,
                                 std::int64_t kc, std::int64_t jc, std::int64_t nc, float* packed) {
   const Window2d& w = b.window;
   const float* image = b.x + sample * b.channels * b.plane();
+  const TapTable<MaxTaps> taps(b, pc, kc);
   for (std::int64_t first = 0; first < nc; first += Cols) {
     const std::int64_t count = std::min(Cols, nc - first);
     const std::int64_t oh = (jc + first) / b.out_w, ow = (jc + first) % b.out_w;
     float* out = packed + first * kc;
-    Tap tap(pc, w);
     if (w.stride_w == 1 && ow + count <= b.out_w) {
-      // One output row: tap (c, i, j) reads image row h from column start on.
-      const std::int64_t row_origin = oh * w.stride_h - w.padding_h, col_origin = ow - w.padding_w;
-      for (std::int64_t p = 0; p < kc; ++p, tap.next(w)) {
-        const std::int64_t h = row_origin + tap.i * w.dilation_h;
+      // One output row: tap p reads image row h from column start on, all of it inside the
+      // image or a part, the rest padding.
+      for (std::int64_t p = 0; p < kc; ++p) {
+        float* to = out + p * Cols;
+        const std::int64_t h = oh * w.stride_h + taps.row_shift[p];
+        const std::int64_t start = ow + taps.col_shift[p];
         Run run;
         if (h >= 0 && h < b.height) {
-          run.row = image + (tap.c * b.height + h) * b.width;
-          run.start = col_origin + tap.j * w.dilation_w;
-          run.lo = std::clamp<std::int64_t>(-run.start, 0, count);
-          run.hi = std::clamp<std::int64_t>(b.width - run.start, run.lo, count);
+          run.row = image + taps.plane_offset[p] + h * b.width;
+          run.start = start;
+          if (count == Cols && start >= 0 && start + Cols <= b.width) {
+            for (std::int64_t g = 0; g < Cols; g += 8)
+              _mm256_storeu_ps(to + g, _mm256_loadu_ps(run.row + start + g));
+            continue;
+          }
+          run.lo = std::clamp<std::int64_t>(-start, 0, count);
+          run.hi = std::clamp<std::int64_t>(b.width - start, run.lo, count);
         }
-        for (std::int64_t g = 0; g < Cols; g += 8)
-          _mm256_storeu_ps(out + p * Cols + g, load_eight(run, g));
+        for (std::int64_t g = 0; g < Cols; g += 8) _mm256_storeu_ps(to + g, load_eight(run, g));
       }
     } else {
       // Outputs on more than one row, or strided: each output's own origin.
       std::int64_t row_origin[Cols], col_origin[Cols];
       for (std::int64_t jj = 0; jj < count; ++jj) {
         const std::int64_t l = jc + first + jj;
-        row_origin[jj] = l / b.out_w * w.stride_h - w.padding_h;
-        col_origin[jj] = l % b.out_w * w.stride_w - w.padding_w;
+        row_origin[jj] = l / b.out_w * w.stride_h;
+        col_origin[jj] = l % b.out_w * w.stride_w;
       }
-      for (std::int64_t p = 0; p < kc; ++p, tap.next(w)) {
+      for (std::int64_t p = 0; p < kc; ++p) {
         float* to = out + p * Cols;
-        const float* plane = image + tap.c * b.plane();
+        const float* plane = image + taps.plane_offset[p];
         for (std::int64_t jj = 0; jj < Cols; ++jj) {
-          const std::int64_t h = jj < count ? row_origin[jj] + tap.i * w.dilation_h : -1;
-          const std::int64_t col = jj < count ? col_origin[jj] + tap.j * w.dilation_w : -1;
+          const std::int64_t h = jj < count ? row_origin[jj] + taps.row_shift[p] : -1;
+          const std::int64_t col = jj < count ? col_origin[jj] + taps.col_shift[p] : -1;
           to[jj] =
               h >= 0 && h < b.height && col >= 0 && col < b.width ? plane[h * b.width + col] : 0.0f;
         }
@@ -167,13 +188,7 @@ NORMGRAD_AVX2 void pack_transposed_columns(const Images& b, std::int64_t pc, std
   for (std::int64_t first = 0; first < nc; first += Cols) {
     const std::int64_t count = std::min(Cols, nc - first);
     float* out = packed + first * kc;
-    std::int64_t offset[Cols], row_shift[Cols], col_shift[Cols];
-    Tap tap(jc + first, w);
-    for (std::int64_t jj = 0; jj < count; ++jj, tap.next(w)) {
-      offset[jj] = tap.c * b.plane();
-      row_shift[jj] = tap.i * w.dilation_h - w.padding_h;
-      col_shift[jj] = tap.j * w.dilation_w - w.padding_w;
-    }
+    const TapTable<Cols> taps(b, jc + first, count);
     Run runs[Cols];
     for (std::int64_t q = 0; q < kc;) {
       const std::int64_t sample = (pc + q) / outputs, l = (pc + q) % outputs;
@@ -184,17 +199,17 @@ NORMGRAD_AVX2 void pack_transposed_columns(const Images& b, std::int64_t pc, std
                                                     : 1;
       for (std::int64_t jj = 0; jj < count; ++jj) {
         if (b.identity()) {
-          runs[jj] = Run{image + offset[jj], l, 0, length};
+          runs[jj] = Run{image + taps.plane_offset[jj], l, 0, length};
           continue;
         }
-        const std::int64_t h = oh * w.stride_h + row_shift[jj];
+        const std::int64_t h = oh * w.stride_h + taps.row_shift[jj];
         if (h < 0 || h >= b.height) {
           runs[jj] = Run{};
           continue;
         }
-        const std::int64_t start = ow * w.stride_w + col_shift[jj];
+        const std::int64_t start = ow * w.stride_w + taps.col_shift[jj];
         const std::int64_t lo = std::clamp<std::int64_t>(-start, 0, length);
-        runs[jj] = Run{image + offset[jj] + h * b.width, start, lo,
+        runs[jj] = Run{image + taps.plane_offset[jj] + h * b.width, start, lo,
                        std::clamp<std::int64_t>(b.width - start, lo, length)};
       }
       pack_runs<Cols>(length, runs, out + q * Cols);
@@ -256,7 +271,8 @@ template <class Kernel> void packed_conv(const ConvProblem& problem) {
       if (col_begin == col_end) continue;
       const auto pack_b = [&images, sample](std::int64_t pc, std::int64_t kc, std::int64_t jc,
                                             std::int64_t nc, float* packed) {
-        packed_conv_detail::pack_columns<kn>(images, sample, pc, kc, jc, nc, packed);
+        packed_conv_detail::pack_columns<kn, Kernel::block_depth>(images, sample, pc, kc, jc, nc,
+                                                                  packed);
       };
       float* c = problem.y + sample * m * n;
       if (problem.bias != nullptr)
