@@ -11,6 +11,7 @@ namespace normgrad::nn {
 namespace {
 
 constexpr const char* forward_op = "MultiHeadAttention::forward";
+constexpr const char* cache_op = "MultiHeadAttention (cached keys and values)";
 
 // Each mask as 0/1, summed: nonzero wherever any of them blocks. Shapes broadcast to
 // [batch, 1, query_len, key_len] (the heads share the masks). The causal mask is made on
@@ -98,13 +99,64 @@ AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& k
   const std::int64_t batch = query.size(0), query_len = query.size(1), key_len = key.size(1);
   const Tensor blocked = combined_mask(masks, batch, query_len, key_len, query.device());
 
+  return attend_heads(project(query, 0), project(key, 1), project(value, 2), blocked);
+}
+
+AttentionOutput MultiHeadAttention::attend_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                 const Tensor& blocked) {
   const double dropout = is_training() ? options_.dropout : 0.0;
   Generator& generator = options_.generator != nullptr ? *options_.generator : default_generator();
-  const AttentionOutput heads = functional::scaled_dot_product_attention(
-      project(query, 0), project(key, 1), project(value, 2), blocked, dropout, generator);
+  const AttentionOutput heads =
+      functional::scaled_dot_product_attention(q, k, v, blocked, dropout, generator);
   // [batch, heads, query_len, d_head] -> [batch, query_len, d_model]: the heads side by side.
-  const Tensor joined = heads.output.transpose(1, 2).reshape({batch, query_len, d_model_});
+  const Tensor joined = heads.output.transpose(1, 2).reshape({q.size(0), q.size(2), d_model_});
   return {out_proj->forward(joined), heads.weights};
+}
+
+KeyValueCache MultiHeadAttention::project_keys_values(const Tensor& key,
+                                                      const Tensor& value) const {
+  for (const Tensor* x : {&key, &value})
+    NG_CHECK(x->defined() && x->dim() == 3 && x->size(2) == d_model_ &&
+                 x->dtype() == in_proj_weight.dtype(),
+             cache_op, "expects key and value of shape [batch, length, ", d_model_, "] and dtype ",
+             in_proj_weight.dtype());
+  NG_CHECK(key.shape() == value.shape(), cache_op, "key and value must have the same shape, got ",
+           key.shape(), " and ", value.shape());
+  return {project(key, 1), project(value, 2)};
+}
+
+AttentionOutput MultiHeadAttention::attend(const Tensor& query, const KeyValueCache& cache,
+                                           const Tensor& key_padding_mask) {
+  NG_CHECK(cache.key.defined() && cache.value.defined(), cache_op,
+           "the cache is empty: project keys and values, or take a step, first");
+  NG_CHECK(query.defined() && query.dim() == 3 && query.size(2) == d_model_ &&
+               query.dtype() == in_proj_weight.dtype(),
+           cache_op, "expects a query of shape [batch, length, ", d_model_, "] and dtype ",
+           in_proj_weight.dtype());
+  NG_CHECK(query.size(0) == cache.key.size(0), cache_op, "the query ", query.shape(),
+           " and the cache (", cache.key.size(0), " rows) differ in batch size");
+  const Tensor blocked = combined_mask({.key_padding_mask = key_padding_mask}, query.size(0),
+                                       query.size(1), cache.length(), query.device());
+  return attend_heads(project(query, 0), cache.key, cache.value, blocked);
+}
+
+AttentionOutput MultiHeadAttention::forward_step(const Tensor& query, KeyValueCache& cache) {
+  NG_CHECK(query.defined() && query.dim() == 3 && query.size(1) == 1 && query.size(2) == d_model_ &&
+               query.dtype() == in_proj_weight.dtype(),
+           cache_op, "a step takes one position, [batch, 1, ", d_model_, "] of dtype ",
+           in_proj_weight.dtype(), ", got ", query.defined() ? query.shape() : Shape{});
+  NG_CHECK(!cache.key.defined() || cache.key.size(0) == query.size(0), cache_op, "the step ",
+           query.shape(), " and the cache (", cache.key.size(0), " rows) differ in batch size");
+  const Tensor key = project(query, 1), value = project(query, 2);
+  cache.key = cache.key.defined() ? cat({cache.key, key}, 2) : key;
+  cache.value = cache.value.defined() ? cat({cache.value, value}, 2) : value;
+  return attend_heads(project(query, 0), cache.key, cache.value, Tensor());
+}
+
+void KeyValueCache::reorder(const Tensor& rows) {
+  if (!key.defined()) return;
+  key = index_select(key, 0, rows);
+  value = index_select(value, 0, rows);
 }
 
 }  // namespace normgrad::nn

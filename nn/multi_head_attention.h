@@ -41,6 +41,17 @@ struct MultiHeadAttentionOptions {
   Generator* generator = nullptr;  // for the dropout masks; the default generator if null
 };
 
+// Keys and values projected and split into heads, [batch, heads, length, d_head], for decoding
+// one position at a time: a decoder's self-attention cache grows by a position a step, and a
+// cross-attention's holds the encoder's output, projected once instead of at every step.
+struct KeyValueCache {
+  Tensor key, value;
+  std::int64_t length() const { return key.defined() ? key.size(2) : 0; }
+  // Row i becomes old row rows[i] (int64 [new_rows]; rows may repeat or be left out), as a
+  // beam search reorders its hypotheses.
+  void reorder(const Tensor& rows);
+};
+
 struct AttentionMasks {
   Tensor key_padding_mask{};  // [batch, key_len]
   Tensor attention_mask{};    // [query_len, key_len]
@@ -61,6 +72,17 @@ class MultiHeadAttention : public Module {
   AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                           const AttentionMasks& masks = {});
 
+  // Decoding a position at a time. project_keys_values(key, value) projects them once for
+  // attend(query, cache), which is forward(query, key, value, {.key_padding_mask}). And
+  // forward_step(x_t, cache), with x_t [batch, 1, d_model] the next position of a sequence x
+  // whose earlier positions the cache has seen, appends x_t's key and value to the cache and
+  // returns the last position of forward(x, x, x, {.causal = true}), at the cost of one
+  // position rather than of all t.
+  KeyValueCache project_keys_values(const Tensor& key, const Tensor& value) const;
+  AttentionOutput attend(const Tensor& query, const KeyValueCache& cache,
+                         const Tensor& key_padding_mask = Tensor());
+  AttentionOutput forward_step(const Tensor& query, KeyValueCache& cache);
+
   std::int64_t d_model() const { return d_model_; }
   std::int64_t heads() const { return heads_; }
 
@@ -68,6 +90,10 @@ class MultiHeadAttention : public Module {
   // x [batch, len, d_model] through rows [part d_model, (part + 1) d_model) of the packed
   // projection, split into heads: [batch, heads, len, d_head].
   Tensor project(const Tensor& x, std::int64_t part) const;
+  // The heads of projected q, k, v [batch, heads, len, d_head] attending, joined and through
+  // out_proj.
+  AttentionOutput attend_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& blocked);
 
   std::int64_t d_model_, heads_;
   MultiHeadAttentionOptions options_;

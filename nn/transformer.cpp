@@ -153,6 +153,35 @@ Tensor TransformerDecoderLayer::forward(const Tensor& target, const Tensor& memo
                       [&](const Tensor& in) { return sub.feed_forward(*linear1, *linear2, in); });
 }
 
+TransformerDecoderLayerCache TransformerDecoderLayer::start(const Tensor& memory) const {
+  check_sequence(memory, cross_attention->d_model(), "TransformerDecoderLayer::start", "memory");
+  return {KeyValueCache{}, cross_attention->project_keys_values(memory, memory)};
+}
+
+// forward() for one position: the self-attention sees the cached positions and this one, so
+// no causal mask is needed.
+Tensor TransformerDecoderLayer::step(const Tensor& target, TransformerDecoderLayerCache& cache,
+                                     const Tensor& memory_padding_mask) {
+  const Sublayers sub{options_, is_training()};
+  Tensor h = sub.residual(*norm1, target, [&](const Tensor& in) {
+    return self_attention->forward_step(in, cache.self).output;
+  });
+  h = sub.residual(*norm2, h, [&](const Tensor& in) {
+    return cross_attention->attend(in, cache.memory, memory_padding_mask).output;
+  });
+  return sub.residual(*norm3, h,
+                      [&](const Tensor& in) { return sub.feed_forward(*linear1, *linear2, in); });
+}
+
+void TransformerDecoderCache::reorder(const Tensor& rows) {
+  for (TransformerDecoderLayerCache& layer : layers) {
+    layer.self.reorder(rows);
+    layer.memory.reorder(rows);
+  }
+  if (memory_padding_mask.defined())
+    memory_padding_mask = index_select(memory_padding_mask, 0, rows);
+}
+
 // ---- stacks -----------------------------------------------------------------------------------
 
 namespace {
@@ -210,6 +239,24 @@ Tensor TransformerDecoder::forward(const Tensor& target, const Tensor& memory,
                                    const TransformerDecoderMasks& masks) {
   Tensor h = target;
   for (const auto& layer : layers) h = layer->forward(h, memory, masks);
+  return final_norm ? detail::normalise_features(*final_norm, h) : h;
+}
+
+TransformerDecoderCache TransformerDecoder::start(const Tensor& memory,
+                                                  const Tensor& memory_padding_mask) const {
+  TransformerDecoderCache cache;
+  cache.memory_padding_mask = memory_padding_mask;
+  for (const auto& layer : layers) cache.layers.push_back(layer->start(memory));
+  return cache;
+}
+
+Tensor TransformerDecoder::step(const Tensor& target, TransformerDecoderCache& cache) {
+  NG_CHECK(cache.layers.size() == layers.size(), "TransformerDecoder::step", "the cache has ",
+           cache.layers.size(), " layers, the decoder ", layers.size(),
+           ": start() makes a decoder's cache");
+  Tensor h = target;
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    h = layers[i]->step(h, cache.layers[i], cache.memory_padding_mask);
   return final_norm ? detail::normalise_features(*final_norm, h) : h;
 }
 

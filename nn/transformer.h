@@ -52,6 +52,23 @@ struct TransformerDecoderMasks {
   bool causal = true;            // each target position sees itself and earlier ones only
 };
 
+// What a decoder layer keeps between decoding steps: its self-attention's keys and values of
+// the positions so far, and its cross-attention's of the encoder's output.
+struct TransformerDecoderLayerCache {
+  KeyValueCache self, memory;
+};
+
+// A decoder stack's caches, and the padding mask of the encoder's output ([batch, source_len],
+// or undefined), all following the rows when a beam search reorders them.
+struct TransformerDecoderCache {
+  std::vector<TransformerDecoderLayerCache> layers;
+  Tensor memory_padding_mask;
+  // The positions decoded so far.
+  std::int64_t length() const { return layers.empty() ? 0 : layers.front().self.length(); }
+  // Row i becomes old row rows[i] (int64 [new_rows]).
+  void reorder(const Tensor& rows);
+};
+
 class TransformerEncoderLayer : public Layer {
  public:
   std::shared_ptr<MultiHeadAttention> self_attention;
@@ -82,6 +99,14 @@ class TransformerDecoderLayer : public Module {
   Tensor forward(const Tensor& target, const Tensor& memory,
                  const TransformerDecoderMasks& masks = {});
 
+  // Decoding a position at a time: start(memory) projects the cross-attention's keys and
+  // values once; step(y_t, cache) takes the next target position, [batch, 1, d_model], and
+  // returns forward()'s output at that position for the whole prefix (causal, with the memory
+  // padding mask), adding the position to the cache.
+  TransformerDecoderLayerCache start(const Tensor& memory) const;
+  Tensor step(const Tensor& target, TransformerDecoderLayerCache& cache,
+              const Tensor& memory_padding_mask = Tensor());
+
  private:
   TransformerLayerOptions options_;
 };
@@ -108,6 +133,15 @@ class TransformerDecoder : public Module {
   std::string type_name() const override { return "TransformerDecoder"; }
   Tensor forward(const Tensor& target, const Tensor& memory,
                  const TransformerDecoderMasks& masks = {});
+
+  // Incremental decoding, each step O(t) rather than a recomputation of the prefix:
+  //   auto cache = decoder.start(memory, source_padding);
+  //   for each t: states_t = decoder.step(y_t, cache);   // y_t [batch, 1, d_model]
+  // states_t equals forward(y_0..y_t, memory, {.memory_padding_mask = source_padding}) at
+  // position t.
+  TransformerDecoderCache start(const Tensor& memory,
+                                const Tensor& memory_padding_mask = Tensor()) const;
+  Tensor step(const Tensor& target, TransformerDecoderCache& cache);
 };
 
 }  // namespace normgrad::nn

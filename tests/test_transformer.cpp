@@ -1,7 +1,8 @@
 // The Transformer (nn/positional_encoding.h, nn/transformer.h): the positional table against
 // its formula, each layer against its sublayers written out, gradients against finite
 // differences for post- and pre-norm with RMSNorm, what the masks guarantee through whole
-// stacks (no look-ahead, padding that changes nothing), dropout modes, and bad input.
+// stacks (no look-ahead, padding that changes nothing), decoding a position at a time with
+// cached keys and values against the whole prefix, dropout modes, and bad input.
 
 #include <cmath>
 #include <string>
@@ -251,6 +252,59 @@ TEST_CASE("TransformerDecoder: a change at target position t leaves earlier outp
     const Tensor open_after = decoder.forward(changed, memory, {.causal = false});
     CHECK_FALSE(all_close(open_after.narrow(1, 0, 1), open_before.narrow(1, 0, 1), 1e-6, 0));
   }
+}
+
+// Decoding a position at a time (TransformerDecoder::start and step) gives what the whole
+// prefix's forward gives at its last position, with the memory padding mask, and the cache
+// follows a reordering of its rows as a beam search makes it.
+TEST_CASE("TransformerDecoder: cached steps equal the prefix's forward, also after reordering") {
+  for (const auto placement : {nn::NormPlacement::Post, nn::NormPlacement::Pre}) {
+    CAPTURE(placement_name(placement));
+    manual_seed(11);
+    nn::TransformerDecoder decoder(2, 8, 2, 16, options_for("rmsnorm", placement));
+    randomise(decoder, 12);
+    const Tensor target = leaf({3, 5, 8}, 1).detach(), memory = leaf({3, 4, 8}, 2).detach();
+    const Tensor padding = int_mask({{0, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 1, 1}});
+    const Tensor full = decoder.forward(target, memory, {.memory_padding_mask = padding});
+    nn::TransformerDecoderCache cache = decoder.start(memory, padding);
+    CHECK(cache.length() == 0);
+    for (std::int64_t t = 0; t < 2; ++t) {
+      CAPTURE(t);
+      CHECK(all_close(decoder.step(target.narrow(1, t, 1), cache), full.narrow(1, t, 1), 1e-12,
+                      1e-12));
+    }
+    CHECK(cache.length() == 2);
+    // Rows repeated and left out: the rest of the steps continue old rows 2, 0, 0 and 1.
+    const Tensor rows = tensor({2, 0, 0, 1}, {.dtype = DType::Int64});
+    cache.reorder(rows);
+    const Tensor reordered =
+        decoder.forward(index_select(target, 0, rows), index_select(memory, 0, rows),
+                        {.memory_padding_mask = index_select(padding, 0, rows)});
+    for (std::int64_t t = 2; t < 5; ++t) {
+      CAPTURE(t);
+      const Tensor step = decoder.step(index_select(target, 0, rows).narrow(1, t, 1), cache);
+      CHECK(all_close(step, reordered.narrow(1, t, 1), 1e-12, 1e-12));
+    }
+    CHECK(cache.length() == 5);
+  }
+}
+
+TEST_CASE("TransformerDecoder: cached steps refuse a wrong shape or another decoder's cache") {
+  manual_seed(13);
+  nn::TransformerDecoder decoder(2, 8, 2, 16, options_for("rmsnorm", nn::NormPlacement::Post));
+  nn::TransformerDecoder deeper(3, 8, 2, 16, options_for("rmsnorm", nn::NormPlacement::Post));
+  nn::TransformerDecoderCache cache = decoder.start(zeros({2, 4, 8}, f64));
+  CHECK_ERROR(decoder.step(zeros({2, 2, 8}, f64), cache), "cached keys and values", "one position",
+              "[batch, 1, 8]", "[2, 2, 8]");
+  CHECK_ERROR(deeper.step(zeros({2, 1, 8}, f64), cache), "TransformerDecoder::step",
+              "the cache has 2 layers, the decoder 3");
+  CHECK_ERROR(decoder.step(zeros({3, 1, 8}, f64), cache), "cached keys and values", "[3, 1, 8]",
+              "2 rows", "batch size");
+  CHECK_ERROR(
+      decoder.layers[0]->cross_attention->attend(zeros({2, 1, 8}, f64), nn::KeyValueCache{}),
+      "cached keys and values", "the cache is empty");
+  CHECK_ERROR(decoder.start(zeros({2, 4, 6}, f64)), "TransformerDecoderLayer::start", "memory",
+              "[2, 4, 6]");
 }
 
 TEST_CASE("Transformer stacks: padded positions change nothing at the other positions") {
