@@ -7,10 +7,6 @@ namespace normgrad::backend {
 
 namespace {
 
-// Values in one chunk's columns: 8 Mi (32 MiB in float32). A CIFAR layer with 96 channels
-// at 32 x 32 has 0.9 Mi column values per sample, so a batch of 64 is 8 chunks.
-constexpr std::int64_t column_budget = std::int64_t{1} << 23;
-
 // Device memory for the call's columns and products, given back at the end.
 class Scratch {
  public:
@@ -39,12 +35,6 @@ void* advanced(void* data, DType dtype, std::int64_t elements) {
   return static_cast<char*>(data) + elements * static_cast<std::int64_t>(element_size(dtype));
 }
 
-// Samples a chunk, for columns of `taps` rows and `positions` outputs a sample.
-std::int64_t chunk_size(std::int64_t taps, std::int64_t positions, std::int64_t batch) {
-  return std::clamp<std::int64_t>(column_budget / std::max<std::int64_t>(taps * positions, 1), 1,
-                                  std::max<std::int64_t>(batch, 1));
-}
-
 // Samples [first, first + count) of a contiguous [N, C, H, W] image.
 TensorRef images(const TensorRef& x, std::int64_t first, std::int64_t count) {
   const std::int64_t channels = x.shape[1], height = x.shape[2], width = x.shape[3];
@@ -55,6 +45,17 @@ TensorRef images(const TensorRef& x, std::int64_t first, std::int64_t count) {
 
 }  // namespace
 
+// A CIFAR layer with 96 channels at 32 x 32 has 0.9 Mi column values per sample: a batch of
+// 64 is 8 chunks. Each chunk is a handful of forks and joins of the threads, which on a
+// machine shared with other processes cost far more than their work whenever a thread has
+// lost its core: with 4 Mi, a ConvPool-CNN-C step under a load of 5 took 15% longer (within
+// the noise of the 8 Mi one on a quiet machine), for 31 MB less resident memory.
+std::int64_t conv_chunk_samples(std::int64_t taps, std::int64_t positions, std::int64_t batch) {
+  constexpr std::int64_t column_budget = std::int64_t{1} << 23;
+  return std::clamp<std::int64_t>(column_budget / std::max<std::int64_t>(taps * positions, 1), 1,
+                                  std::max<std::int64_t>(batch, 1));
+}
+
 void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
                        const TensorRef& weight, const TensorRef* bias, const Window2d& window) {
   const std::int64_t batch = x.shape[0], channels = x.shape[1];
@@ -62,7 +63,7 @@ void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
   const std::int64_t taps = channels * window.kernel_h * window.kernel_w;
   if (y.numel() == 0) return;
   const DType dtype = y.dtype;
-  const std::int64_t chunk = chunk_size(taps, positions, batch);
+  const std::int64_t chunk = conv_chunk_samples(taps, positions, batch);
   Scratch columns(backend,
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch product(backend,
@@ -106,7 +107,7 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
     backend.fill(matrix_dw, 0);
     return;
   }
-  const std::int64_t chunk = chunk_size(taps, positions, batch);
+  const std::int64_t chunk = conv_chunk_samples(taps, positions, batch);
   Scratch columns(backend,
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch rows(backend,

@@ -14,9 +14,15 @@
 // without AVX2, whose float32 convolution packs the columns into its GEMMs without writing
 // them out (cpu/sgemm_conv.h); the tests hold that one against these.
 
+#include <cstdint>
+
 #include "backends/backend.h"
 
 namespace normgrad::backend {
+
+// Samples a chunk: as many as keep the chunk's columns (`taps` rows, `positions` outputs a
+// sample) within 8 Mi values (32 MiB in float32), at least 1 and at most `batch`.
+std::int64_t conv_chunk_samples(std::int64_t taps, std::int64_t positions, std::int64_t batch);
 
 void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
                        const TensorRef& weight, const TensorRef* bias, const Window2d& window);

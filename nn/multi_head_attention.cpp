@@ -13,6 +13,13 @@ namespace {
 constexpr const char* forward_op = "MultiHeadAttention::forward";
 constexpr const char* cache_op = "MultiHeadAttention (cached keys and values)";
 
+// Throws unless x is a [batch, length, d_model] tensor of `dtype`, the layer's.
+void check_cached_input(const Tensor& x, std::int64_t d_model, DType dtype, const char* what) {
+  NG_CHECK(x.defined() && x.dim() == 3 && x.size(2) == d_model && x.dtype() == dtype, cache_op,
+           "expects ", what, " of shape [batch, length, ", d_model, "] and dtype ", dtype, ", got ",
+           x.defined() ? x.shape() : Shape{}, " and ", x.defined() ? x.dtype() : dtype);
+}
+
 // Each mask as 0/1, summed: nonzero wherever any of them blocks. Shapes broadcast to
 // [batch, 1, query_len, key_len] (the heads share the masks). The causal mask is made on
 // `device`, the queries'.
@@ -115,11 +122,8 @@ AttentionOutput MultiHeadAttention::attend_heads(const Tensor& q, const Tensor& 
 
 KeyValueCache MultiHeadAttention::project_keys_values(const Tensor& key,
                                                       const Tensor& value) const {
-  for (const Tensor* x : {&key, &value})
-    NG_CHECK(x->defined() && x->dim() == 3 && x->size(2) == d_model_ &&
-                 x->dtype() == in_proj_weight.dtype(),
-             cache_op, "expects key and value of shape [batch, length, ", d_model_, "] and dtype ",
-             in_proj_weight.dtype());
+  check_cached_input(key, d_model_, in_proj_weight.dtype(), "a key");
+  check_cached_input(value, d_model_, in_proj_weight.dtype(), "a value");
   NG_CHECK(key.shape() == value.shape(), cache_op, "key and value must have the same shape, got ",
            key.shape(), " and ", value.shape());
   return {project(key, 1), project(value, 2)};
@@ -129,10 +133,7 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const KeyValueCa
                                            const Tensor& key_padding_mask) {
   NG_CHECK(cache.key.defined() && cache.value.defined(), cache_op,
            "the cache is empty: project keys and values, or take a step, first");
-  NG_CHECK(query.defined() && query.dim() == 3 && query.size(2) == d_model_ &&
-               query.dtype() == in_proj_weight.dtype(),
-           cache_op, "expects a query of shape [batch, length, ", d_model_, "] and dtype ",
-           in_proj_weight.dtype());
+  check_cached_input(query, d_model_, in_proj_weight.dtype(), "a query");
   NG_CHECK(query.size(0) == cache.key.size(0), cache_op, "the query ", query.shape(),
            " and the cache (", cache.key.size(0), " rows) differ in batch size");
   const Tensor blocked = combined_mask({.key_padding_mask = key_padding_mask}, query.size(0),
@@ -141,10 +142,9 @@ AttentionOutput MultiHeadAttention::attend(const Tensor& query, const KeyValueCa
 }
 
 AttentionOutput MultiHeadAttention::forward_step(const Tensor& query, KeyValueCache& cache) {
-  NG_CHECK(query.defined() && query.dim() == 3 && query.size(1) == 1 && query.size(2) == d_model_ &&
-               query.dtype() == in_proj_weight.dtype(),
-           cache_op, "a step takes one position, [batch, 1, ", d_model_, "] of dtype ",
-           in_proj_weight.dtype(), ", got ", query.defined() ? query.shape() : Shape{});
+  check_cached_input(query, d_model_, in_proj_weight.dtype(), "a step");
+  NG_CHECK(query.size(1) == 1, cache_op, "a step takes one position, [batch, 1, ", d_model_,
+           "], got ", query.shape());
   NG_CHECK(!cache.key.defined() || cache.key.size(0) == query.size(0), cache_op, "the step ",
            query.shape(), " and the cache (", cache.key.size(0), " rows) differ in batch size");
   const Tensor key = project(query, 1), value = project(query, 2);

@@ -13,7 +13,8 @@
 // Otherwise dx goes through col2im, a chunk of samples n0 .. n0 + m at a time: dY side by side
 // ([O, m L], a copy of the chunk of dy), one GEMM W^T dY ([K, m L]) a chunk rather than m thin
 // ones (L = 36 in the CIFAR model's head), and col2im of each sample's part. The columns are
-// kh kw times the size of the chunk's images: a chunk holds at most column_budget of them.
+// kh kw times the size of the chunk's images: chunks are sized as conv_by_columns.h sizes its
+// own.
 
 #include <algorithm>
 
@@ -21,6 +22,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
+#include "backends/conv_by_columns.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -33,19 +35,6 @@ namespace primitive = autograd::primitive;
 namespace {
 
 constexpr const char* op_name = "conv2d";
-
-// Values in one chunk's columns: 8 Mi (32 MiB in float32). A CIFAR layer with 96 channels
-// at 32 x 32 has 0.9 Mi column values per sample, so a batch of 64 is 8 chunks. Each chunk is
-// a handful of forks and joins of the threads, which on a machine shared with other
-// processes cost far more than their work whenever a thread has lost its core: with 4 Mi, a
-// ConvPool-CNN-C step under a load of 5 took 15% longer (within the noise of the 8 Mi one
-// on a quiet machine), for 31 MB less resident memory.
-constexpr std::int64_t column_budget = std::int64_t{1} << 23;
-
-std::int64_t samples_per_chunk(const autograd::WindowPlan& plan, std::int64_t taps) {
-  const std::int64_t per_sample = std::max<std::int64_t>(taps * plan.out_h * plan.out_w, 1);
-  return std::max<std::int64_t>(column_budget / per_sample, 1);
-}
 
 // [rows, m, L] as the matrix [rows, m L].
 Tensor side_by_side(const Tensor& chunked) {
@@ -86,11 +75,10 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
   const std::int64_t pad_h = w.dilation_h * (w.kernel_h - 1) - w.padding_h;
   const std::int64_t pad_w = w.dilation_w * (w.kernel_w - 1) - w.padding_w;
   backend::Backend& kernels = detail::backend_of(dy);
+  const std::int64_t o = weight.size(0), c = weight.size(1), taps = w.kernel_h * w.kernel_w;
+  if (dy.numel() == 0) return zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
   Tensor dx = detail::make_tensor(image.shape(), dy.dtype(), dy.device());
   if (dx.numel() == 0) return dx;
-  const std::int64_t o = weight.size(0), c = weight.size(1), taps = w.kernel_h * w.kernel_w;
-  if (dy.numel() == 0 || o == 0)
-    return zeros(image.shape(), {.dtype = dy.dtype(), .device = dy.device()});
   if (w.stride_h == 1 && w.stride_w == 1 && pad_h >= 0 && pad_w >= 0) {
     const Tensor reversed = arange(static_cast<double>(taps - 1), -1, -1,
                                    {.dtype = DType::Int64, .device = dy.device()});
@@ -107,7 +95,7 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
   const std::int64_t positions = plan.out_h * plan.out_w, k = c * taps;
   const Tensor grad = dy.view({dy.size(0), o, positions});
   const Tensor matrix_w = weight.view({o, k});
-  const std::int64_t chunk = samples_per_chunk(plan, k);
+  const std::int64_t chunk = backend::conv_chunk_samples(k, positions, dy.size(0));
   for (std::int64_t first = 0; first < dy.size(0); first += chunk) {
     const std::int64_t count = std::min(chunk, dy.size(0) - first);
     const Tensor grad_rows = rows_of(grad, first, count);
