@@ -1,6 +1,5 @@
 #include "evaluation.h"
 
-#include "data/bleu.h"
 #include "data/translation_batches.h"
 #include "training.h"
 #include "translation.h"
@@ -34,23 +33,11 @@ BleuEvaluation dataset_bleu(RnnSearch& model, const ng::data::SubwordTokenizer& 
                             std::int64_t batch_sentences, ng::Device device) {
   const bool was_training = model.is_training();
   model.eval();
-  std::vector<std::vector<std::int32_t>> sources;
-  std::vector<std::string> kept_references;
-  for (std::size_t i = 0; i < dataset.size(); ++i) {
-    const auto source = dataset.source(i);
-    sources.emplace_back(source.begin(), source.end());
-    NG_CHECK(dataset.line(i) <= references.size(), "gru_nmt", "the references have ",
-             references.size(), " lines, but the dataset has a pair from line ", dataset.line(i));
-    kept_references.push_back(references[dataset.line(i) - 1]);
-  }
-  const ng::decoding::BeamSearchOptions options = search_options(beam);
-  BleuEvaluation result;
-  result.translations =
-      translate_sentences(model, tokenizer, sources, options, batch_sentences, device);
-  const std::vector<std::vector<std::string>> reference_streams{kept_references};
-  const auto score = ng::data::Bleu().corpus_score(result.translations, reference_streams);
-  result.bleu = score.score;
-  result.text = score.format();
+  const nmt::SentenceTranslator translate = [&](const auto& sentences) {
+    return translate_sentences(model, tokenizer, sentences, search_options(beam), batch_sentences,
+                               device);
+  };
+  BleuEvaluation result = nmt::dataset_bleu(translate, dataset, references, "gru_nmt");
   if (was_training) model.train();
   return result;
 }

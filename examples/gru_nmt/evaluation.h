@@ -10,6 +10,7 @@
 #include "data/parallel_dataset.h"
 #include "data/subword_tokenizer.h"
 #include "model.h"
+#include "nmt/evaluation.h"
 
 namespace gru_nmt {
 
@@ -17,11 +18,7 @@ namespace gru_nmt {
 double dataset_token_loss(RnnSearch& model, const normgrad::data::ParallelDataset& dataset,
                           std::int64_t batch_sentences, normgrad::Device device);
 
-struct BleuEvaluation {
-  double bleu = 0;
-  std::string text;                       // sacreBLEU's line
-  std::vector<std::string> translations;  // one per pair of the dataset, in its order
-};
+using nmt::BleuEvaluation;
 
 // Translates the dataset's sources with a beam of `beam` (1: greedy) and scores them with BLEU
 // against `references`, the reference file's lines (dataset.line(i) picks each pair's).

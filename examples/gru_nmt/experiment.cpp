@@ -48,26 +48,6 @@ std::string folder_name(const std::string& norm, double init_center) {
   return name;
 }
 
-// The value at fraction q of sorted values, interpolated linearly.
-double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double position = q * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<std::size_t>(position);
-  const std::size_t above = std::min(below + 1, values.size() - 1);
-  return values[below] + (position - static_cast<double>(below)) * (values[above] - values[below]);
-}
-
-// Splits one CSV line (train.csv holds no quoted fields).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) fields.push_back(field);
-  if (!line.empty() && line.back() == ',') fields.emplace_back();
-  return fields;
-}
-
 // The settings of one run: the experiment's base with this run's norm, centre and budget.
 Settings run_settings(const ExperimentOptions& options, const std::string& norm, double init_center,
                       std::int64_t steps) {
@@ -148,9 +128,9 @@ RunResult train_run(const ExperimentOptions& options, const std::string& tokeniz
     run.best_dev_bleu = std::max(run.best_dev_bleu, row.dev_bleu);
   }
   run.steps = run.log.empty() ? 0 : run.log.back().step;
-  run.seconds_per_1000_steps = 1000 * quantile(step_seconds, 0.5);
+  run.seconds_per_1000_steps = 1000 * nmt::quantile(step_seconds, 0.5);
   run.step_seconds_spread =
-      1000 * (quantile(step_seconds, 0.75) - quantile(step_seconds, 0.25)) / 2;
+      1000 * (nmt::quantile(step_seconds, 0.75) - nmt::quantile(step_seconds, 0.25)) / 2;
   return run;
 }
 
@@ -214,42 +194,7 @@ Settings shared_run_settings(const ExperimentOptions& options) {
 }
 
 std::vector<LogRow> read_train_log(const std::string& path) {
-  const auto lines = ng::data::read_text_lines(path);
-  NG_CHECK(!lines.empty() && lines[0].rfind("step,wall_seconds,", 0) == 0, "gru_nmt", path,
-           " is not a gru_nmt training log (its header is missing)");
-  const auto header = csv_fields(lines[0]);
-  std::map<std::string, std::size_t> column;
-  for (std::size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-  for (const char* name :
-       {"step", "wall_seconds", "train_token_loss", "dev_token_loss", "dev_bleu", "step_seconds"}) {
-    NG_CHECK(column.count(name) == 1, "gru_nmt", path, " has no column ", name);
-  }
-  std::vector<LogRow> rows;
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    const auto fields = csv_fields(lines[i]);
-    NG_CHECK(fields.size() == header.size(), "gru_nmt", path, " line ", i + 1, " has ",
-             fields.size(), " fields, the header ", header.size());
-    const auto number = [&](const char* name, double missing) {
-      const std::string& field = fields[column.at(name)];
-      if (field.empty()) return missing;
-      try {
-        return std::stod(field);
-      } catch (const std::exception&) {
-        throw ng::Error("gru_nmt: " + path + " line " + std::to_string(i + 1) + ": '" + field +
-                        "' is not a number");
-      }
-    };
-    LogRow row;
-    row.step = static_cast<std::int64_t>(number("step", 0));
-    row.wall_seconds = number("wall_seconds", 0);
-    row.train_token_loss = number("train_token_loss", 0);
-    row.dev_token_loss = number("dev_token_loss", -1);
-    row.dev_bleu = number("dev_bleu", -1);
-    row.step_seconds = number("step_seconds", 0);
-    rows.push_back(row);
-  }
-  return rows;
+  return nmt::read_train_log(path, "gru_nmt");
 }
 
 void check_experiment(const ExperimentOptions& options) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "analysis.h"
+#include "nmt/train_log.h"
 #include "settings.h"
 
 namespace gru_nmt {
@@ -56,15 +57,7 @@ struct ExperimentOptions {
   std::ostream* messages = nullptr;
 };
 
-// One row of a run's train.csv.
-struct LogRow {
-  std::int64_t step = 0;
-  double wall_seconds = 0;
-  double train_token_loss = 0;
-  double dev_token_loss = -1;  // -1: not measured at this step
-  double dev_bleu = -1;
-  double step_seconds = 0;
-};
+using nmt::LogRow;  // one row of a run's train.csv
 
 struct RunResult {
   std::string label;  // the norm spec, or "layernorm, centre 0.2"
@@ -105,7 +98,7 @@ struct ExperimentResults {
 // the budget and the experiment's fixed choices (no early stopping, greedy dev BLEU).
 Settings shared_run_settings(const ExperimentOptions& options);
 
-// Reads a train.csv written by train(); an Error naming the file and line if it is not one.
+// Reads a train.csv written by train() (nmt::read_train_log).
 std::vector<LogRow> read_train_log(const std::string& path);
 
 // The checks done before any training: the corpus files exist and the budgets are positive.

@@ -18,10 +18,10 @@
 
 #include "common/wait_policy.h"
 #include "data/text_file.h"
-#include "data/unicode_text.h"
 #include "experiment.h"
 #include "figures.h"
 #include "model_folder.h"
+#include "nmt/command_line.h"
 #include "nn/atomic_file.h"
 #include "report.h"
 #include "scoring.h"
@@ -31,27 +31,6 @@
 namespace {
 
 namespace ng = normgrad;
-
-ng::Device parse_device(const std::string& name) {
-  if (name == "cpu") return ng::Device::cpu();
-  if (name == "cuda") {
-    NG_CHECK(ng::cuda::is_available(), "gru_nmt", "--device cuda: no CUDA device is available");
-    return ng::Device::cuda();
-  }
-  throw ng::Error("gru_nmt: --device must be cpu or cuda, got '" + name + "'");
-}
-
-// stdin's lines, each checked as UTF-8 and stripped of its line end.
-std::vector<std::string> read_stdin_lines() {
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ng::data::decode_utf8(line, "standard input line " + std::to_string(lines.size() + 1));
-    lines.push_back(line);
-  }
-  return lines;
-}
 
 // "Intel(R) Xeon(R) ..., 2 threads", or the GPU's name.
 std::string machine_description(const ng::Device& device) {
@@ -245,7 +224,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    const ng::Device device = parse_device(device_name);
+    const ng::Device device = nmt::parse_device(device_name, "gru_nmt");
     if (threads > 0) ng::set_num_threads(threads);
     if (train->parsed()) {
       gru_nmt::Settings settings = gru_nmt::preset(preset_name);
@@ -324,29 +303,19 @@ int main(int argc, char** argv) {
       const std::int64_t width = greedy ? 1 : beam;
       NG_CHECK(n_best <= width, "gru_nmt translate", "--n-best ", n_best, " is more than the beam ",
                width);
-      const auto lines = read_stdin_lines();
+      const auto lines = nmt::read_stdin_lines();
       std::vector<std::vector<std::int32_t>> sources;
       for (const auto& line : lines) sources.push_back(loaded.tokenizer.encode(line));
       const ng::decoding::BeamSearchOptions options = gru_nmt::search_options(width, n_best);
       const auto translations = gru_nmt::translate_n_best(*loaded.model, loaded.tokenizer, sources,
                                                           options, translate_batch, device);
-      for (std::size_t i = 0; i < translations.size(); ++i) {
-        if (n_best == 1) {
-          std::cout << translations[i].front().text << "\n";
-        } else {
-          // Moses's n-best form: sentence number ||| translation ||| score
-          for (const auto& t : translations[i])
-            std::cout << i << " ||| " << t.text << " ||| " << t.score << "\n";
-        }
-      }
+      nmt::write_translations(std::cout, translations, n_best);
       return 0;
     }
     const auto sources = ng::data::read_text_lines(score_source);
     const auto targets = ng::data::read_text_lines(score_target);
-    for (const auto& s :
-         gru_nmt::score_pairs(*loaded.model, loaded.tokenizer, sources, targets, 32, device)) {
-      std::printf("%.6f\t%lld\n", s.log_probability, static_cast<long long>(s.tokens));
-    }
+    nmt::write_scores(std::cout, gru_nmt::score_pairs(*loaded.model, loaded.tokenizer, sources,
+                                                      targets, 32, device));
     return 0;
   } catch (const std::exception& error) {
     std::cerr << "gru_nmt: " << error.what() << "\n";

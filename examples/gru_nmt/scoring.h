@@ -9,13 +9,11 @@
 
 #include "data/subword_tokenizer.h"
 #include "model.h"
+#include "nmt/sentence_batches.h"
 
 namespace gru_nmt {
 
-struct PairScore {
-  double log_probability = 0;
-  std::int64_t tokens = 0;  // target subword tokens, eos included
-};
+using nmt::PairScore;
 
 // Scores sources[i] -> targets[i]; an empty side gives log-probability 0 over 0 tokens.
 std::vector<PairScore> score_pairs(RnnSearch& model,

@@ -1,7 +1,8 @@
 #include "settings.h"
 
-#include <sstream>
 #include <utility>
+
+#include "nmt/model_folder.h"
 
 namespace gru_nmt {
 
@@ -142,15 +143,6 @@ Settings settings_from_json(const nlohmann::json& json, const std::string& origi
   }
 }
 
-std::string describe(const Settings& settings) {
-  std::ostringstream out;
-  const nlohmann::json json = to_json(settings);
-  for (const char* part : {"model", "training"}) {
-    out << part << ":\n";
-    for (const auto& [key, value] : json.at(part).items())
-      out << "  " << key << " = " << value.dump() << "\n";
-  }
-  return out.str();
-}
+std::string describe(const Settings& settings) { return nmt::describe_config(to_json(settings)); }
 
 }  // namespace gru_nmt

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model_folder.h"
+#include "nmt/training_run.h"
 #include "settings.h"
 
 namespace gru_nmt {
@@ -33,13 +34,7 @@ struct TrainOptions {
   std::ostream* messages = nullptr;  // progress and notes; nothing when null
 };
 
-struct TrainSummary {
-  std::int64_t first_step = 0;  // the step this invocation started after
-  std::int64_t last_step = 0;
-  std::vector<double> losses;   // batch_loss of each step this invocation took
-  double best_bleu = -1;        // -1: no dev BLEU yet
-  std::string stopped_because;  // "the step budget", "the time budget", "early stopping"
-};
+using nmt::TrainSummary;
 
 TrainSummary train(const TrainOptions& options);
 

@@ -42,63 +42,15 @@ ng::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n
           .max_length_b = 10};
 }
 
-SourceBatch make_source_batch(const std::vector<std::vector<std::int32_t>>& sentences,
-                              ng::Device device) {
-  const auto rows = static_cast<std::int64_t>(sentences.size());
-  std::int64_t width = 0;
-  for (const auto& sentence : sentences)
-    width = std::max<std::int64_t>(width, static_cast<std::int64_t>(sentence.size()) + 1);
-  std::vector<std::int64_t> ids(rows * width, ng::data::pad_id), padding(rows * width, 1),
-      lengths(rows);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const auto& sentence = sentences[r];
-    std::copy(sentence.begin(), sentence.end(), ids.begin() + r * width);
-    ids[r * width + static_cast<std::int64_t>(sentence.size())] = ng::data::eos_id;
-    std::fill_n(padding.begin() + r * width, sentence.size() + 1, 0);
-    lengths[r] = static_cast<std::int64_t>(sentence.size()) + 1;
-  }
-  SourceBatch batch{ng::from_vector(ids, {rows, width}), ng::from_vector(lengths, {rows}),
-                    ng::from_vector(padding, {rows, width})};
-  if (!device.is_cpu()) {
-    batch.ids = batch.ids.to(device);
-    batch.lengths = batch.lengths.to(device);
-    batch.padding = batch.padding.to(device);
-  }
-  return batch;
-}
-
 std::vector<std::vector<Translation>> translate_n_best(
     RnnSearch& model, const ng::data::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < sentences.size(); ++i)
-    if (!sentences[i].empty()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return sentences[a].size() < sentences[b].size();
-  });
-  // An empty sentence translates to one empty line.
-  std::vector<std::vector<Translation>> translations(sentences.size(), std::vector<Translation>(1));
-  for (std::size_t start = 0; start < order.size();
-       start += static_cast<std::size_t>(batch_sentences)) {
-    const std::size_t end =
-        std::min(order.size(), start + static_cast<std::size_t>(batch_sentences));
-    std::vector<std::vector<std::int32_t>> batch;
-    for (std::size_t i = start; i < end; ++i) batch.push_back(sentences[order[i]]);
-    const SourceBatch source = make_source_batch(batch, device);
-    const auto results =
-        translate_batch(model, source.ids, source.lengths, source.padding, options);
-    for (std::size_t i = start; i < end; ++i) {
-      auto& out = translations[order[i]];
-      out.clear();
-      for (const auto& hypothesis : results[i - start]) {
-        const std::vector<std::int32_t> ids(hypothesis.tokens.begin(), hypothesis.tokens.end());
-        out.push_back({tokenizer.decode(ids), hypothesis.score});
-      }
-    }
-  }
-  return translations;
+  const nmt::BatchTranslator translator = [&](const SourceBatch& source) {
+    return translate_batch(model, source.ids, source.lengths, source.padding, options);
+  };
+  return nmt::translate_n_best(translator, tokenizer, sentences, batch_sentences, device);
 }
 
 std::vector<std::string> translate_sentences(
@@ -106,11 +58,8 @@ std::vector<std::string> translate_sentences(
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {
-  std::vector<std::string> best;
-  for (auto& n_best :
-       translate_n_best(model, tokenizer, sentences, options, batch_sentences, device))
-    best.push_back(std::move(n_best.front().text));
-  return best;
+  return nmt::best_translations(
+      translate_n_best(model, tokenizer, sentences, options, batch_sentences, device));
 }
 
 }  // namespace gru_nmt

@@ -14,6 +14,7 @@
 #include "data/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
+#include "nmt/sentence_batches.h"
 
 namespace gru_nmt {
 
@@ -37,22 +38,13 @@ class RnnSearchDecoder final : public normgrad::decoding::StepDecoder {
 // twice the source length and 10 tokens more.
 normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best = 1);
 
-// Source sentences as the encoder takes them: ids + eos, padded, with lengths and the
-// padding mask (1 at padding).
-struct SourceBatch {
-  normgrad::Tensor ids, lengths, padding;
-};
-SourceBatch make_source_batch(const std::vector<std::vector<std::int32_t>>& sentences,
-                              normgrad::Device device);
+using nmt::make_source_batch;
+using nmt::SourceBatch;
+using nmt::Translation;
 
-// Translates many sentences (subword ids, without eos; empty ones give empty translations):
-// in batches of up to `batch_sentences`, sorted by length so that a batch is little padding,
-// returned in the given order as the best hypothesis's text (decoded by the tokenizer).
-struct Translation {
-  std::string text;
-  double score = 0;  // the search's penalised score
-};
-// The same, with options.n_best translations per sentence, best first.
+// Translates many sentences (subword ids, without eos; empty ones give empty translations) in
+// batches of up to `batch_sentences`, as nmt::translate_n_best: options.n_best translations
+// per sentence, best first.
 std::vector<std::vector<Translation>> translate_n_best(
     RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,

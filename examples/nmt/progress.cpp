@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace gru_nmt {
+namespace nmt {
 
 std::string format_duration(double seconds) {
   const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
@@ -65,4 +65,4 @@ void ProgressDisplay::note(const std::string& text) {
 
 void ProgressDisplay::finish(const std::string& text) { note(text); }
 
-}  // namespace gru_nmt
+}  // namespace nmt

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-namespace gru_nmt {
+namespace nmt {
 
 class ProgressDisplay {
  public:
@@ -33,4 +33,4 @@ class ProgressDisplay {
 // "1h02m", "4m05s", "12s".
 std::string format_duration(double seconds);
 
-}  // namespace gru_nmt
+}  // namespace nmt

@@ -1,0 +1,115 @@
+#include "model_folder.h"
+
+#include <normgrad/normgrad.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "data/text_file.h"
+#include "nn/atomic_file.h"
+
+namespace nmt {
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string checkpoint_prefix = "checkpoint-";
+const std::string checkpoint_suffix = ".safetensors";
+}  // namespace
+
+std::string ModelFolder::checkpoint(std::int64_t step) const {
+  return file(checkpoint_prefix + std::to_string(step) + checkpoint_suffix);
+}
+
+bool ModelFolder::has_config() const {
+  std::error_code ec;
+  return fs::exists(file("config.json"), ec);
+}
+
+void ModelFolder::write_config_json(nlohmann::json settings,
+                                    const std::string& tokenizer_fingerprint) const {
+  settings["tokenizer"] = tokenizer_fingerprint;
+  const std::string text = settings.dump(2) + "\n";
+  ng::nn::write_atomically(
+      file("config.json"), program_.c_str(),
+      [&](const ng::nn::FileWriter& out) { out.write(text.data(), text.size()); });
+}
+
+nlohmann::json ModelFolder::read_config_json(std::string* fingerprint) const {
+  const std::string path = file("config.json");
+  const std::string text = ng::data::read_file_bytes(path, program_.c_str());
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw ng::Error(program_ + ": " + path + " is not JSON: " + error.what());
+  }
+  NG_CHECK(json.is_object(), program_, path, " is not a ", program_, " configuration");
+  if (fingerprint != nullptr) {
+    NG_CHECK(json.contains("tokenizer") && json["tokenizer"].is_string(), program_, path,
+             " names no tokenizer fingerprint");
+    *fingerprint = json["tokenizer"].get<std::string>();
+  }
+  return json;
+}
+
+std::vector<std::int64_t> ModelFolder::checkpoint_steps() const {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(checkpoint_prefix, 0) != 0 ||
+        name.size() <= checkpoint_prefix.size() + checkpoint_suffix.size() ||
+        name.compare(name.size() - checkpoint_suffix.size(), checkpoint_suffix.size(),
+                     checkpoint_suffix) != 0)
+      continue;
+    const std::string digits =
+        name.substr(checkpoint_prefix.size(),
+                    name.size() - checkpoint_prefix.size() - checkpoint_suffix.size());
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        digits.size() > 18)
+      continue;
+    steps.push_back(std::stoll(digits));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+void ModelFolder::prune_checkpoints(std::int64_t keep) const {
+  const auto steps = checkpoint_steps();
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i) {
+    std::error_code ec;
+    fs::remove(checkpoint(steps[i]), ec);
+  }
+}
+
+std::string ModelFolder::weights_file() const {
+  std::error_code ec;
+  std::string weights = file("best.safetensors");
+  if (!fs::exists(weights, ec)) weights = file("model.safetensors");
+  NG_CHECK(fs::exists(weights, ec), program_, path_,
+           " holds no weights yet (no best.safetensors or model.safetensors)");
+  return weights;
+}
+
+ng::data::SubwordTokenizer ModelFolder::load_tokenizer(const std::string& fingerprint,
+                                                       std::int64_t vocabulary_size) const {
+  auto tokenizer = ng::data::SubwordTokenizer::load(file("tokenizer.model"));
+  tokenizer.check_fingerprint(fingerprint, file("config.json"));
+  NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program_, file("tokenizer.model"),
+           " has ", tokenizer.vocabulary_size(), " pieces but the model ", vocabulary_size);
+  return tokenizer;
+}
+
+std::string describe_config(const nlohmann::json& config) {
+  std::string text;
+  for (const auto& [part, values] : config.items()) {
+    text += part + ":\n";
+    for (const auto& [key, value] : values.items())
+      text += "  " + key + " = " + value.dump() + "\n";
+  }
+  return text;
+}
+
+}  // namespace nmt

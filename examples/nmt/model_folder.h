@@ -1,0 +1,66 @@
+#pragma once
+// A translation model folder: everything translate and score need, and everything train needs
+// to resume.
+//
+//   config.json                    the settings and the tokenizer's fingerprint
+//   tokenizer.model                the sentencepiece model
+//   model.safetensors              the latest weights
+//   best.safetensors               the weights with the best dev BLEU so far
+//   checkpoint-<step>.safetensors  training states (model, Adam, generator, data position),
+//                                  the last few kept
+//   train.csv                      one row per step (train_log.h)
+//
+// Every file is written atomically; the weights record the tokenizer's fingerprint, so a
+// folder whose parts do not belong together is refused. Each example keeps its own settings
+// in config.json; this class knows the folder's files, not what a model is.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/subword_tokenizer.h"
+
+namespace nmt {
+
+class ModelFolder {
+ public:
+  // `program` names the example in errors ("gru_nmt").
+  ModelFolder(std::string path, std::string program)
+      : path_(std::move(path)), program_(std::move(program)) {}
+  const std::string& path() const { return path_; }
+  const std::string& program() const { return program_; }
+
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  std::string checkpoint(std::int64_t step) const;
+  bool has_config() const;
+
+  // config.json: `settings` (an object) with the tokenizer's fingerprint added.
+  void write_config_json(nlohmann::json settings, const std::string& tokenizer_fingerprint) const;
+  // The parsed config.json, and its fingerprint into *fingerprint; an Error naming the file if
+  // it is missing, not JSON, or (with a fingerprint wanted) names no tokenizer.
+  nlohmann::json read_config_json(std::string* fingerprint) const;
+
+  // The steps of the training states present, ascending.
+  std::vector<std::int64_t> checkpoint_steps() const;
+  // Removes all but the newest `keep` training states.
+  void prune_checkpoints(std::int64_t keep) const;
+
+  // The weights translate and score load: best.safetensors, or model.safetensors before any
+  // dev BLEU; an Error when the folder holds neither.
+  std::string weights_file() const;
+
+  // The folder's tokenizer, checked against config.json's fingerprint and the model's
+  // vocabulary size.
+  normgrad::data::SubwordTokenizer load_tokenizer(const std::string& fingerprint,
+                                                  std::int64_t vocabulary_size) const;
+
+ private:
+  std::string path_, program_;
+};
+
+// A configuration's parts ("model", "training") as indented "key = value" lines, for the
+// start of a run.
+std::string describe_config(const nlohmann::json& config);
+
+}  // namespace nmt

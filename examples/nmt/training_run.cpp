@@ -1,0 +1,187 @@
+#include "training_run.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "data/text_file.h"
+#include "nmt/progress.h"
+#include "nmt/train_log.h"
+
+namespace nmt {
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void check_new_run(const ModelFolder& folder, CorpusPaths& paths) {
+  const std::string op = folder.program() + " train";
+  for (auto* path :
+       {&paths.train_source, &paths.train_target, &paths.dev_source, &paths.dev_target}) {
+    std::error_code ec;
+    const auto absolute = fs::absolute(*path, ec);
+    if (!ec) *path = absolute.lexically_normal().string();
+  }
+  NG_CHECK(!folder.has_config(), op, folder.path(),
+           " already holds a model: pass --resume to continue it, or choose another folder");
+  for (const auto* path :
+       {&paths.train_source, &paths.train_target, &paths.dev_source, &paths.dev_target}) {
+    std::error_code ec;
+    NG_CHECK(fs::is_regular_file(*path, ec), op, "cannot read '", *path, "'");
+  }
+}
+
+RunData load_run_data(std::optional<ng::data::SubwordTokenizer> tokenizer, const CorpusPaths& paths,
+                      std::int64_t max_length, std::int64_t vocabulary_size,
+                      const std::string& program, std::ostream* messages) {
+  const std::string op = program + " train";
+  auto say = [&](const std::string& text) {
+    if (messages != nullptr) *messages << text << std::flush;
+  };
+  if (!tokenizer) {
+    say("training the tokenizer on " + paths.train_source + " and " + paths.train_target + "\n");
+    // Line counts first: a misaligned corpus is refused before any training.
+    const auto source_lines = ng::data::read_text_lines(paths.train_source).size();
+    const auto target_lines = ng::data::read_text_lines(paths.train_target).size();
+    NG_CHECK(source_lines == target_lines, op, paths.train_source, " has ", source_lines,
+             " lines but ", paths.train_target, " has ", target_lines);
+    tokenizer = ng::data::SubwordTokenizer::train(
+        {paths.train_source, paths.train_target},
+        {.vocabulary_size = static_cast<std::int32_t>(vocabulary_size)});
+  }
+  NG_CHECK(tokenizer->vocabulary_size() == vocabulary_size, op, "the tokenizer has ",
+           tokenizer->vocabulary_size(), " pieces, but the model's vocabulary is ",
+           vocabulary_size);
+  auto train = ng::data::ParallelDataset::load(paths.train_source, paths.train_target, *tokenizer,
+                                               {.max_length = max_length});
+  auto dev = ng::data::ParallelDataset::load(paths.dev_source, paths.dev_target, *tokenizer, {});
+  auto references = ng::data::strip_line_ends(ng::data::read_text_lines(paths.dev_target));
+  say("training pairs: " + std::to_string(train.size()) + " (" + train.statistics().cache +
+      "), dev pairs: " + std::to_string(dev.size()) + "\n");
+  return RunData{std::move(*tokenizer), std::move(train), std::move(dev), std::move(references)};
+}
+
+void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
+                              ng::optim::Optimizer& optimizer, ng::Generator& generator) {
+  callbacks.save_training_state = [&model, &optimizer, &generator](
+                                      const std::string& path, std::int64_t step,
+                                      const ng::nn::Metadata& metadata) {
+    ng::optim::save_training_state(path, model, optimizer, generator, step, metadata);
+  };
+  callbacks.load_training_state = [&model, &optimizer, &generator](const std::string& path,
+                                                                   ng::nn::Metadata* metadata) {
+    return ng::optim::load_training_state(path, model, optimizer, generator, metadata);
+  };
+  callbacks.save_weights = [&model](const std::string& path, const ng::nn::Metadata& metadata) {
+    ng::nn::save(model, path, metadata);
+  };
+}
+
+TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationBatches& batches,
+                               const ng::data::SubwordTokenizer& tokenizer,
+                               const LoopBudget& budget, const LoopCallbacks& model,
+                               const LoopOptions& options) {
+  const std::string op = folder.program() + " train";
+  TrainSummary summary;
+  LoopState loop;
+  std::int64_t step = 0;
+  TrainLog log(folder.file("train.csv"), folder.program());
+  if (options.resume) {
+    const auto steps = folder.checkpoint_steps();
+    NG_CHECK(!steps.empty(), op, "--resume: ", folder.path(), " holds no training state");
+    const std::string path = folder.checkpoint(steps.back());
+    ng::nn::Metadata metadata;
+    step = model.load_training_state(path, &metadata);
+    tokenizer.check_checkpoint(metadata, path);
+    loop = LoopState::from_metadata(metadata, path, folder.program());
+    batches.seek(loop.position);
+    if (options.messages != nullptr)
+      *options.messages << "resumed from " << path << " at step " << step << "\n";
+  }
+  log.start(step);
+  summary.first_step = step;
+  summary.best_bleu = loop.best_bleu;
+  const ng::nn::Metadata fingerprint{{ng::data::tokenizer_metadata_key, tokenizer.fingerprint()}};
+  const auto with_step = [&](ng::nn::Metadata metadata) {
+    metadata["step"] = std::to_string(step);
+    return metadata;
+  };
+  auto save_state = [&] {
+    loop.position = batches.position();
+    model.save_training_state(folder.checkpoint(step), step,
+                              loop.to_metadata(tokenizer.fingerprint()));
+    model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
+    folder.prune_checkpoints(budget.keep_checkpoints);
+  };
+
+  ProgressDisplay progress(options.messages, options.progress_bar, budget.max_steps);
+  const auto start = std::chrono::steady_clock::now();
+  const double wall_before = loop.wall_seconds;
+  summary.stopped_because = "the step budget";
+  while (step < budget.max_steps) {
+    const double elapsed = seconds_since(start);
+    if (budget.max_seconds > 0 && elapsed >= budget.max_seconds) {
+      summary.stopped_because = "the time budget";
+      break;
+    }
+    const auto step_start = std::chrono::steady_clock::now();
+    const auto batch = batches.next();
+    const StepReport result = model.train_step(batch, step);
+    ++step;
+    summary.losses.push_back(result.loss);
+    const double step_seconds = seconds_since(step_start);
+    loop.wall_seconds = wall_before + seconds_since(start);
+
+    double dev_loss = -1;
+    double dev_bleu = -1;
+    if (step % budget.dev_loss_every == 0) dev_loss = model.dev_loss();
+    bool stop_early = false;
+    if (step % budget.dev_bleu_every == 0) {
+      const BleuEvaluation evaluation = model.dev_bleu();
+      dev_bleu = evaluation.bleu;
+      if (dev_bleu > loop.best_bleu) {
+        loop.best_bleu = dev_bleu;
+        loop.evaluations_without_best = 0;
+        ng::nn::Metadata metadata = with_step(fingerprint);
+        metadata["dev_bleu"] = evaluation.text;
+        model.save_weights(folder.file("best.safetensors"), metadata);
+      } else {
+        ++loop.evaluations_without_best;
+        stop_early = budget.patience > 0 && loop.evaluations_without_best >= budget.patience;
+      }
+      progress.note("step " + std::to_string(step) + ": dev " + evaluation.text + "\n");
+    }
+    const double tokens_per_second =
+        static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
+    log.append({.step = step,
+                .wall_seconds = loop.wall_seconds,
+                .train_loss = result.loss,
+                .train_token_loss = result.token_loss,
+                .dev_token_loss = dev_loss,
+                .dev_bleu = dev_bleu,
+                .tokens_per_second = tokens_per_second,
+                .step_seconds = step_seconds,
+                .learning_rate = result.learning_rate});
+    progress.update(step, result.token_loss, tokens_per_second, dev_loss, elapsed);
+
+    if (stop_early) {
+      summary.stopped_because = "early stopping";
+      break;
+    }
+    if (step % budget.checkpoint_every == 0) save_state();
+  }
+  if (folder.checkpoint_steps().empty() || folder.checkpoint_steps().back() != step) save_state();
+  summary.last_step = step;
+  summary.best_bleu = loop.best_bleu;
+  progress.finish("stopped at step " + std::to_string(step) + " by " + summary.stopped_because +
+                  "\n");
+  return summary;
+}
+
+}  // namespace nmt

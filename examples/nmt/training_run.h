@@ -1,0 +1,160 @@
+#pragma once
+// The training run of a translation model folder, whatever the model: the data and the
+// tokenizer, then the loop. A new run trains its tokenizer on the training text (or takes a
+// given one) and writes the folder; every step logs a row of train.csv; dev loss and dev BLEU
+// are measured at their intervals, the best weights kept, and training stops early after
+// `patience` BLEU evaluations without a new best; training states are written at their
+// interval and at the end. A resumed run continues from the newest training state with the
+// same batches, the same random numbers and so the same losses as an uninterrupted run.
+//
+// The model comes in as callbacks (a step, the dev measurements, saving and loading), so
+// gru_nmt and transformer_nmt run the same loop.
+
+#include <normgrad/normgrad.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "data/parallel_dataset.h"
+#include "data/subword_tokenizer.h"
+#include "data/translation_batches.h"
+#include "nmt/evaluation.h"
+#include "nmt/model_folder.h"
+
+namespace nmt {
+
+struct CorpusPaths {
+  std::string train_source, train_target;  // aligned text files
+  std::string dev_source, dev_target;
+};
+
+// The corpus of a run's training settings, which name these fields alike in every example.
+template <class TrainingSettings> CorpusPaths corpus_paths(const TrainingSettings& t) {
+  return {t.train_source, t.train_target, t.dev_source, t.dev_target};
+}
+
+// A new run's paths made absolute (so a resumed run finds them from any folder), and checked:
+// an Error naming the first that cannot be read, or the folder if it already holds a model.
+void check_new_run(const ModelFolder& folder, CorpusPaths& paths);
+
+struct RunData {
+  normgrad::data::SubwordTokenizer tokenizer;
+  normgrad::data::ParallelDataset train, dev;
+  std::vector<std::string> dev_references;  // the dev target file's lines
+};
+
+// The tokenizer and the data of a run. `tokenizer`: the resumed folder's (already checked), a
+// given sentencepiece model, or nothing (one is trained on the training text, after checking
+// that both sides have as many lines). Training pairs longer than max_length are left out.
+RunData load_run_data(std::optional<normgrad::data::SubwordTokenizer> tokenizer,
+                      const CorpusPaths& paths, std::int64_t max_length,
+                      std::int64_t vocabulary_size, const std::string& program,
+                      std::ostream* messages);
+
+struct LoopBudget {
+  std::int64_t max_steps = 0;
+  double max_seconds = 0;  // this invocation's; 0: none
+  std::int64_t dev_loss_every = 0;
+  std::int64_t dev_bleu_every = 0;
+  std::int64_t patience = 0;  // 0: never stop early
+  std::int64_t checkpoint_every = 0;
+  std::int64_t keep_checkpoints = 0;
+};
+
+// The budget of a run's training settings, which name these fields alike in every example.
+template <class TrainingSettings> LoopBudget loop_budget(const TrainingSettings& t) {
+  return {.max_steps = t.max_steps,
+          .max_seconds = t.max_seconds,
+          .dev_loss_every = t.dev_loss_every,
+          .dev_bleu_every = t.dev_bleu_every,
+          .patience = t.patience,
+          .checkpoint_every = t.checkpoint_every,
+          .keep_checkpoints = t.keep_checkpoints};
+}
+
+struct StepReport {
+  double loss = 0;        // what the model minimises
+  double token_loss = 0;  // per target token: comparable across batches and models
+  double learning_rate = 0;
+};
+
+struct LoopCallbacks {
+  // One optimisation step on a batch; `step` counts the steps taken before it.
+  std::function<StepReport(const normgrad::data::TranslationBatch& batch, std::int64_t step)>
+      train_step;
+  std::function<double()> dev_loss;  // per target token
+  std::function<BleuEvaluation()> dev_bleu;
+  // The model, its optimizer and the run's generator to and from a training state.
+  std::function<void(const std::string& path, std::int64_t step,
+                     const normgrad::nn::Metadata& metadata)>
+      save_training_state;
+  std::function<std::int64_t(const std::string& path, normgrad::nn::Metadata* metadata)>
+      load_training_state;
+  // The model's weights alone (model.safetensors, best.safetensors).
+  std::function<void(const std::string& path, const normgrad::nn::Metadata& metadata)> save_weights;
+};
+
+// Fills the callbacks that save and load: training states through optim::save_training_state
+// and load_training_state (model, optimizer and generator), weights through nn::save.
+void set_checkpoint_callbacks(LoopCallbacks& callbacks, normgrad::nn::Module& model,
+                              normgrad::optim::Optimizer& optimizer,
+                              normgrad::Generator& generator);
+
+// The settings and tokenizer a run starts from. Resuming: the folder's settings (an Error when
+// it holds none) with the budgets of `options` when given, and its tokenizer, checked. A new
+// run: options.settings, checked (`check` of the settings' namespace), with the corpus paths
+// made absolute and checked (check_new_run), and the given tokenizer file when there is one.
+template <class Settings, class Folder, class Options>
+std::pair<Settings, std::optional<normgrad::data::SubwordTokenizer>> starting_point(
+    const Folder& folder, const Options& options) {
+  Settings settings;
+  std::optional<normgrad::data::SubwordTokenizer> tokenizer;
+  auto& t = settings.training;
+  if (options.resume) {
+    NG_CHECK(folder.has_config(), folder.program() + " train", "--resume: ", folder.path(),
+             " holds no model to resume");
+    std::string fingerprint;
+    settings = folder.read_config(&fingerprint);
+    tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
+    if (options.resume_max_steps > 0) t.max_steps = options.resume_max_steps;
+    if (options.resume_max_seconds >= 0) t.max_seconds = options.resume_max_seconds;
+    return {std::move(settings), std::move(tokenizer)};
+  }
+  settings = options.settings;
+  check(settings);
+  CorpusPaths paths{t.train_source, t.train_target, t.dev_source, t.dev_target};
+  check_new_run(folder, paths);
+  t.train_source = paths.train_source;
+  t.train_target = paths.train_target;
+  t.dev_source = paths.dev_source;
+  t.dev_target = paths.dev_target;
+  if (!options.tokenizer.empty())
+    tokenizer = normgrad::data::SubwordTokenizer::load(options.tokenizer);
+  return {std::move(settings), std::move(tokenizer)};
+}
+
+struct TrainSummary {
+  std::int64_t first_step = 0;  // the step this invocation started after
+  std::int64_t last_step = 0;
+  std::vector<double> losses;   // the loss of each step this invocation took
+  double best_bleu = -1;        // -1: no dev BLEU yet
+  std::string stopped_because;  // "the step budget", "the time budget", "early stopping"
+};
+
+struct LoopOptions {
+  bool resume = false;
+  bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
+  std::ostream* messages = nullptr;  // progress and notes; nothing when null
+};
+
+TrainSummary run_training_loop(const ModelFolder& folder,
+                               normgrad::data::TranslationBatches& batches,
+                               const normgrad::data::SubwordTokenizer& tokenizer,
+                               const LoopBudget& budget, const LoopCallbacks& model,
+                               const LoopOptions& options);
+
+}  // namespace nmt

@@ -1,0 +1,30 @@
+#pragma once
+// Measuring a model on a held-out set during training: the cross-entropy per target token and
+// BLEU of its translations against the untouched reference text.
+
+#include <normgrad/normgrad.h>
+
+#include <string>
+#include <vector>
+
+#include "data/parallel_dataset.h"
+#include "data/subword_tokenizer.h"
+#include "model.h"
+#include "nmt/evaluation.h"
+
+namespace transformer_nmt {
+
+// Cross-entropy per target token (eos included, no label smoothing) over the whole dataset, in
+// batches of up to `batch_tokens` tokens; dropout off.
+double dataset_token_loss(TransformerNmt& model, const normgrad::data::ParallelDataset& dataset,
+                          std::int64_t batch_tokens, normgrad::Device device);
+
+// Translates the dataset's sources with a beam of `beam` (1: greedy) and scores them with BLEU
+// against `references`, the reference file's lines.
+nmt::BleuEvaluation dataset_bleu(TransformerNmt& model,
+                                 const normgrad::data::SubwordTokenizer& tokenizer,
+                                 const normgrad::data::ParallelDataset& dataset,
+                                 const std::vector<std::string>& references, std::int64_t beam,
+                                 std::int64_t batch_sentences, normgrad::Device device);
+
+}  // namespace transformer_nmt

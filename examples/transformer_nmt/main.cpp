@@ -1,0 +1,257 @@
+// transformer_nmt: the RMSNorm paper's Transformer translation model, trained, used and scored
+// from the command line, in the manner of fairseq and Marian.
+//
+//   transformer_nmt train --model out/transformer_nmt/rmsnorm --norm rmsnorm --train-source ...
+//   transformer_nmt average --model out/transformer_nmt/rmsnorm --last 5
+//   transformer_nmt translate --model out/transformer_nmt/rmsnorm < test.en > test.hyp
+//   transformer_nmt score --model out/transformer_nmt/rmsnorm --source test.en --target test.de
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/wait_policy.h"
+#include "data/text_file.h"
+#include "model_folder.h"
+#include "nmt/command_line.h"
+#include "trainer.h"
+#include "translation.h"
+
+namespace {
+
+namespace ng = normgrad;
+using transformer_nmt::Settings;
+
+// The train flags that replace a preset's value when given: each remembers how to copy its
+// value from the parsed settings into the preset's.
+class SettingFlags {
+ public:
+  SettingFlags(CLI::App* command, Settings& parsed) : command_(command), parsed_(parsed) {}
+
+  template <class Member>
+  CLI::Option* add(const std::string& name, Member member, const std::string& help) {
+    CLI::Option* option = command_->add_option(name, member(parsed_), help);
+    copies_.emplace_back(
+        option, [member, this](Settings& settings) { member(settings) = member(parsed_); });
+    return option;
+  }
+
+  // The preset with every given flag's value.
+  Settings applied_to(Settings settings) const {
+    for (const auto& [option, copy] : copies_)
+      if (option->count() > 0) copy(settings);
+    return settings;
+  }
+
+ private:
+  CLI::App* command_;
+  Settings& parsed_;
+  std::vector<std::pair<CLI::Option*, std::function<void(Settings&)>>> copies_;
+};
+
+#define SETTING(part) \
+  [](Settings & s) -> auto& { return s.part; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::default_to_passive_waiting(argv);
+  CLI::App app{
+      "transformer_nmt: the Transformer encoder-decoder (Vaswani et al. 2017) with any "
+      "normaliser"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --device and --threads may follow the subcommand
+  std::string device_name = "cpu";
+  int threads = 0;
+  app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--threads", threads, "CPU threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
+
+  // ---- train
+  auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
+  std::string folder, preset_name = "cpu", placement = "post";
+  transformer_nmt::TrainOptions train_options;
+  Settings parsed = transformer_nmt::preset("cpu");
+  bool resume = false, no_bar = false;
+  std::int64_t steps = 0;
+  double seconds = -1;
+  train->add_option("--model", folder, "The model folder to create (or resume)")->required();
+  train->add_option("--preset", preset_name, "cpu (the default), small or base")
+      ->check(CLI::IsMember({"cpu", "small", "base"}));
+  train->add_flag("--resume", resume, "Continue the folder's run from its newest training state");
+  train->add_option("--train-source", parsed.training.train_source,
+                    "Training source text, one sentence a line");
+  train->add_option("--train-target", parsed.training.train_target,
+                    "Training target text, aligned");
+  train->add_option("--dev-source", parsed.training.dev_source,
+                    "Dev source text, for dev loss and BLEU");
+  train->add_option("--dev-target", parsed.training.dev_target,
+                    "Dev target text (the untouched reference)");
+  SettingFlags flags(train, parsed);
+  flags.add("--norm", SETTING(model.norm),
+            "none, layernorm, rmsnorm, prmsnorm:p or l2norm (every norm slot)");
+  auto* placement_option =
+      train->add_option("--placement", placement, "post (x = Norm(x + F(x)), the paper's) or pre")
+          ->check(CLI::IsMember({"post", "pre"}));
+  flags.add("--vocabulary", SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
+  flags.add("--model-size", SETTING(model.model_size), "d_model");
+  flags.add("--feed-forward", SETTING(model.feed_forward_size), "Feed-forward inner size");
+  flags.add("--heads", SETTING(model.heads), "Attention heads");
+  flags.add("--encoder-layers", SETTING(model.encoder_layers), "Encoder layers");
+  flags.add("--decoder-layers", SETTING(model.decoder_layers), "Decoder layers");
+  flags.add("--dropout", SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
+  bool untied = false;
+  auto* untied_option = train->add_flag(
+      "--untied-embeddings", untied,
+      "Separate source, target and output embeddings (default: one table for all three)");
+  flags.add("--batch-tokens", SETTING(training.batch_tokens),
+            "Tokens per batch (rows x the longest side)");
+  flags.add("--max-length", SETTING(training.max_length), "Longest training pair, in subwords");
+  flags.add("--lr", SETTING(training.learning_rate), "Peak learning rate, after warm-up");
+  flags.add("--warmup", SETTING(training.warmup_steps), "Warm-up steps of the schedule");
+  flags.add("--label-smoothing", SETTING(training.label_smoothing), "Label smoothing");
+  flags.add("--clip-norm", SETTING(training.clip_norm), "Global gradient norm clip (0: none)");
+  train->add_option("--steps", steps, "Training steps (the budget)")->check(CLI::PositiveNumber);
+  train->add_option("--seconds", seconds, "Wall-clock budget of this run (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  flags.add("--dev-loss-every", SETTING(training.dev_loss_every), "Dev loss interval (steps)");
+  flags.add("--dev-bleu-every", SETTING(training.dev_bleu_every), "Dev BLEU interval (steps)");
+  flags.add("--dev-beam", SETTING(training.dev_beam), "Beam for dev BLEU (1: greedy)");
+  flags.add("--patience", SETTING(training.patience),
+            "Dev BLEU evaluations without a new best before stopping (0: never)");
+  flags.add("--checkpoint-every", SETTING(training.checkpoint_every), "Training state interval");
+  flags.add("--keep-checkpoints", SETTING(training.keep_checkpoints), "Training states kept");
+  flags.add("--seed", SETTING(training.seed), "Seed of initialisation, dropout and batch order");
+  train->add_option("--tokenizer", train_options.tokenizer,
+                    "A sentencepiece model to use instead of training one (e.g. from spm_train)");
+  train->add_flag("--no-progress-bar", no_bar, "Plain progress lines even on a terminal");
+
+  // ---- average
+  auto* average = app.add_subcommand(
+      "average", "Average the weights of the folder's last training states into one file");
+  std::string average_folder, average_output = "averaged.safetensors";
+  std::int64_t last = 5;
+  average->add_option("--model", average_folder, "A model folder written by train")->required();
+  average->add_option("--last", last, "How many of the newest training states")
+      ->check(CLI::PositiveNumber);
+  average->add_option("--output", average_output, "File name in the folder");
+
+  // ---- translate and score
+  auto* translate =
+      app.add_subcommand("translate", "Translate stdin to stdout with a trained model folder");
+  std::string translate_folder, weights;
+  std::int64_t beam = 4, n_best = 1, translate_batch = 32;
+  bool greedy = false, uncached = false;
+  translate->add_option("--model", translate_folder, "A model folder written by train")->required();
+  translate->add_option("--beam", beam, "Beam width")->check(CLI::Range(1, 1000));
+  translate->add_option("--n-best", n_best, "Translations per sentence, as Moses's n-best lines")
+      ->check(CLI::Range(1, 1000));
+  translate->add_flag("--greedy", greedy, "Greedy search (a beam of 1)");
+  translate->add_option("--batch", translate_batch, "Sentences per batch")
+      ->check(CLI::PositiveNumber);
+  translate->add_flag("--uncached", uncached,
+                      "Recompute the whole prefix at every step (the cache's slow twin)");
+  auto* score =
+      app.add_subcommand("score", "Log-probabilities of sentence pairs under a trained model");
+  std::string score_folder, score_source, score_target;
+  score->add_option("--model", score_folder, "A model folder written by train")->required();
+  score->add_option("--source", score_source, "Source sentences")
+      ->required()
+      ->check(CLI::ExistingFile);
+  score->add_option("--target", score_target, "Their translations, aligned")
+      ->required()
+      ->check(CLI::ExistingFile);
+  for (auto* command : {translate, score})
+    command->add_option("--weights", weights,
+                        "Weights to use: a file in the folder (averaged.safetensors) or a path "
+                        "(default: best.safetensors, else model.safetensors)");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const ng::Device device = nmt::parse_device(device_name, "transformer_nmt");
+    if (threads > 0) ng::set_num_threads(threads);
+    if (train->parsed()) {
+      Settings settings = flags.applied_to(transformer_nmt::preset(preset_name));
+      if (placement_option->count() > 0) settings.model.pre_norm = placement == "pre";
+      if (untied_option->count() > 0) settings.model.tie_embeddings = !untied;
+      const auto& p = parsed.training;
+      auto& s = settings.training;
+      s.train_source = p.train_source;
+      s.train_target = p.train_target;
+      s.dev_source = p.dev_source;
+      s.dev_target = p.dev_target;
+      if (steps > 0) s.max_steps = steps;
+      if (seconds >= 0) s.max_seconds = seconds;
+      if (!resume) {
+        NG_CHECK(!s.train_source.empty() && !s.train_target.empty() && !s.dev_source.empty() &&
+                     !s.dev_target.empty(),
+                 "transformer_nmt train",
+                 "a new model needs --train-source, --train-target, --dev-source and --dev-target");
+        transformer_nmt::check(settings);
+        std::cerr << transformer_nmt::describe(settings);
+      }
+      train_options.folder = folder;
+      train_options.settings = settings;
+      train_options.resume = resume;
+      train_options.resume_max_steps = steps;
+      train_options.resume_max_seconds = seconds;
+      train_options.device = device;
+      train_options.progress_bar = !no_bar && isatty(STDERR_FILENO);
+      train_options.messages = &std::cerr;
+      const auto summary = transformer_nmt::train(train_options);
+      std::cerr << "best dev BLEU: "
+                << (summary.best_bleu < 0 ? std::string("not measured")
+                                          : std::to_string(summary.best_bleu))
+                << "\n";
+      return 0;
+    }
+    if (average->parsed()) {
+      const transformer_nmt::ModelFolder model_folder(average_folder);
+      const auto averaged =
+          transformer_nmt::average_checkpoints(model_folder, last, average_output);
+      std::cerr << "averaged the training states of steps";
+      for (const auto step : averaged) std::cerr << " " << step;
+      std::cerr << " into " << model_folder.file(average_output) << "\n";
+      return 0;
+    }
+    ng::Generator generator(0);
+    const bool translating = translate->parsed();
+    const transformer_nmt::ModelFolder model_folder(translating ? translate_folder : score_folder);
+    auto loaded = transformer_nmt::load_model_folder(model_folder, generator, weights);
+    if (!device.is_cpu()) loaded.model->to(device);
+    auto& model = *loaded.model;
+    if (translating) {
+      const std::int64_t width = greedy ? 1 : beam;
+      NG_CHECK(n_best <= width, "transformer_nmt translate", "--n-best ", n_best,
+               " is more than the beam ", width);
+      std::vector<std::vector<std::int32_t>> sources;
+      for (const auto& line : nmt::read_stdin_lines())
+        sources.push_back(loaded.tokenizer.encode(line));
+      const auto options = transformer_nmt::search_options(width, n_best);
+      const nmt::BatchTranslator translator = [&](const nmt::SourceBatch& source) {
+        return transformer_nmt::translate_batch(model, source, options, !uncached);
+      };
+      nmt::write_translations(
+          std::cout,
+          nmt::translate_n_best(translator, loaded.tokenizer, sources, translate_batch, device),
+          n_best);
+      return 0;
+    }
+    const nmt::TeacherForcedLogProbs log_probs = [&](const nmt::SourceBatch& source,
+                                                     const nmt::TargetBatch& target) {
+      const ng::Tensor memory = model.encode(source.ids, source.padding);
+      return ng::log_softmax(model.forward(memory, source.padding, target.input), -1);
+    };
+    nmt::write_scores(std::cout, nmt::score_pairs(log_probs, loaded.tokenizer,
+                                                  ng::data::read_text_lines(score_source),
+                                                  ng::data::read_text_lines(score_target), 32,
+                                                  device, "transformer_nmt score"));
+    return 0;
+  } catch (const std::exception& error) {
+    std::cerr << "transformer_nmt: " << error.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,62 @@
+#include "trainer.h"
+
+#include <filesystem>
+
+#include "evaluation.h"
+#include "training.h"
+
+namespace transformer_nmt {
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+nmt::TrainSummary train(const TrainOptions& options) {
+  const ModelFolder folder(options.folder);
+  // The configuration and the tokenizer: the folder's, or new ones.
+  auto start = nmt::starting_point<Settings>(folder, options);
+  const Settings settings = std::move(start.first);
+  const TrainingSettings& t = settings.training;
+  nmt::RunData data =
+      nmt::load_run_data(std::move(start.second), nmt::corpus_paths(t), t.max_length,
+                         settings.model.vocabulary_size, "transformer_nmt", options.messages);
+  if (!options.resume) {
+    fs::create_directories(folder.path());
+    data.tokenizer.save(folder.file("tokenizer.model"));
+    folder.write_config(settings, data.tokenizer.fingerprint());
+  }
+
+  // One generator draws the initial weights and every dropout mask, and is saved with each
+  // training state: a resumed run draws what the uninterrupted one would have.
+  ng::Generator generator(t.seed);
+  TransformerNmt model(settings.model, generator);
+  if (!options.device.is_cpu()) model.to(options.device);
+  ng::optim::Adam adam(model.parameters(),
+                       {.lr = t.learning_rate, .beta2 = t.adam_beta2, .eps = 1e-9});
+  ng::data::TranslationBatches batches(data.train, {.max_tokens = t.batch_tokens, .seed = t.seed},
+                                       options.device);
+  // Sentences per translation batch for dev BLEU: about as many tokens as a training batch.
+  const std::int64_t translate_sentences = std::max<std::int64_t>(1, t.batch_tokens / 40);
+
+  nmt::LoopCallbacks callbacks;
+  callbacks.train_step = [&](const ng::data::TranslationBatch& batch, std::int64_t step) {
+    const double rate = learning_rate_at(t.learning_rate, t.warmup_steps, step);
+    const StepResult result = train_step(
+        model, adam, batch,
+        {.learning_rate = rate, .label_smoothing = t.label_smoothing, .clip_norm = t.clip_norm});
+    return nmt::StepReport{result.loss, result.token_loss, rate};
+  };
+  callbacks.dev_loss = [&] {
+    return dataset_token_loss(model, data.dev, t.batch_tokens, options.device);
+  };
+  callbacks.dev_bleu = [&] {
+    return dataset_bleu(model, data.tokenizer, data.dev, data.dev_references, t.dev_beam,
+                        translate_sentences, options.device);
+  };
+  nmt::set_checkpoint_callbacks(callbacks, model, adam, generator);
+  return nmt::run_training_loop(folder, batches, data.tokenizer, nmt::loop_budget(t), callbacks,
+                                {.resume = options.resume,
+                                 .progress_bar = options.progress_bar,
+                                 .messages = options.messages});
+}
+
+}  // namespace transformer_nmt
