@@ -1,16 +1,10 @@
 #include "trainer.h"
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <sstream>
 
-#include "data/parallel_dataset.h"
-#include "data/text_file.h"
 #include "data/translation_batches.h"
 #include "evaluation.h"
 #include "nmt/training_run.h"
-#include "nn/atomic_file.h"
 #include "training.h"
 
 namespace gru_nmt {
