@@ -238,9 +238,10 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
   fs::create_directories(scratch.path);
   gru_nmt::write_table2_csv(scratch / "table2.csv", results);
   const std::string table2 = read_file(scratch / "table2.csv");
-  CHECK(table2.find("rmsnorm,3,0,12.50,12.40,0.80,0.2500,11.25,600.0,0.0,25.0,0.125\n") !=
+  CHECK(table2.find("rmsnorm,rmsnorm,3,0,12.50,12.40,0.80,0.2500,11.25,600.0,0.0,25.0,0.125\n") !=
         std::string::npos);
-  CHECK(table2.find("layernorm,3,0,12.50,12.40,0.80,,11.25,800.0,0.0,0.0,\n") != std::string::npos);
+  CHECK(table2.find("\nlayernorm,layernorm,3,0,12.50,12.40,0.80,,11.25,800.0,0.0,0.0,\n") !=
+        std::string::npos);
   gru_nmt::write_table5_csv(scratch / "table5.csv", results);
   CHECK(read_file(scratch / "table5.csv") ==
         "norm,statistic,position_1,position_2,position_3,position_4,all\n"

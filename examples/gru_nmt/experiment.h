@@ -27,10 +27,13 @@
 #include <vector>
 
 #include "analysis.h"
-#include "nmt/train_log.h"
+#include "nmt/experiment_runs.h"
 #include "settings.h"
 
 namespace gru_nmt {
+
+// How the experiment's errors and files name it.
+inline constexpr const char* experiment_program = "gru_nmt experiment";
 
 struct ExperimentBudget {
   std::string name;                 // "demo" or "long", for the report
@@ -57,27 +60,8 @@ struct ExperimentOptions {
   std::ostream* messages = nullptr;
 };
 
-using nmt::LogRow;  // one row of a run's train.csv
-
-struct RunResult {
-  std::string label;  // the norm spec, or "layernorm, centre 0.2"
-  std::string norm;
-  double init_center = 0;
-  std::string folder;
-  std::vector<LogRow> log;
-  std::int64_t steps = 0;
-  std::int64_t parameters = 0;
-  double best_dev_bleu = -1;
-  double seconds_per_1000_steps = 0;  // 1000 x the median step
-  double step_seconds_spread = 0;     // half the distance between the 25th and 75th percentile
-  // The share of the machine's CPU time that other processes took while this run trained
-  // (common/cpu_share.h), kept in the run's folder as experiment.json; -1: unknown.
-  double other_processes_cpu = -1;
-  // Test BLEU with beam search (Table 2 runs only), from the best weights by dev BLEU.
-  double test_bleu = -1;
-  double test_bleu_mean = 0, test_bleu_interval = 0;  // bootstrap mean and 95% half-width
-  double p_against_layernorm = -1;                    // -1: not computed (it is LayerNorm)
-};
+using nmt::LogRow;     // one row of a run's train.csv
+using nmt::RunResult;  // one trained model: its folder, log, timings and test BLEU
 
 struct Table5Row {
   std::string norm;

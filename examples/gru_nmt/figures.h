@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiment.h"
+#include "nmt/experiment_figures.h"
 
 namespace gru_nmt {
 
@@ -22,10 +23,7 @@ std::string figures_script(const ExperimentResults& results, const std::string& 
 std::vector<std::string> figure_files(const ExperimentResults& results,
                                       const std::string& terminal);
 
-struct FiguresOutcome {
-  std::vector<std::string> files;  // drawn, relative to the folder
-  std::string message;             // why none were drawn, or gnuplot's warnings
-};
+using nmt::FiguresOutcome;  // the pictures drawn, or why none were
 
 // Writes figures.gp into `folder` (which holds curves.csv) and runs gnuplot on it; without
 // gnuplot, draws nothing and says so.

@@ -8,12 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "common/wait_policy.h"
@@ -32,27 +27,6 @@ namespace {
 
 namespace ng = normgrad;
 
-// "Intel(R) Xeon(R) ..., 2 threads", or the GPU's name.
-std::string machine_description(const ng::Device& device) {
-  if (!device.is_cpu()) return "GPU " + device.str();
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return model + ", " + std::to_string(ng::get_num_threads()) + " threads";
-}
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
-
 // Runs the experiment and writes its CSV files, figures and report.md into options.out.
 int run_experiment_command(const gru_nmt::ExperimentOptions& options) {
   const std::string settings = gru_nmt::describe(gru_nmt::shared_run_settings(options));
@@ -64,18 +38,12 @@ int run_experiment_command(const gru_nmt::ExperimentOptions& options) {
   gru_nmt::write_curves_csv(out + "/curves.csv", results);
   const auto figures = gru_nmt::draw_figures(out, results);
   if (!figures.message.empty()) std::cerr << figures.message << "\n";
-  const gru_nmt::ReportContext context{.date = today(),
-                                       .machine = machine_description(options.device),
+  const gru_nmt::ReportContext context{.date = nmt::today(),
+                                       .machine = nmt::machine_description(options.device),
                                        .corpus = options.corpus,
                                        .settings = settings,
                                        .figures = figures.files};
-  const std::string report = gru_nmt::report_markdown(results, context);
-  ng::nn::write_atomically(
-      out + "/report.md", "gru_nmt experiment",
-      [&](const ng::nn::FileWriter& file) { file.write(report.data(), report.size()); });
-  // The tables on stdout: the report up to its Settings section.
-  std::cout << report.substr(0, report.find("## Settings"));
-  std::cerr << "report: " << out << "/report.md\n";
+  nmt::publish_report(out, gru_nmt::report_markdown(results, context), "gru_nmt experiment");
   return 0;
 }
 
