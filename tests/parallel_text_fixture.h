@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace testing {
@@ -76,6 +77,21 @@ inline ParallelCorpusFiles small_parallel_corpus(const std::string& name, std::s
     }
   }
   return files;
+}
+
+// A corpus folder as scripts/build_corpus writes one: train, dev and test in both languages
+// (200, 20 and 24 lines), each written under <tmp> as `name`_train and so on, then copied in.
+inline std::string corpus_folder(const std::string& folder, const std::string& name) {
+  std::filesystem::create_directories(folder);
+  for (const auto& [part, lines] :
+       {std::pair{"train", 200}, std::pair{"dev", 20}, std::pair{"test", 24}}) {
+    const auto files = small_parallel_corpus(name + "_" + part, static_cast<std::size_t>(lines));
+    std::filesystem::copy_file(files.source, folder + "/" + part + ".en",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(files.target, folder + "/" + part + ".de",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  return folder;
 }
 
 }  // namespace testing

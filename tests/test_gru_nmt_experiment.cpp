@@ -36,18 +36,8 @@ std::size_t count_lines(const std::string& path) {
   return lines;
 }
 
-// A corpus folder as scripts/build_corpus writes one: train, dev and test in both languages.
 std::string fixture_corpus(const ScratchFolder& scratch) {
-  const std::string folder = scratch / "corpus";
-  fs::create_directories(folder);
-  for (const auto& [name, lines] :
-       {std::pair{"train", 200}, std::pair{"dev", 20}, std::pair{"test", 24}}) {
-    const auto files = testing::small_parallel_corpus(std::string("gru_nmt_experiment_") + name,
-                                                      static_cast<std::size_t>(lines));
-    fs::copy_file(files.source, folder + "/" + name + ".en");
-    fs::copy_file(files.target, folder + "/" + name + ".de");
-  }
-  return folder;
+  return testing::corpus_folder(scratch / "corpus", "gru_nmt_experiment");
 }
 
 gru_nmt::ExperimentOptions tiny_experiment(const std::string& corpus, const std::string& out) {

@@ -1,16 +1,20 @@
 // transformer_nmt as a program: training into a model folder, exact resume, checkpoint
-// averaging, translate and score from the folder alone, and refusals of bad flags and folders.
+// averaging, translate and score from the folder alone, the experiment with its report, and
+// refusals of bad flags, folders and budgets.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "data/text_file.h"
 #include "helpers.h"
 #include "nmt/train_log.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
 #include "scratch_folder.h"
+#include "transformer_nmt/experiment.h"
 #include "transformer_nmt/model_folder.h"
+#include "transformer_nmt/report.h"
 #include "transformer_nmt/trainer.h"
 
 using namespace normgrad;
@@ -45,6 +49,23 @@ transformer_nmt::Settings tiny_settings(const testing::ParallelCorpusFiles& trai
   t.checkpoint_every = 4;
   return settings;
 }
+
+transformer_nmt::ExperimentOptions tiny_experiment(const std::string& corpus,
+                                                   const std::string& out) {
+  const testing::ParallelCorpusFiles none{};
+  transformer_nmt::ExperimentOptions options;
+  options.corpus = corpus;
+  options.out = out;
+  options.budget = {
+      .name = "test", .steps = 4, .dev_loss_every = 2, .dev_bleu_every = 2, .test_sentences = 8};
+  options.settings = tiny_settings(none, none);
+  options.norms = {"none", "layernorm", "rmsnorm"};
+  options.pre_norms = {"layernorm"};
+  options.beam = 2;
+  return options;
+}
+
+std::size_t line_count(const std::string& path) { return data::read_text_lines(path).size(); }
 
 }  // namespace
 
@@ -126,6 +147,120 @@ TEST_CASE("transformer_nmt train refuses bad settings and folders before any tra
               "not a transformer_nmt configuration");
 }
 
+TEST_CASE(
+    "transformer_nmt experiment: post- and pre-norm runs trained, tested and compared, and "
+    "a finished experiment taken as it is") {
+  ScratchFolder scratch("transformer_nmt_experiment");
+  const std::string corpus =
+      testing::corpus_folder(scratch / "corpus", "transformer_nmt_experiment");
+  const auto options = tiny_experiment(corpus, scratch / "out");
+  const auto results = transformer_nmt::run_experiment(options);
+
+  REQUIRE(results.table4.size() == 3);
+  REQUIRE(results.pre_norm.size() == 1);
+  CHECK(results.test_sentences == 8);
+  for (const auto* runs : {&results.table4, &results.pre_norm}) {
+    for (const auto& run : *runs) {
+      INFO(run.label);
+      CHECK(run.steps == 4);
+      CHECK(run.log.size() == 4);
+      CHECK(run.seconds_per_1000_steps > 0);
+      CHECK(run.test_bleu >= 0);
+      CHECK(run.best_dev_bleu >= 0);  // measured at steps 2 and 4
+      CHECK(line_count(run.folder + "/test.hyp") == 8);
+      CHECK(fs::exists(run.folder + "/best.safetensors"));
+    }
+  }
+  // LayerNorm's gains and biases, RMSNorm's gains alone, none's nothing.
+  CHECK(results.table4[1].parameters > results.table4[2].parameters);
+  CHECK(results.table4[2].parameters > results.table4[0].parameters);
+  CHECK(results.table4[0].p_against_layernorm > 0);
+  CHECK(results.table4[1].p_against_layernorm < 0);
+  // The pre-norm runs are compared among themselves: LayerNorm is their baseline.
+  CHECK(results.pre_norm[0].label == "layernorm, pre-norm");
+  CHECK(results.pre_norm[0].p_against_layernorm < 0);
+  CHECK(results.pre_norm[0].folder == (scratch / "out/runs/layernorm-pre-norm"));
+  const auto pre = transformer_nmt::ModelFolder(results.pre_norm[0].folder).read_config(nullptr);
+  CHECK(pre.model.pre_norm);
+  CHECK(pre.model.norm == "layernorm");
+  // Four steps: the warm-up is cut to a quarter of them.
+  CHECK(pre.training.warmup_steps == 1);
+  CHECK(pre.training.patience == 0);
+
+  // What the program writes from the results.
+  transformer_nmt::write_experiment_csv(scratch / "out", results);
+  CHECK(line_count(scratch / "out/table4.csv") == 4);
+  CHECK(line_count(scratch / "out/pre_norm.csv") == 2);
+  CHECK(line_count(scratch / "out/curves.csv") == 1 + 4 * 4);
+  const auto script = transformer_nmt::figures_script(results, "pngcairo");
+  CHECK(script.files == std::vector<std::string>{"post_norm.png", "pre_norm.png"});
+  CHECK(script.text.find("set output \"pre_norm.png\"") != std::string::npos);
+  CHECK(script.text.find("($2 == 3 ? $4 : NaN):($2 == 3 ? $7 : NaN)") != std::string::npos);
+  const std::string report =
+      transformer_nmt::report_markdown(results, {.date = "2026-11-26",
+                                                 .machine = "test",
+                                                 .corpus = "corpus",
+                                                 .settings = "x\n",
+                                                 .figures = {"post_norm.png", "pre_norm.png"}});
+  CHECK(report.find("| Baseline (none) | ") != std::string::npos);
+  CHECK(report.find("| 26.6 | 248±1.31 s |") != std::string::npos);  // the paper's LayerNorm
+  CHECK(report.find("## Pre-norm") != std::string::npos);
+  CHECK(report.find("| LayerNorm, pre-norm | ") != std::string::npos);
+  CHECK(report.find("![pre-norm training curves](pre_norm.png)") != std::string::npos);
+
+  // Run again: the finished runs are taken as they are.
+  const auto again = transformer_nmt::run_experiment(options);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(again.table4[i].log.back().train_token_loss ==
+          results.table4[i].log.back().train_token_loss);
+    CHECK(again.table4[i].test_bleu == results.table4[i].test_bleu);
+  }
+  // ... and a folder holding a run of other settings is refused.
+  auto other = options;
+  other.settings.training.learning_rate = 1e-4;
+  CHECK_ERROR(transformer_nmt::run_experiment(other), "holds a run of other settings");
+}
+
+TEST_CASE("transformer_nmt experiment refuses a missing corpus, a bad norm and an empty budget") {
+  ScratchFolder scratch("transformer_nmt_experiment_bad");
+  auto options = tiny_experiment(scratch / "nothing", scratch / "out");
+  CHECK_ERROR(transformer_nmt::check_experiment(options), "has no train.en",
+              "scripts/build_corpus");
+  const std::string corpus =
+      testing::corpus_folder(scratch / "corpus", "transformer_nmt_experiment_bad");
+  options = tiny_experiment(corpus, scratch / "out");
+  options.pre_norms = {"batchnorm"};
+  CHECK_ERROR(transformer_nmt::check_experiment(options), "batchnorm");
+  options = tiny_experiment(corpus, scratch / "out");
+  options.budget.dev_bleu_every = 0;
+  CHECK_ERROR(transformer_nmt::check_experiment(options), "positive steps and intervals");
+  options = tiny_experiment(corpus, scratch / "out");
+  options.norms.clear();
+  CHECK_ERROR(transformer_nmt::check_experiment(options), "no norms");
+  CHECK_ERROR(transformer_nmt::experiment_budget("huge"), "unknown budget", "huge");
+  CHECK(transformer_nmt::experiment_budget("long").steps >
+        transformer_nmt::experiment_budget("demo").steps);
+  CHECK_FALSE(fs::exists(scratch / "out"));
+}
+
+TEST_CASE("an experiment's run trained, diverged or did not learn, and its name in the report") {
+  nmt::RunResult run;
+  run.norm = "prmsnorm:0.0625";
+  run.label = "prmsnorm:0.0625, pre-norm";
+  CHECK(nmt::run_name(run) == "pRMSNorm (prmsnorm:0.0625), pre-norm");
+  CHECK(nmt::folder_name(run.label) == "prmsnorm-0.0625-pre-norm");
+  for (std::int64_t step = 1; step <= 20; ++step)
+    run.log.push_back({.step = step, .train_token_loss = 8.0 - 0.2 * static_cast<double>(step)});
+  CHECK(nmt::training_failure(run).empty());  // 7.8 at first, 4.0 at the end
+  CHECK(nmt::final_loss(run) == doctest::Approx(4.1));
+  for (auto& row : run.log) row.train_token_loss = 8.0 - 0.01 * static_cast<double>(row.step);
+  CHECK(nmt::training_failure(run) == "did not learn");
+  run.log[12].train_token_loss = std::nan("");
+  CHECK(nmt::training_failure(run) == "diverged at step 13");
+  run.log[12].train_token_loss = HUGE_VAL;
+  CHECK(nmt::training_failure(run) == "diverged at step 13");
+}
+
 #ifdef NORMGRAD_TRANSFORMER_NMT_PROGRAM
 
 TEST_CASE("transformer_nmt translate, score and average work from the model folder alone") {
@@ -191,6 +326,18 @@ TEST_CASE("transformer_nmt translate, score and average work from the model fold
   const auto missing_data = run_program(program + " train --model " + (scratch / "y"));
   CHECK(missing_data.status == 1);
   CHECK(missing_data.output.find("needs --train-source") != std::string::npos);
+
+  const auto no_corpus = run_program(program + " experiment --corpus " + (scratch / "none") +
+                                     " --out " + (scratch / "experiment"));
+  CHECK(no_corpus.status == 1);
+  CHECK(no_corpus.output.find("has no train.en") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch / "experiment"));
+  CHECK(run_program(program + " experiment --budget huge").status != 0);
+  const std::string corpus = testing::corpus_folder(scratch / "corpus", "transformer_nmt_cli");
+  const auto bad_norm =
+      run_program(program + " experiment --norms layernorm,groupnorm --corpus " + corpus);
+  CHECK(bad_norm.status == 1);
+  CHECK(bad_norm.output.find("groupnorm") != std::string::npos);
 }
 
 #endif

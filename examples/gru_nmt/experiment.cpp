@@ -3,7 +3,6 @@
 #include <chrono>
 #include <filesystem>
 
-#include "data/bleu.h"
 #include "data/parallel_dataset.h"
 #include "data/subword_tokenizer.h"
 #include "model_folder.h"
@@ -44,26 +43,10 @@ RunResult train_run(const ExperimentOptions& options, const std::string& tokeniz
   std::string name = norm;
   if (init_center != 0) name += "-centre-" + nmt::format("%g", init_center);
   run.folder = (fs::path(options.out) / "runs" / nmt::folder_name(name)).string();
-  const Settings settings = run_settings(options, norm, init_center, steps);
-  const ModelFolder folder(run.folder);
-  TrainOptions train_options{.folder = run.folder,
-                             .settings = settings,
-                             .device = options.device,
-                             .messages = options.messages};
-  if (folder.has_config()) {
-    // Only a run of the same settings is continued: the budgets aside, they must agree.
-    std::string fingerprint;
-    Settings found = folder.read_config(&fingerprint);
-    found.training.max_steps = settings.training.max_steps;
-    NG_CHECK(to_json(found) == to_json(settings), experiment_program, run.folder,
-             " holds a run of other settings; remove it or choose another --out");
-    train_options.resume = true;
-    train_options.resume_max_steps = steps;
-  } else {
-    train_options.tokenizer = tokenizer_path;
-  }
-  nmt::train_and_measure(
-      run, [&] { return train(train_options); }, "gru_nmt");
+  nmt::train_experiment_run<ModelFolder>(
+      run, run_settings(options, norm, init_center, steps),
+      TrainOptions{.device = options.device, .messages = options.messages}, tokenizer_path,
+      [](const TrainOptions& train_options) { return train(train_options); }, experiment_program);
   return run;
 }
 
@@ -74,14 +57,12 @@ std::vector<ng::data::MetricStatistics> test_run(const ExperimentOptions& option
   ng::Generator generator(0);
   LoadedModel loaded = load_model_folder(ModelFolder(run.folder), generator);
   if (!options.device.is_cpu()) loaded.model->to(options.device);
-  run.parameters = 0;
-  for (const auto& parameter : loaded.model->parameters()) run.parameters += parameter.numel();
-  std::vector<std::vector<std::int32_t>> encoded;
-  encoded.reserve(test.sources.size());
-  for (const auto& line : test.sources) encoded.push_back(loaded.tokenizer.encode(line));
-  const auto translations = translate_sentences(*loaded.model, loaded.tokenizer, encoded,
-                                                search_options(options.beam), 32, options.device);
-  return nmt::score_test_translations(run, translations, test.references, experiment_program);
+  const auto translate = [&](const std::vector<std::vector<std::int32_t>>& sentences) {
+    return translate_sentences(*loaded.model, loaded.tokenizer, sentences,
+                               search_options(options.beam), 32, options.device);
+  };
+  return nmt::test_experiment_run(run, *loaded.model, loaded.tokenizer, test, translate,
+                                  experiment_program);
 }
 
 }  // namespace
@@ -144,17 +125,15 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
   };
   ExperimentResults results;
   results.budget = options.budget;
-  fs::create_directories(fs::path(options.out) / "runs");
-
   // One tokenizer for every run, trained once, and the test set.
-  const std::string tokenizer_path =
-      nmt::shared_tokenizer(options.out, options.corpus, options.settings.model.vocabulary_size,
-                            experiment_program, options.messages);
+  const auto inputs = nmt::prepare_experiment(
+      options.out, options.corpus, options.settings.model.vocabulary_size,
+      options.budget.test_sentences, experiment_program, options.messages);
+  const std::string& tokenizer_path = inputs.tokenizer;
+  const nmt::TestSet& test = inputs.test;
   const auto tokenizer = ng::data::SubwordTokenizer::load(tokenizer_path);
-  const nmt::TestSet test =
-      nmt::load_test_set(options.corpus, options.budget.test_sentences, experiment_program);
   results.test_sentences = static_cast<std::int64_t>(test.sources.size());
-  results.bleu_signature = ng::data::Bleu().signature(1);
+  results.bleu_signature = inputs.bleu_signature;
 
   // Table 2 and Figure 1.
   std::vector<std::vector<ng::data::MetricStatistics>> statistics;

@@ -51,12 +51,14 @@ void check_experiment_corpus(const std::string& corpus, const std::string& progr
 }
 
 std::string folder_name(const std::string& spec) {
+  // Every run of separators becomes one '-': "layernorm, pre-norm" -> "layernorm-pre-norm".
   std::string name;
   for (const char c : spec) {
-    if (c == ':' || c == ',' || c == '=' || c == '/' || c == ' ')
-      name += '-';
-    else
+    const bool separator = c == ':' || c == ',' || c == '=' || c == '/' || c == ' ';
+    if (!separator)
       name += c;
+    else if (name.empty() || name.back() != '-')
+      name += '-';
   }
   return name;
 }
@@ -104,6 +106,17 @@ TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::
   return test;
 }
 
+ExperimentInputs prepare_experiment(const std::string& out, const std::string& corpus,
+                                    std::int64_t vocabulary_size, std::int64_t test_sentences,
+                                    const std::string& program, std::ostream* messages) {
+  fs::create_directories(fs::path(out) / "runs");
+  ExperimentInputs inputs;
+  inputs.tokenizer = shared_tokenizer(out, corpus, vocabulary_size, program, messages);
+  inputs.test = load_test_set(corpus, test_sentences, program);
+  inputs.bleu_signature = ng::data::Bleu().signature(1);
+  return inputs;
+}
+
 void train_and_measure(RunResult& run, const std::function<TrainSummary()>& train,
                        const std::string& program) {
   const ModelFolder folder(run.folder, program);
@@ -127,6 +140,17 @@ void train_and_measure(RunResult& run, const std::function<TrainSummary()>& trai
   run.seconds_per_1000_steps = 1000 * quantile(step_seconds, 0.5);
   run.step_seconds_spread =
       1000 * (quantile(step_seconds, 0.75) - quantile(step_seconds, 0.25)) / 2;
+}
+
+std::vector<ng::data::MetricStatistics> test_experiment_run(
+    RunResult& run, const ng::nn::Module& model, const ng::data::SubwordTokenizer& tokenizer,
+    const TestSet& test, const SentenceTranslator& translate, const std::string& program) {
+  run.parameters = 0;
+  for (const auto& parameter : model.parameters()) run.parameters += parameter.numel();
+  std::vector<std::vector<std::int32_t>> encoded;
+  encoded.reserve(test.sources.size());
+  for (const auto& line : test.sources) encoded.push_back(tokenizer.encode(line));
+  return score_test_translations(run, translate(encoded), test.references, program);
 }
 
 std::vector<ng::data::MetricStatistics> score_test_translations(

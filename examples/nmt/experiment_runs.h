@@ -7,6 +7,7 @@
 //   check_experiment_corpus  the six files of a corpus folder (scripts/build_corpus)
 //   shared_tokenizer         one sentencepiece model for every run, trained once
 //   load_test_set            the first N test pairs
+//   prepare_experiment       the runs' folder, the tokenizer and the test set
 //   set_run_budget           a run's training settings: the corpus, its steps, no early stop
 //   train_and_measure        a run trained (or continued), the machine's load beside it, its log
 //   score_test_translations  a run's test translations written and scored
@@ -23,6 +24,7 @@
 
 #include "data/corpus_metric.h"
 #include "data/subword_tokenizer.h"
+#include "nmt/evaluation.h"
 #include "nmt/train_log.h"
 #include "nmt/training_run.h"
 
@@ -64,7 +66,8 @@ std::string corpus_file(const std::string& corpus, const std::string& name);
 // An Error naming the first of train, dev and test .en/.de missing from the folder.
 void check_experiment_corpus(const std::string& corpus, const std::string& program);
 
-// "prmsnorm:0.0625" -> "prmsnorm-0.0625": a folder name from a norm spec or label.
+// "prmsnorm:0.0625, pre-norm" -> "prmsnorm-0.0625-pre-norm": a folder name from a norm spec or
+// a run's label.
 std::string folder_name(const std::string& spec);
 
 // <out>/tokenizer.model, trained on the corpus's training text the first time and loaded after
@@ -82,6 +85,19 @@ TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::
 
 // `path` made absolute and normal (unchanged where that fails).
 std::string absolute_path(const std::string& path);
+
+// What every run of an experiment shares: the tokenizer, the test set, the BLEU signature.
+struct ExperimentInputs {
+  std::string tokenizer;  // its path
+  TestSet test;
+  std::string bleu_signature;  // sacreBLEU's, of the test BLEU
+};
+
+// Creates <out>/runs, then the shared tokenizer (shared_tokenizer) and the test set's first
+// `test_sentences` pairs (load_test_set).
+ExperimentInputs prepare_experiment(const std::string& out, const std::string& corpus,
+                                    std::int64_t vocabulary_size, std::int64_t test_sentences,
+                                    const std::string& program, std::ostream* messages);
 
 // Sets a run's corpus (absolute paths) and budget in its training settings, which name these
 // fields alike in every example: `steps` steps, dev loss and greedy dev BLEU at the budget's
@@ -112,6 +128,39 @@ void set_run_budget(TrainingSettings& t, const std::string& corpus, const Budget
 // then fills `run` from the folder: its log, steps, best dev BLEU, step times and that share.
 void train_and_measure(RunResult& run, const std::function<TrainSummary()>& train,
                        const std::string& program);
+
+// Trains one run of an experiment into run.folder with a program's `train(TrainOptions)`: a new
+// folder starts from `settings` with the experiment's tokenizer; a folder that holds a run is
+// continued to `settings`' steps, or taken as it is when it has them, but only when its
+// settings are these (budgets aside): otherwise an Error. Then train_and_measure.
+template <class Folder, class Settings, class TrainOptions, class Train>
+void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions options,
+                          const std::string& tokenizer, const Train& train,
+                          const std::string& program) {
+  const Folder folder(run.folder);
+  options.folder = run.folder;
+  options.settings = settings;
+  if (folder.has_config()) {
+    std::string fingerprint;
+    Settings found = folder.read_config(&fingerprint);
+    found.training.max_steps = settings.training.max_steps;
+    NG_CHECK(to_json(found) == to_json(settings), program, run.folder,
+             " holds a run of other settings; remove it or choose another --out");
+    options.resume = true;
+    options.resume_max_steps = settings.training.max_steps;
+  } else {
+    options.tokenizer = tokenizer;
+  }
+  train_and_measure(
+      run, [&] { return train(options); }, program);
+}
+
+// Tests a run's model: counts its parameters into run.parameters, translates the test sources
+// (encoded with `tokenizer`) with `translate`, and scores them (score_test_translations).
+std::vector<normgrad::data::MetricStatistics> test_experiment_run(
+    RunResult& run, const normgrad::nn::Module& model,
+    const normgrad::data::SubwordTokenizer& tokenizer, const TestSet& test,
+    const SentenceTranslator& translate, const std::string& program);
 
 // Writes `translations` to test.hyp in the run's folder, sets run.test_bleu, and returns the
 // segment statistics that compare_with_layernorm resamples.

@@ -5,6 +5,8 @@
 //   transformer_nmt average --model out/transformer_nmt/rmsnorm --last 5
 //   transformer_nmt translate --model out/transformer_nmt/rmsnorm < test.en > test.hyp
 //   transformer_nmt score --model out/transformer_nmt/rmsnorm --source test.en --target test.de
+//   transformer_nmt experiment --corpus out/corpus/debian-en-de --out out/transformer_nmt
+//                                                                        (the paper's Table 4)
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,8 +17,10 @@
 
 #include "common/wait_policy.h"
 #include "data/text_file.h"
+#include "experiment.h"
 #include "model_folder.h"
 #include "nmt/command_line.h"
+#include "report.h"
 #include "trainer.h"
 #include "translation.h"
 
@@ -51,6 +55,26 @@ class SettingFlags {
   Settings& parsed_;
   std::vector<std::pair<CLI::Option*, std::function<void(Settings&)>>> copies_;
 };
+
+// Runs the experiment and writes its CSV files, figures and report.md into options.out.
+void run_experiment_command(const transformer_nmt::ExperimentOptions& options) {
+  const std::string settings =
+      transformer_nmt::describe(transformer_nmt::shared_run_settings(options));
+  std::cerr << settings;
+  const auto results = transformer_nmt::run_experiment(options);
+  transformer_nmt::write_experiment_csv(options.out, results);
+  const auto figures = nmt::draw_figures(options.out, [&](const std::string& terminal) {
+    return transformer_nmt::figures_script(results, terminal);
+  });
+  if (!figures.message.empty()) std::cerr << figures.message << "\n";
+  const nmt::ReportContext context{.date = nmt::today(),
+                                   .machine = nmt::machine_description(options.device),
+                                   .corpus = options.corpus,
+                                   .settings = settings,
+                                   .figures = figures.files};
+  nmt::publish_report(options.out, transformer_nmt::report_markdown(results, context),
+                      transformer_nmt::experiment_program);
+}
 
 #define SETTING(part) \
   [](Settings & s) -> auto& { return s.part; }
@@ -169,6 +193,41 @@ int main(int argc, char** argv) {
                         "Weights to use: a file in the folder (averaged.safetensors) or a path "
                         "(default: best.safetensors, else model.safetensors)");
 
+  // ---- experiment
+  auto* experiment = app.add_subcommand(
+      "experiment", "The paper's Table 4: every norm trained, tested and compared, with a report");
+  transformer_nmt::ExperimentOptions experiment_options;
+  experiment_options.corpus = "out/corpus/debian-en-de";
+  experiment_options.out = "out/transformer_nmt";
+  std::string budget_name = "demo", experiment_preset = "small";
+  std::int64_t experiment_steps = 0, test_sentences = -1;
+  bool no_pre_norm = false;
+  experiment->add_option("--corpus", experiment_options.corpus,
+                         "Folder with train, dev and test .en/.de (scripts/build_corpus)");
+  experiment->add_option("--out", experiment_options.out,
+                         "Where the runs, CSV files, figures and report.md go");
+  experiment->add_option("--budget", budget_name, "demo (about 8 minutes on 2 cores) or long")
+      ->check(CLI::IsMember({"demo", "long"}));
+  experiment
+      ->add_option("--preset", experiment_preset,
+                   "Model and training preset of every run: small (the default), cpu or base")
+      ->check(CLI::IsMember({"cpu", "small", "base"}));
+  experiment->add_option("--steps", experiment_steps, "Steps of each run (replaces the budget's)")
+      ->check(CLI::PositiveNumber);
+  experiment->add_option("--test-sentences", test_sentences, "Test lines to translate (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  experiment
+      ->add_option("--norms", experiment_options.norms,
+                   "The norms of Table 4 (post-norm), comma-separated")
+      ->delimiter(',');
+  experiment
+      ->add_option("--pre-norms", experiment_options.pre_norms,
+                   "The norms also trained pre-norm, comma-separated")
+      ->delimiter(',');
+  experiment->add_flag("--no-pre-norm", no_pre_norm, "Leave out the pre-norm runs");
+  experiment->add_option("--beam", experiment_options.beam, "Beam for test BLEU")
+      ->check(CLI::Range(1, 1000));
+
   CLI11_PARSE(app, argc, argv);
   try {
     const ng::Device device = nmt::parse_device(device_name, "transformer_nmt");
@@ -206,6 +265,18 @@ int main(int argc, char** argv) {
                 << (summary.best_bleu < 0 ? std::string("not measured")
                                           : std::to_string(summary.best_bleu))
                 << "\n";
+      return 0;
+    }
+    if (experiment->parsed()) {
+      experiment_options.settings = transformer_nmt::preset(experiment_preset);
+      experiment_options.budget = transformer_nmt::experiment_budget(budget_name);
+      if (experiment_steps > 0) experiment_options.budget.steps = experiment_steps;
+      if (test_sentences >= 0) experiment_options.budget.test_sentences = test_sentences;
+      if (no_pre_norm) experiment_options.pre_norms.clear();
+      experiment_options.device = device;
+      experiment_options.messages = &std::cerr;
+      transformer_nmt::check_experiment(experiment_options);
+      run_experiment_command(experiment_options);
       return 0;
     }
     if (average->parsed()) {
