@@ -30,78 +30,28 @@
 #include <normgrad/normgrad.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "data/parallel_dataset.h"
-#include "data/text_file.h"
 #include "data/translation_batches.h"
 #include "gru_nmt/model.h"
 #include "gru_nmt/settings.h"
 #include "gru_nmt/training.h"
 #include "gru_nmt/translation.h"
 #include "process_memory.h"
+#include "translation_bench.h"
 
 namespace {
 
 using namespace normgrad;
+using normgrad::bench::median;
 using normgrad::bench::peak_resident_bytes;
 using normgrad::bench::resident_bytes;
-namespace fs = std::filesystem;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The tokenizer of `vocabulary` pieces: loaded from `path`, or trained on the training text
-// and saved there first.
-data::SubwordTokenizer tokenizer_at(const std::string& path, const std::string& corpus,
-                                    std::int64_t vocabulary) {
-  if (fs::exists(path)) return data::SubwordTokenizer::load(path);
-  std::cerr << "bench_gru_nmt: training a " << vocabulary << "-piece tokenizer into " << path
-            << " (once)\n";
-  auto tokenizer =
-      data::SubwordTokenizer::train({corpus + "/train.en", corpus + "/train.de"},
-                                    {.vocabulary_size = static_cast<std::int32_t>(vocabulary)});
-  fs::create_directories(fs::path(path).parent_path());
-  tokenizer.save(path);
-  return tokenizer;
-}
-
-// The batches' token ids and lengths under names bench_gru_nmt_torch.py reads:
-// batch.<i>.source, .source_lengths, .target_input, .target_output, .target_lengths.
-void write_batches(const std::vector<data::TranslationBatch>& batches, const std::string& path,
-                   const gru_nmt::ModelConfig& sizes) {
-  nn::StateDict tensors;
-  for (std::size_t i = 0; i < batches.size(); ++i) {
-    const std::string prefix = "batch." + std::to_string(i) + ".";
-    const auto& batch = batches[i];
-    tensors[prefix + "source"] = batch.source;
-    tensors[prefix + "source_lengths"] = batch.source_lengths;
-    tensors[prefix + "target_input"] = batch.target_input;
-    tensors[prefix + "target_output"] = batch.target_output;
-    tensors[prefix + "target_lengths"] = batch.target_lengths;
-  }
-  nn::save_tensors(tensors, path,
-                   {{"batches", std::to_string(batches.size())},
-                    {"vocabulary", std::to_string(sizes.vocabulary_size)},
-                    {"embedding", std::to_string(sizes.embedding_size)},
-                    {"hidden", std::to_string(sizes.hidden_size)},
-                    {"pad_id", std::to_string(data::pad_id)},
-                    {"bos_id", std::to_string(data::bos_id)}});
-}
+using normgrad::bench::seconds_since;
 
 }  // namespace
 
@@ -149,12 +99,10 @@ int main(int argc, char** argv) {
     const gru_nmt::Settings settings = gru_nmt::preset(preset_name);
     gru_nmt::ModelConfig sizes = settings.model;
     if (vocabulary > 0) sizes.vocabulary_size = vocabulary;
-    if (tokenizer_path.empty()) {
-      tokenizer_path = (fs::read_symlink("/proc/self/exe").parent_path() /
-                        ("gru_nmt_tokenizer_" + std::to_string(sizes.vocabulary_size) + ".model"))
-                           .string();
-    }
-    const auto tokenizer = tokenizer_at(tokenizer_path, corpus, sizes.vocabulary_size);
+    if (tokenizer_path.empty())
+      tokenizer_path = bench::default_tokenizer_path(sizes.vocabulary_size);
+    const auto tokenizer =
+        bench::tokenizer_at(tokenizer_path, corpus, sizes.vocabulary_size, "bench_gru_nmt");
 
     nlohmann::ordered_json report{{"framework", "normgrad"},
                                   {"model", "gru_nmt"},
@@ -172,14 +120,7 @@ int main(int argc, char** argv) {
                                       .norm = norm};
 
     if (decode) {
-      std::vector<std::vector<std::int32_t>> sources;
-      std::int64_t source_tokens = 0;
-      for (const auto& line : data::strip_line_ends(data::read_text_lines(corpus + "/dev.en"))) {
-        if (line.empty()) continue;
-        sources.push_back(tokenizer.encode(line));
-        source_tokens += static_cast<std::int64_t>(sources.back().size());
-        if (static_cast<std::int64_t>(sources.size()) == sentences) break;
-      }
+      const auto [sources, source_tokens] = bench::dev_sources(tokenizer, corpus, sentences);
       gru_nmt::RnnSearch model(config, generator);
       if (!device.is_cpu()) model.to(device);
       report["mode"] = "decode";
@@ -225,7 +166,10 @@ int main(int argc, char** argv) {
       padded_tokens += batches.back().padded_tokens;
     }
     if (!batches_path.empty()) {
-      write_batches(batches, batches_path, sizes);
+      bench::write_batches(batches, batches_path,
+                           {{"vocabulary", std::to_string(sizes.vocabulary_size)},
+                            {"embedding", std::to_string(sizes.embedding_size)},
+                            {"hidden", std::to_string(sizes.hidden_size)}});
       std::cerr << "bench_gru_nmt: wrote " << batches.size() << " batches to " << batches_path
                 << "\n";
       return 0;

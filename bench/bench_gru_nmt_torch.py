@@ -42,48 +42,17 @@ and before building the model, as bench_gru_nmt measures it.
 
 import argparse
 import json
-import resource
 import statistics
-import struct
 import time
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from torch_twin import (add_run_arguments, peak_resident_bytes, read_batches, read_safetensors, resident_bytes,
+                        start_run)
+
 PRESETS = {"cpu": (128, 256, 8000, 5e-4), "paper": (512, 1024, 32000, 1e-4)}
-DTYPES = {"I64": torch.int64, "F32": torch.float32, "F64": torch.float64}
-
-
-def resident_bytes():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * 4096
-
-
-def read_safetensors(path):
-    """The tensors and metadata of a safetensors file (an 8-byte header length, a JSON header,
-    the raw little-endian data), read without the safetensors package."""
-    with open(path, "rb") as file:
-        data = file.read()
-    (header_length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_length])
-    metadata = header.pop("__metadata__", {})
-    body = bytearray(data[8 + header_length:])
-    tensors = {}
-    for name, entry in header.items():
-        begin, end = entry["data_offsets"]
-        dtype = DTYPES[entry["dtype"]]
-        tensors[name] = torch.frombuffer(body[begin:end], dtype=dtype).reshape(entry["shape"]).clone() \
-            if end > begin else torch.empty(entry["shape"], dtype=dtype)
-    return tensors, metadata
-
-
-def read_batches(path, device):
-    tensors, metadata = read_safetensors(path)
-    keys = ("source", "source_lengths", "target_input", "target_output")
-    batches = [{key: tensors[f"batch.{i}.{key}"].to(device) for key in keys}
-               for i in range(int(metadata["batches"]))]
-    return batches, metadata
 
 
 def nematus_weight(rows, columns):
@@ -387,19 +356,12 @@ def main():
                         help="Adam's implementation (fused: the fastest on a CPU)")
     parser.add_argument("--weights", help="start from the weights bench_gru_nmt --write-weights saved "
                         "(a check that both compute the same function: compare first_loss and gradient_norms)")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    add_run_arguments(parser)
     parser.add_argument("--count-flops", action="store_true",
                         help="count the floating-point operations of the matrix products in the forward and "
                         "backward passes over every batch once (torch.utils.flop_counter), print them and stop")
     arguments = parser.parse_args()
-    torch.set_num_threads(arguments.threads)
-    torch.manual_seed(1)
-    device = torch.device(arguments.device)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    device = start_run(arguments)
     embedding, hidden, vocabulary, learning_rate = PRESETS[arguments.preset]
     batches, metadata = read_batches(arguments.batches, device)
     vocabulary = int(metadata.get("vocabulary", vocabulary))
@@ -438,7 +400,7 @@ def main():
             torch.cuda.synchronize()
         if step >= arguments.warmup:
             times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_resident_bytes()
     first = batches[0]
     first_tokens = int((first["target_output"] != 0).sum())
     median = statistics.median(times)

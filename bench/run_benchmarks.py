@@ -420,6 +420,22 @@ below is rewritten by `bench/run_benchmarks.py`.
 """
 
 
+def twin_section_header(begin_marker, title, build_dir, torch_name, results, corpus_line, quick):
+    """The first lines of a section that sets a normgrad benchmark beside its PyTorch twin: the
+    title, date, CPU, sources, the corpus, the most CPU other processes took during one run of
+    `results` (lists of reports by key), and a warning on a quick run."""
+    foreign = max(run["foreign_cpu_share"] for runs_of in results.values() for run in runs_of)
+    lines = [begin_marker, "", f"## {title}", "",
+             f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %z')}",
+             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {THREADS} threads on both sides",
+             f"- Library sources: {source_version(build_dir)}; {torch_name}",
+             f"- Corpus: {corpus_line}",
+             f"- Most CPU time taken by other processes during one run: {foreign:.1%}"]
+    if quick:
+        lines.append("- **Quick run** (`--quick`): a check of the pipeline, not a measurement; not to be committed")
+    return lines
+
+
 def write_section(path, section, begin_marker, end_marker):
     """Replaces the text between the markers with `section` (which carries the markers), or
     appends it when the file has no such markers yet."""

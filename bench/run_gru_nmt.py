@@ -24,14 +24,13 @@ RMSNorm's cost over no norm at most LayerNorm's and at most 10%.
 """
 
 import argparse
-import datetime
 import json
 import os
 import pathlib
 import statistics
 import sys
 
-from run_benchmarks import THREADS, cpu_model, run_once, run_rounds, source_version, write_section
+from run_benchmarks import THREADS, run_once, run_rounds, twin_section_header, write_section
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCH_SCRIPT = HERE / "bench_gru_nmt_torch.py"
@@ -119,17 +118,11 @@ def section(results, arguments, presets):
     def train(preset, name):
         return train_summary(results[f"train/{preset}/{name}"])
 
-    foreign = max(run["foreign_cpu_share"] for runs_of in results.values() for run in runs_of)
-    torch_name = results[f"train/{presets[0]}/torch"][0]["framework"]
-    lines = [BEGIN_MARKER, "", "## gru_nmt (RNNSearch) against PyTorch", "",
-             f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %z')}",
-             f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {THREADS} threads on both sides",
-             f"- Library sources: {source_version(arguments.build_dir)}; {torch_name}",
-             f"- Corpus: {arguments.corpus} (scripts/build_corpus); the first 20 batches of 80 sentences of "
-             "the seeded training order, the same token ids on both sides",
-             f"- Most CPU time taken by other processes during one run: {foreign:.1%}"]
-    if arguments.quick:
-        lines.append("- **Quick run** (`--quick`): a check of the pipeline, not a measurement; not to be committed")
+    lines = twin_section_header(
+        BEGIN_MARKER, "gru_nmt (RNNSearch) against PyTorch", arguments.build_dir,
+        results[f"train/{presets[0]}/torch"][0]["framework"], results,
+        f"{arguments.corpus} (scripts/build_corpus); the first 20 batches of 80 sentences of the seeded "
+        "training order, the same token ids on both sides", arguments.quick)
     lines += ["", "One step: zero_grad, forward, cross-entropy with label smoothing 0.1 summed per sentence, "
               "backward, clipping at global norm 1, Adam, timed after one untimed pass over the 20 batches. "
               "normgrad computes the real (unpadded) positions only: its encoder runs packed and the decoder's "
