@@ -94,10 +94,9 @@ TEST_CASE("safetensors shapes whose byte count overflows are refused, naming the
   Folder folder;
   const std::string path = folder.file("shape.safetensors");
   // [2^61 + 1] float64: 8 × (2^61 + 1) wraps to 8, the size of the data.
-  write_bytes(path,
-              safetensors_file(
-                  R"({"t":{"dtype":"F64","shape":[2305843009213693953],"data_offsets":[0,8]}})",
-                  std::string(8, '\0')));
+  write_bytes(path, safetensors_file(
+                        R"({"t":{"dtype":"F64","shape":[2305843009213693953],"data_offsets":[0,8]}})",
+                        std::string(8, '\0')));
   CHECK_ERROR(nn::load_tensors(path), "load", "shape.safetensors", "tensor 't'",
               "2305843009213693953", "2^48");
   // [2^62 + 1, 4] float32: the element count itself wraps.
@@ -105,8 +104,7 @@ TEST_CASE("safetensors shapes whose byte count overflows are refused, naming the
               safetensors_file(
                   R"({"t":{"dtype":"F32","shape":[4611686018427387905,4],"data_offsets":[0,16]}})",
                   std::string(16, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "tensor 't'",
-              "more elements than an int64 can count");
+  CHECK_ERROR(nn::load_tensors(path), "load", "tensor 't'", "more elements than an int64 can count");
   // Sizes outside [0, 2^63): negative, above int64, above uint64 (parsed as a float).
   for (const char* shape : {"[-1]", "[9223372036854775808]", "[1e30]", "[2.5]"}) {
     write_bytes(path, safetensors_file(std::string(R"({"t":{"dtype":"F32","shape":)") + shape +
@@ -120,10 +118,11 @@ TEST_CASE("safetensors headers with repeated or empty names, or too long, are re
   Folder folder;
   const std::string path = folder.file("names.safetensors");
   const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
-  write_bytes(
-      path, safetensors_file(R"({"a":)" + entry + R"(,"a":)" + entry + "}", std::string(4, '\0')));
+  write_bytes(path, safetensors_file(R"({"a":)" + entry + R"(,"a":)" + entry + "}",
+                                     std::string(4, '\0')));
   CHECK_ERROR(nn::load_tensors(path), "load", "names.safetensors", "names 'a' twice");
-  write_bytes(path, safetensors_file(R"({"a":)" + entry + R"(,"__metadata__":{"k":"1","k":"2"}})",
+  write_bytes(path, safetensors_file(R"({"a":)" + entry +
+                                         R"(,"__metadata__":{"k":"1","k":"2"}})",
                                      std::string(4, '\0')));
   CHECK_ERROR(nn::load_tensors(path), "load", "names 'k' twice");
   write_bytes(path, safetensors_file(R"({"":)" + entry + "}", std::string(4, '\0')));
@@ -267,7 +266,8 @@ TEST_CASE("a save that fails while writing removes its temporary") {
     ::signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{1 << 16, 1 << 16};
     ::setrlimit(RLIMIT_FSIZE, &limit);
-    const std::string message = testing::error_of([&] { nn::save_tensors(state, path); });
+    const std::string message =
+        testing::error_of([&] { nn::save_tensors(state, path); });
     ::_exit(message.find("save: cannot write") != std::string::npos ? 0 : 1);
   }
   int status = 0;
@@ -316,8 +316,8 @@ template <typename Body> std::string error_with_little_memory(long long headroom
     const rlimit bounds{limit, limit};
     ::setrlimit(RLIMIT_AS, &bounds);
     const std::string message = testing::error_of(body);
-    const bool written = ::write(pipe_fds[1], message.data(), message.size()) ==
-                         static_cast<ssize_t>(message.size());
+    const bool written =
+        ::write(pipe_fds[1], message.data(), message.size()) == static_cast<ssize_t>(message.size());
     ::_exit(written ? 0 : 1);
   }
   ::close(pipe_fds[1]);
