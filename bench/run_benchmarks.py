@@ -136,12 +136,14 @@ def run_once(command, environment):
 
 
 def run_rounds(plan, rounds, quick, environment):
-    """Runs every (key, command, extra environment) of `plan` once per round, in order, each
-    after waiting for an idle CPU (not with quick); returns the JSON reports by "/".join(key),
-    a list per key, each with the other processes' CPU share during the run."""
+    """Runs every (key, command, extra environment) of `plan` once per round, each after
+    waiting for an idle CPU (not with quick): in order in odd rounds, in reverse in even ones,
+    so that a machine that drifts slower or faster over a round weighs on both ends of the plan
+    alike. Returns the JSON reports by "/".join(key), a list per key, each with the other
+    processes' CPU share during the run."""
     results = {}
     for round_index in range(rounds):
-        for key, command, extra in plan:
+        for key, command, extra in (plan if round_index % 2 == 0 else reversed(plan)):
             if not quick:
                 wait_until_idle()
             print(f"  round {round_index + 1}/{rounds}: {' '.join(key)}", file=sys.stderr, flush=True)

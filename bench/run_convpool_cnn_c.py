@@ -12,7 +12,8 @@ values and uniform labels from a fixed seed) so that both sides train on the sam
 in rounds, each run after waiting for an idle CPU: normgrad and PyTorch with every norm, PyTorch
 twice (as it comes, and with glibc's malloc kept from returning memory to the system:
 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967296); the goal is held against the faster of
-the two. All on 2 threads. Times are the medians of all timed steps over the rounds.
+the two; even rounds run in reverse order. All on 2 threads. Times are the medians of all timed
+steps over the rounds.
 
 Goal: normgrad's step at most 1.0x PyTorch's time, with no norm and with each norm.
 """

@@ -14,8 +14,8 @@ rounds, each run after waiting for an idle CPU: normgrad with every norm (none, 
 l2norm, rmsnorm, prmsnorm:0.0625), PyTorch with norm none twice, once as it comes and once with
 glibc's malloc kept from returning memory to the system (MALLOC_MMAP_MAX_=0,
 MALLOC_TRIM_THRESHOLD_=4294967296, which spares PyTorch the page faults of fresh large
-buffers); the goal is held against the faster of the two. Last, decoding: 400 dev sentences
-with beam 5 and greedily, untrained weights. All on 2 threads. Times are the medians of all
+buffers); the goal is held against the faster of the two; even rounds run in reverse order.
+Last, decoding: 400 dev sentences with beam 5 and greedily, untrained weights. All on 2 threads. Times are the medians of all
 timed steps (passes) over the rounds. Python 3 standard library only (PyTorch only inside
 bench_gru_nmt_torch.py).
 

@@ -12,11 +12,12 @@ Presets: cpu (d 256, feed-forward 1024, 4 heads, 3 + 3 layers, vocabulary 8000, 
 base with batches of --base-batch-tokens (1000 by default: its own 25000 would take minutes a
 step on 2 cores) and fewer steps. bench_transformer_nmt first writes each preset's batches (the
 first 20 of the seeded training order), so that both sides train on the same token ids in the
-same order. Then, in rounds, each run after waiting for an idle CPU: normgrad with none,
-layernorm, rmsnorm and prmsnorm:0.0625 (post-norm); PyTorch with none, layernorm and rmsnorm,
-each twice, once as it comes and once with glibc's malloc kept from returning memory to the
-system (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=4294967296); each comparison is held
-against the faster of the two. Last, decoding in normgrad: dev sentences with beam 4, through
+same order. Then, in rounds, each run after waiting for an idle CPU, norm by norm (none,
+layernorm, rmsnorm, prmsnorm:0.0625; post-norm): normgrad, then PyTorch twice, once as it comes
+and once with glibc's malloc kept from returning memory to the system (MALLOC_MMAP_MAX_=0,
+MALLOC_TRIM_THRESHOLD_=4294967296; PyTorch has no pRMSNorm); each comparison is held against
+the faster of the two. Even rounds run in reverse order, so that the machine's drift over a
+round falls on both sides alike. Last, decoding in normgrad: dev sentences with beam 4, through
 the key/value cache and by recomputation. All on 2 threads. Times are the medians of all timed
 steps over the rounds. Python 3 standard library only (PyTorch only inside the twin).
 
@@ -79,7 +80,8 @@ def runs(arguments, presets):
         for norm in NORMS:
             yield (("train", preset, f"normgrad {norm}"),
                    [executable, *preset_flags(arguments, preset), "--norm", norm, *counts], {})
-        for norm in TORCH_NORMS:
+            if norm not in TORCH_NORMS:
+                continue
             for variant, extra in TORCH_VARIANTS.items():
                 yield (("train", preset, f"{variant} {norm}"),
                        [arguments.torch_python, TORCH_SCRIPT, "--batches", batches_path(arguments.build_dir, preset),

@@ -14,6 +14,7 @@
 #include <numeric>
 #include <vector>
 
+#include "backends/cpu/philox_avx2.h"
 #include "backends/cpu/vector_exp.h"
 #include "backends/dispatch.h"
 #include "backends/philox.h"
@@ -510,6 +511,66 @@ TEST_CASE("cpu random: deterministic, counter-addressed, layout- and thread-inde
   with_threads(1, [&] { cpu().random(view(one, {n}), RandomKind::Uniform, 5, 7, -1, 1); });
   with_threads(2, [&] { cpu().random(view(two, {n}), RandomKind::Uniform, 5, 7, -1, 1); });
   CHECK(one == two);
+}
+
+namespace {
+
+// The float32 uniform of one counter as random.cpp's header defines it, element by element.
+float reference_uniform(std::uint64_t seed, std::uint64_t counter, double low, double high) {
+  const double u = philox::uniform_float(philox::random_words(seed, counter).w[0]);
+  float value = static_cast<float>(low + u * (high - low));
+  const auto typed_high = static_cast<float>(high);
+  if (high > low && !(value < typed_high))
+    value = std::nextafter(typed_high, static_cast<float>(low));
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("cpu random: float32 uniforms eight at a time equal the element-by-element stream") {
+  // (low, high): the unit interval, a shifted one, a reversed one (no nudging), and one so
+  // narrow near 1 that a rounded value often reaches high and is nudged below it.
+  const std::vector<std::pair<double, double>> ranges = {
+      {0, 1}, {2, 5}, {-1, 1}, {1, -1}, {1.0, 1.0000001}};
+  // Offsets whose counters cross 2^32 within a vector of 8 and at its edge.
+  const std::vector<std::uint64_t> offsets = {0, 3, (1ull << 32) - 5, (1ull << 32) - 8,
+                                              0xfffffffffffffff0ull};
+  for (const auto& [low, high] : ranges) {
+    for (std::uint64_t offset : offsets) {
+      CAPTURE(low);
+      CAPTURE(high);
+      CAPTURE(offset);
+      for (std::int64_t count : {0, 1, 7, 8, 9, 17, 64}) {
+        std::vector<float> fast(static_cast<std::size_t>(count) + 1, -7.0f);
+        if (!backend::cpu::uniform_floats_avx2(fast.data(), count, 0x123456789abcdefull, offset,
+                                               low, high)) {
+          MESSAGE("the CPU has no AVX2: only the element-by-element path runs here");
+          return;
+        }
+        for (std::int64_t i = 0; i < count; ++i)
+          REQUIRE(fast[i] == reference_uniform(0x123456789abcdefull,
+                                               offset + static_cast<std::uint64_t>(i), low, high));
+        CHECK(fast[count] == -7.0f);  // nothing written past the end
+      }
+    }
+  }
+  // Through the backend: contiguous rows take the eight-at-a-time path, a transposed output
+  // the element loop; both give every logical element its counter's value.
+  const std::int64_t rows = 37, columns = 53;
+  std::vector<float> contiguous(rows * columns), transposed(rows * columns);
+  for (int threads : {1, 2}) {
+    with_threads(threads, [&] {
+      cpu().random(view(contiguous, {rows, columns}), RandomKind::Uniform, 11, 5, 1.0, 1.0000001);
+      cpu().random(view(transposed, {rows, columns}, {1, rows}), RandomKind::Uniform, 11, 5, 1.0,
+                   1.0000001);
+    });
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < columns; ++j) {
+        const float expected = reference_uniform(11, 5 + i * columns + j, 1.0, 1.0000001);
+        REQUIRE(contiguous[i * columns + j] == expected);
+        REQUIRE(transposed[i + j * rows] == expected);
+      }
+  }
 }
 
 TEST_CASE("cpu random: moments and ranges of uniform, normal and integer draws") {

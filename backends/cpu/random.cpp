@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/philox_avx2.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/philox.h"
@@ -22,18 +23,26 @@ namespace normgrad::backend::cpu {
 namespace {
 
 // Runs sample(counter) -> T for every element of out, with counter = offset + row-major index.
-template <typename T, typename Sample>
-void generate(const TensorRef& out, std::uint64_t offset, Sample sample) {
+// A unit-stride row goes to whole_row(row, count, first counter) first, which may fill it at
+// once (returning true) or leave it to sample.
+template <typename T, typename Sample, typename WholeRow>
+void generate(const TensorRef& out, std::uint64_t offset, Sample sample, WholeRow whole_row) {
   for_each_element<1>(
       {&out}, "cpu random",
       [&](const std::array<char*, 1>& pointers, const std::int64_t* strides, std::int64_t count,
           std::int64_t linear) {
         T* row = reinterpret_cast<T*>(pointers[0]);
         const std::uint64_t first = offset + static_cast<std::uint64_t>(linear);
+        if (strides[0] == 1 && whole_row(row, count, first)) return;
         for (std::int64_t i = 0; i < count; ++i)
           row[i * strides[0]] = sample(first + static_cast<std::uint64_t>(i));
       },
       /*keep_order=*/true);
+}
+
+template <typename T, typename Sample>
+void generate(const TensorRef& out, std::uint64_t offset, Sample sample) {
+  generate<T>(out, offset, sample, [](T*, std::int64_t, std::uint64_t) { return false; });
 }
 
 // a + u (b - a) for u in [0, 1), kept inside [a, b) after rounding to T.
@@ -48,12 +57,21 @@ template <typename T>
 void random_floating(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                      std::uint64_t offset, double alpha, double beta) {
   if (kind == RandomKind::Uniform) {
-    generate<T>(out, offset, [=](std::uint64_t counter) {
+    const auto sample = [=](std::uint64_t counter) {
       const philox::Words words = philox::random_words(seed, counter);
       const double u = std::is_same_v<T, float> ? philox::uniform_float(words.w[0])
                                                 : philox::uniform_double(words.w[0], words.w[1]);
       return scale_uniform<T>(u, alpha, beta);
-    });
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      // Float32 rows eight counters at a time where the CPU has AVX2 (dropout's draws), equal
+      // bit for bit to sample's values.
+      generate<T>(out, offset, sample, [=](float* row, std::int64_t count, std::uint64_t first) {
+        return uniform_floats_avx2(row, count, seed, first, alpha, beta);
+      });
+    } else {
+      generate<T>(out, offset, sample);
+    }
   } else {
     generate<T>(out, offset, [=](std::uint64_t counter) {
       const philox::Words words = philox::random_words(seed, counter);
