@@ -94,4 +94,19 @@ inline std::string corpus_folder(const std::string& folder, const std::string& n
   return folder;
 }
 
+// A translation example's training settings on these files with a tiny budget: 8 steps, dev
+// loss, dev BLEU and a training state every 4.
+template <class TrainingSettings>
+void use_tiny_run(TrainingSettings& t, const ParallelCorpusFiles& train,
+                  const ParallelCorpusFiles& dev) {
+  t.train_source = train.source;
+  t.train_target = train.target;
+  t.dev_source = dev.source;
+  t.dev_target = dev.target;
+  t.max_steps = 8;
+  t.dev_loss_every = 4;
+  t.dev_bleu_every = 4;
+  t.checkpoint_every = 4;
+}
+
 }  // namespace testing

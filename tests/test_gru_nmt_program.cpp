@@ -30,16 +30,9 @@ gru_nmt::Settings tiny_settings(const testing::ParallelCorpusFiles& train,
   settings.model.hidden_size = 16;
   settings.model.norm = "rmsnorm";
   auto& t = settings.training;
-  t.train_source = train.source;
-  t.train_target = train.target;
-  t.dev_source = dev.source;
-  t.dev_target = dev.target;
+  testing::use_tiny_run(t, train, dev);
   t.batch_sentences = 16;
   t.learning_rate = 0.005;
-  t.max_steps = 8;
-  t.dev_loss_every = 4;
-  t.dev_bleu_every = 4;
-  t.checkpoint_every = 4;
   return settings;
 }
 

@@ -36,17 +36,10 @@ transformer_nmt::Settings tiny_settings(const testing::ParallelCorpusFiles& trai
   m.encoder_layers = m.decoder_layers = 1;
   m.norm = "rmsnorm";
   auto& t = settings.training;
-  t.train_source = train.source;
-  t.train_target = train.target;
-  t.dev_source = dev.source;
-  t.dev_target = dev.target;
+  testing::use_tiny_run(t, train, dev);
   t.batch_tokens = 200;
   t.warmup_steps = 4;
   t.learning_rate = 3e-3;
-  t.max_steps = 8;
-  t.dev_loss_every = 4;
-  t.dev_bleu_every = 4;
-  t.checkpoint_every = 4;
   return settings;
 }
 

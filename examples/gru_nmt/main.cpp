@@ -5,8 +5,6 @@
 //   gru_nmt translate --model out/gru_nmt/rmsnorm < test.en > test.hyp
 //   gru_nmt score --model out/gru_nmt/rmsnorm --source test.en --target test.de
 //   gru_nmt experiment --corpus out/corpus/debian-en-de --out out/gru_nmt   (the paper's tables)
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
@@ -17,6 +15,7 @@
 #include "figures.h"
 #include "model_folder.h"
 #include "nmt/command_line.h"
+#include "nmt/train_command.h"
 #include "nn/atomic_file.h"
 #include "report.h"
 #include "scoring.h"
@@ -63,71 +62,22 @@ int main(int argc, char** argv) {
 
   // ---- train
   auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  std::string folder, preset_name = "cpu";
-  gru_nmt::TrainOptions train_options;
-  gru_nmt::Settings overrides = gru_nmt::preset("cpu");
-  bool resume = false, no_bar = false;
-  std::int64_t steps = 0;
-  double seconds = -1;
-  train->add_option("--model", folder, "The model folder to create (or resume)")->required();
-  train->add_option("--preset", preset_name, "cpu (the default), small or paper")
-      ->check(CLI::IsMember({"cpu", "small", "paper"}));
-  train->add_flag("--resume", resume, "Continue the folder's run from its newest training state");
-  train->add_option("--train-source", overrides.training.train_source,
-                    "Training source text, one sentence a line");
-  train->add_option("--train-target", overrides.training.train_target,
-                    "Training target text, aligned");
-  train->add_option("--dev-source", overrides.training.dev_source,
-                    "Dev source text, for dev loss and BLEU");
-  train->add_option("--dev-target", overrides.training.dev_target,
-                    "Dev target text (the untouched reference)");
-  auto* norm = train->add_option("--norm", overrides.model.norm,
-                                 "none, layernorm, l2norm, rmsnorm, prmsnorm:p or weightnorm");
-  auto* vocabulary = train->add_option("--vocabulary", overrides.model.vocabulary_size,
-                                       "Joint BPE vocabulary size");
-  auto* embedding =
-      train->add_option("--embedding", overrides.model.embedding_size, "Embedding size");
-  auto* hidden = train->add_option("--hidden", overrides.model.hidden_size, "GRU state size");
-  auto* tie = train->add_flag("--tie-target-embeddings", overrides.model.tie_target_embeddings,
-                              "The output layer's weight is the target embedding");
-  auto* center = train->add_option("--init-center", overrides.model.init_center,
-                                   "Shift of every weight's mean at init");
-  auto* dropout_embedding =
-      train->add_option("--dropout-embedding", overrides.model.dropout_embedding,
-                        "Dropout on the embeddings, one mask per sentence (0: none)");
-  auto* dropout_hidden =
-      train->add_option("--dropout-hidden", overrides.model.dropout_hidden,
-                        "Dropout on the recurrent states, context and deep output (0: none)");
-  auto* batch =
-      train->add_option("--batch", overrides.training.batch_sentences, "Sentences per batch");
-  auto* max_length = train->add_option("--max-length", overrides.training.max_length,
-                                       "Longest training pair, in subwords");
-  auto* lr = train->add_option("--lr", overrides.training.learning_rate, "Adam's learning rate");
-  auto* smoothing =
-      train->add_option("--label-smoothing", overrides.training.label_smoothing, "Label smoothing");
-  auto* clip = train->add_option("--clip-norm", overrides.training.clip_norm,
-                                 "Global gradient norm clip (0: none)");
-  train->add_option("--steps", steps, "Training steps (the budget)")->check(CLI::PositiveNumber);
-  train->add_option("--seconds", seconds, "Wall-clock budget of this run (0: none)")
-      ->check(CLI::NonNegativeNumber);
-  auto* dev_loss = train->add_option("--dev-loss-every", overrides.training.dev_loss_every,
-                                     "Dev loss interval (steps)");
-  auto* dev_bleu = train->add_option("--dev-bleu-every", overrides.training.dev_bleu_every,
-                                     "Dev BLEU interval (steps)");
-  auto* dev_beam =
-      train->add_option("--dev-beam", overrides.training.dev_beam, "Beam for dev BLEU (1: greedy)");
-  auto* patience =
-      train->add_option("--patience", overrides.training.patience,
-                        "Dev BLEU evaluations without a new best before stopping (0: never)");
-  auto* checkpoint = train->add_option("--checkpoint-every", overrides.training.checkpoint_every,
-                                       "Training state interval");
-  auto* keep = train->add_option("--keep-checkpoints", overrides.training.keep_checkpoints,
-                                 "Training states kept");
-  auto* seed = train->add_option("--seed", overrides.training.seed,
-                                 "Seed of initialisation and batch order");
-  train->add_option("--tokenizer", train_options.tokenizer,
-                    "A sentencepiece model to use instead of training one (e.g. from spm_train)");
-  train->add_flag("--no-progress-bar", no_bar, "Plain progress lines even on a terminal");
+  nmt::TrainCommand<gru_nmt::Settings> train_command(train, "gru_nmt", {"cpu", "small", "paper"});
+  auto& flags = train_command.flags();
+  flags.add("--norm", NMT_SETTING(model.norm),
+            "none, layernorm, l2norm, rmsnorm, prmsnorm:p or weightnorm");
+  flags.add("--vocabulary", NMT_SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
+  flags.add("--embedding", NMT_SETTING(model.embedding_size), "Embedding size");
+  flags.add("--hidden", NMT_SETTING(model.hidden_size), "GRU state size");
+  flags.add_flag("--tie-target-embeddings", NMT_SETTING(model.tie_target_embeddings),
+                 "The output layer's weight is the target embedding");
+  flags.add("--init-center", NMT_SETTING(model.init_center),
+            "Shift of every weight's mean at init");
+  flags.add("--dropout-embedding", NMT_SETTING(model.dropout_embedding),
+            "Dropout on the embeddings, one mask per sentence (0: none)");
+  flags.add("--dropout-hidden", NMT_SETTING(model.dropout_hidden),
+            "Dropout on the recurrent states, context and deep output (0: none)");
+  flags.add("--batch", NMT_SETTING(training.batch_sentences), "Sentences per batch");
 
   // ---- translate
   auto* translate =
@@ -194,62 +144,9 @@ int main(int argc, char** argv) {
   try {
     const ng::Device device = nmt::parse_device(device_name, "gru_nmt");
     if (threads > 0) ng::set_num_threads(threads);
-    if (train->parsed()) {
-      gru_nmt::Settings settings = gru_nmt::preset(preset_name);
-      // Flags given on the command line replace the preset's values.
-      auto take = [](CLI::Option* option, auto& target, const auto& value) {
-        if (option->count() > 0) target = value;
-      };
-      take(norm, settings.model.norm, overrides.model.norm);
-      take(vocabulary, settings.model.vocabulary_size, overrides.model.vocabulary_size);
-      take(embedding, settings.model.embedding_size, overrides.model.embedding_size);
-      take(hidden, settings.model.hidden_size, overrides.model.hidden_size);
-      take(tie, settings.model.tie_target_embeddings, overrides.model.tie_target_embeddings);
-      take(center, settings.model.init_center, overrides.model.init_center);
-      take(dropout_embedding, settings.model.dropout_embedding, overrides.model.dropout_embedding);
-      take(dropout_hidden, settings.model.dropout_hidden, overrides.model.dropout_hidden);
-      take(batch, settings.training.batch_sentences, overrides.training.batch_sentences);
-      take(max_length, settings.training.max_length, overrides.training.max_length);
-      take(lr, settings.training.learning_rate, overrides.training.learning_rate);
-      take(smoothing, settings.training.label_smoothing, overrides.training.label_smoothing);
-      take(clip, settings.training.clip_norm, overrides.training.clip_norm);
-      take(dev_loss, settings.training.dev_loss_every, overrides.training.dev_loss_every);
-      take(dev_bleu, settings.training.dev_bleu_every, overrides.training.dev_bleu_every);
-      take(dev_beam, settings.training.dev_beam, overrides.training.dev_beam);
-      take(patience, settings.training.patience, overrides.training.patience);
-      take(checkpoint, settings.training.checkpoint_every, overrides.training.checkpoint_every);
-      take(keep, settings.training.keep_checkpoints, overrides.training.keep_checkpoints);
-      take(seed, settings.training.seed, overrides.training.seed);
-      settings.training.train_source = overrides.training.train_source;
-      settings.training.train_target = overrides.training.train_target;
-      settings.training.dev_source = overrides.training.dev_source;
-      settings.training.dev_target = overrides.training.dev_target;
-      if (steps > 0) settings.training.max_steps = steps;
-      if (seconds >= 0) settings.training.max_seconds = seconds;
-      if (!resume) {
-        NG_CHECK(!settings.training.train_source.empty() &&
-                     !settings.training.train_target.empty() &&
-                     !settings.training.dev_source.empty() && !settings.training.dev_target.empty(),
-                 "gru_nmt train",
-                 "a new model needs --train-source, --train-target, --dev-source and --dev-target");
-        gru_nmt::check(settings);
-        std::cerr << gru_nmt::describe(settings);
-      }
-      train_options.folder = folder;
-      train_options.settings = settings;
-      train_options.resume = resume;
-      train_options.resume_max_steps = steps;
-      train_options.resume_max_seconds = seconds;
-      train_options.device = device;
-      train_options.progress_bar = !no_bar && isatty(STDERR_FILENO);
-      train_options.messages = &std::cerr;
-      const auto summary = gru_nmt::train(train_options);
-      std::cerr << "best dev BLEU: "
-                << (summary.best_bleu < 0 ? std::string("not measured")
-                                          : std::to_string(summary.best_bleu))
-                << "\n";
-      return 0;
-    }
+    if (train->parsed())
+      return train_command.run(train_command.settings(gru_nmt::preset(train_command.preset())),
+                               device, gru_nmt::train);
     if (experiment->parsed()) {
       experiment_options.settings = gru_nmt::preset(experiment_preset);
       experiment_options.budget = gru_nmt::experiment_budget(budget_name);

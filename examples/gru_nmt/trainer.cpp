@@ -1,7 +1,5 @@
 #include "trainer.h"
 
-#include <filesystem>
-
 #include "data/translation_batches.h"
 #include "evaluation.h"
 #include "nmt/training_run.h"
@@ -10,23 +8,13 @@
 namespace gru_nmt {
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 
 TrainSummary train(const TrainOptions& options) {
   const ModelFolder folder(options.folder);
-  // The configuration and the tokenizer: the folder's, or new ones.
-  auto start = nmt::starting_point<Settings>(folder, options);
-  const Settings settings = std::move(start.first);
+  nmt::RunStart<Settings> start = nmt::start_run<Settings>(folder, options);
+  const Settings& settings = start.settings;
+  nmt::RunData& data = start.data;
   const TrainingSettings& t = settings.training;
-  // The data, checked before anything is written.
-  nmt::RunData data =
-      nmt::load_run_data(std::move(start.second), nmt::corpus_paths(t), t.max_length,
-                         settings.model.vocabulary_size, "gru_nmt", options.messages);
-  if (!options.resume) {
-    fs::create_directories(folder.path());
-    data.tokenizer.save(folder.file("tokenizer.model"));
-    folder.write_config(settings, data.tokenizer.fingerprint());
-  }
 
   ng::Generator generator(t.seed);
   RnnSearch model(settings.model, generator);

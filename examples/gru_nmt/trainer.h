@@ -8,31 +8,13 @@
 
 #include <normgrad/normgrad.h>
 
-#include <ostream>
-#include <string>
-#include <vector>
-
 #include "model_folder.h"
 #include "nmt/training_run.h"
 #include "settings.h"
 
 namespace gru_nmt {
 
-struct TrainOptions {
-  std::string folder{};
-  Settings settings{};  // for a new run; a resumed run reads the folder's (budgets below apply)
-  bool resume = false;
-  // A new run trains its tokenizer on the training text unless given one here (a
-  // sentencepiece model file, e.g. another folder's tokenizer.model), which it copies into its
-  // folder: runs that share one share their vocabulary and their token cache.
-  std::string tokenizer{};
-  // On resume, these replace the folder's budgets when set (> 0), so a run can be extended.
-  std::int64_t resume_max_steps = 0;
-  double resume_max_seconds = -1;  // < 0: keep the folder's
-  normgrad::Device device = normgrad::Device::cpu();
-  bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
-  std::ostream* messages = nullptr;  // progress and notes; nothing when null
-};
+using TrainOptions = nmt::TrainOptions<Settings>;
 
 using nmt::TrainSummary;
 

@@ -13,6 +13,7 @@
 #include <normgrad/normgrad.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -105,6 +106,23 @@ void set_checkpoint_callbacks(LoopCallbacks& callbacks, normgrad::nn::Module& mo
                               normgrad::optim::Optimizer& optimizer,
                               normgrad::Generator& generator);
 
+// What `train` is asked to do, for an example's Settings.
+template <class Settings> struct TrainOptions {
+  std::string folder{};
+  Settings settings{};  // for a new run; a resumed run reads the folder's (budgets below apply)
+  bool resume = false;
+  // A new run trains its tokenizer on the training text unless given one here (a
+  // sentencepiece model file, e.g. another folder's tokenizer.model), which it copies into its
+  // folder: runs that share one share their vocabulary and their token cache.
+  std::string tokenizer{};
+  // On resume, these replace the folder's budgets when set, so a run can be extended.
+  std::int64_t resume_max_steps = 0;  // > 0
+  double resume_max_seconds = -1;     // >= 0
+  normgrad::Device device = normgrad::Device::cpu();
+  bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
+  std::ostream* messages = nullptr;  // progress and notes; nothing when null
+};
+
 // The settings and tokenizer a run starts from. Resuming: the folder's settings (an Error when
 // it holds none) with the budgets of `options` when given, and its tokenizer, checked. A new
 // run: options.settings, checked (`check` of the settings' namespace), with the corpus paths
@@ -136,6 +154,27 @@ std::pair<Settings, std::optional<normgrad::data::SubwordTokenizer>> starting_po
   if (!options.tokenizer.empty())
     tokenizer = normgrad::data::SubwordTokenizer::load(options.tokenizer);
   return {std::move(settings), std::move(tokenizer)};
+}
+
+template <class Settings> struct RunStart {
+  Settings settings;
+  RunData data;
+};
+
+// A run's settings (starting_point) and data (load_run_data), checked before anything is
+// written; then a new run's folder, with its tokenizer and config.json.
+template <class Settings, class Folder, class Options>
+RunStart<Settings> start_run(const Folder& folder, const Options& options) {
+  auto [settings, tokenizer] = starting_point<Settings>(folder, options);
+  const auto& t = settings.training;
+  RunData data = load_run_data(std::move(tokenizer), corpus_paths(t), t.max_length,
+                               settings.model.vocabulary_size, folder.program(), options.messages);
+  if (!options.resume) {
+    std::filesystem::create_directories(folder.path());
+    data.tokenizer.save(folder.file("tokenizer.model"));
+    folder.write_config(settings, data.tokenizer.fingerprint());
+  }
+  return {std::move(settings), std::move(data)};
 }
 
 struct TrainSummary {

@@ -7,10 +7,7 @@
 //   transformer_nmt score --model out/transformer_nmt/rmsnorm --source test.en --target test.de
 //   transformer_nmt experiment --corpus out/corpus/debian-en-de --out out/transformer_nmt
 //                                                                        (the paper's Table 4)
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
-#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -20,6 +17,7 @@
 #include "experiment.h"
 #include "model_folder.h"
 #include "nmt/command_line.h"
+#include "nmt/train_command.h"
 #include "report.h"
 #include "trainer.h"
 #include "translation.h"
@@ -28,33 +26,6 @@ namespace {
 
 namespace ng = normgrad;
 using transformer_nmt::Settings;
-
-// The train flags that replace a preset's value when given: each remembers how to copy its
-// value from the parsed settings into the preset's.
-class SettingFlags {
- public:
-  SettingFlags(CLI::App* command, Settings& parsed) : command_(command), parsed_(parsed) {}
-
-  template <class Member>
-  CLI::Option* add(const std::string& name, Member member, const std::string& help) {
-    CLI::Option* option = command_->add_option(name, member(parsed_), help);
-    copies_.emplace_back(
-        option, [member, this](Settings& settings) { member(settings) = member(parsed_); });
-    return option;
-  }
-
-  // The preset with every given flag's value.
-  Settings applied_to(Settings settings) const {
-    for (const auto& [option, copy] : copies_)
-      if (option->count() > 0) copy(settings);
-    return settings;
-  }
-
- private:
-  CLI::App* command_;
-  Settings& parsed_;
-  std::vector<std::pair<CLI::Option*, std::function<void(Settings&)>>> copies_;
-};
 
 // Runs the experiment and writes its CSV files, figures and report.md into options.out.
 void run_experiment_command(const transformer_nmt::ExperimentOptions& options) {
@@ -76,9 +47,6 @@ void run_experiment_command(const transformer_nmt::ExperimentOptions& options) {
                       transformer_nmt::experiment_program);
 }
 
-#define SETTING(part) \
-  [](Settings & s) -> auto& { return s.part; }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,62 +64,28 @@ int main(int argc, char** argv) {
 
   // ---- train
   auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  std::string folder, preset_name = "cpu", placement = "post";
-  transformer_nmt::TrainOptions train_options;
-  Settings parsed = transformer_nmt::preset("cpu");
-  bool resume = false, no_bar = false;
-  std::int64_t steps = 0;
-  double seconds = -1;
-  train->add_option("--model", folder, "The model folder to create (or resume)")->required();
-  train->add_option("--preset", preset_name, "cpu (the default), small or base")
-      ->check(CLI::IsMember({"cpu", "small", "base"}));
-  train->add_flag("--resume", resume, "Continue the folder's run from its newest training state");
-  train->add_option("--train-source", parsed.training.train_source,
-                    "Training source text, one sentence a line");
-  train->add_option("--train-target", parsed.training.train_target,
-                    "Training target text, aligned");
-  train->add_option("--dev-source", parsed.training.dev_source,
-                    "Dev source text, for dev loss and BLEU");
-  train->add_option("--dev-target", parsed.training.dev_target,
-                    "Dev target text (the untouched reference)");
-  SettingFlags flags(train, parsed);
-  flags.add("--norm", SETTING(model.norm),
+  nmt::TrainCommand<Settings> train_command(train, "transformer_nmt", {"cpu", "small", "base"});
+  auto& flags = train_command.flags();
+  flags.add("--norm", NMT_SETTING(model.norm),
             "none, layernorm, rmsnorm, prmsnorm:p or l2norm (every norm slot)");
+  std::string placement = "post";
   auto* placement_option =
       train->add_option("--placement", placement, "post (x = Norm(x + F(x)), the paper's) or pre")
           ->check(CLI::IsMember({"post", "pre"}));
-  flags.add("--vocabulary", SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
-  flags.add("--model-size", SETTING(model.model_size), "d_model");
-  flags.add("--feed-forward", SETTING(model.feed_forward_size), "Feed-forward inner size");
-  flags.add("--heads", SETTING(model.heads), "Attention heads");
-  flags.add("--encoder-layers", SETTING(model.encoder_layers), "Encoder layers");
-  flags.add("--decoder-layers", SETTING(model.decoder_layers), "Decoder layers");
-  flags.add("--dropout", SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
+  flags.add("--vocabulary", NMT_SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
+  flags.add("--model-size", NMT_SETTING(model.model_size), "d_model");
+  flags.add("--feed-forward", NMT_SETTING(model.feed_forward_size), "Feed-forward inner size");
+  flags.add("--heads", NMT_SETTING(model.heads), "Attention heads");
+  flags.add("--encoder-layers", NMT_SETTING(model.encoder_layers), "Encoder layers");
+  flags.add("--decoder-layers", NMT_SETTING(model.decoder_layers), "Decoder layers");
+  flags.add("--dropout", NMT_SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
   bool untied = false;
   auto* untied_option = train->add_flag(
       "--untied-embeddings", untied,
       "Separate source, target and output embeddings (default: one table for all three)");
-  flags.add("--batch-tokens", SETTING(training.batch_tokens),
+  flags.add("--batch-tokens", NMT_SETTING(training.batch_tokens),
             "Tokens per batch (rows x the longest side)");
-  flags.add("--max-length", SETTING(training.max_length), "Longest training pair, in subwords");
-  flags.add("--lr", SETTING(training.learning_rate), "Peak learning rate, after warm-up");
-  flags.add("--warmup", SETTING(training.warmup_steps), "Warm-up steps of the schedule");
-  flags.add("--label-smoothing", SETTING(training.label_smoothing), "Label smoothing");
-  flags.add("--clip-norm", SETTING(training.clip_norm), "Global gradient norm clip (0: none)");
-  train->add_option("--steps", steps, "Training steps (the budget)")->check(CLI::PositiveNumber);
-  train->add_option("--seconds", seconds, "Wall-clock budget of this run (0: none)")
-      ->check(CLI::NonNegativeNumber);
-  flags.add("--dev-loss-every", SETTING(training.dev_loss_every), "Dev loss interval (steps)");
-  flags.add("--dev-bleu-every", SETTING(training.dev_bleu_every), "Dev BLEU interval (steps)");
-  flags.add("--dev-beam", SETTING(training.dev_beam), "Beam for dev BLEU (1: greedy)");
-  flags.add("--patience", SETTING(training.patience),
-            "Dev BLEU evaluations without a new best before stopping (0: never)");
-  flags.add("--checkpoint-every", SETTING(training.checkpoint_every), "Training state interval");
-  flags.add("--keep-checkpoints", SETTING(training.keep_checkpoints), "Training states kept");
-  flags.add("--seed", SETTING(training.seed), "Seed of initialisation, dropout and batch order");
-  train->add_option("--tokenizer", train_options.tokenizer,
-                    "A sentencepiece model to use instead of training one (e.g. from spm_train)");
-  train->add_flag("--no-progress-bar", no_bar, "Plain progress lines even on a terminal");
+  flags.add("--warmup", NMT_SETTING(training.warmup_steps), "Warm-up steps of the schedule");
 
   // ---- average
   auto* average = app.add_subcommand(
@@ -233,39 +167,10 @@ int main(int argc, char** argv) {
     const ng::Device device = nmt::parse_device(device_name, "transformer_nmt");
     if (threads > 0) ng::set_num_threads(threads);
     if (train->parsed()) {
-      Settings settings = flags.applied_to(transformer_nmt::preset(preset_name));
+      Settings settings = train_command.settings(transformer_nmt::preset(train_command.preset()));
       if (placement_option->count() > 0) settings.model.pre_norm = placement == "pre";
       if (untied_option->count() > 0) settings.model.tie_embeddings = !untied;
-      const auto& p = parsed.training;
-      auto& s = settings.training;
-      s.train_source = p.train_source;
-      s.train_target = p.train_target;
-      s.dev_source = p.dev_source;
-      s.dev_target = p.dev_target;
-      if (steps > 0) s.max_steps = steps;
-      if (seconds >= 0) s.max_seconds = seconds;
-      if (!resume) {
-        NG_CHECK(!s.train_source.empty() && !s.train_target.empty() && !s.dev_source.empty() &&
-                     !s.dev_target.empty(),
-                 "transformer_nmt train",
-                 "a new model needs --train-source, --train-target, --dev-source and --dev-target");
-        transformer_nmt::check(settings);
-        std::cerr << transformer_nmt::describe(settings);
-      }
-      train_options.folder = folder;
-      train_options.settings = settings;
-      train_options.resume = resume;
-      train_options.resume_max_steps = steps;
-      train_options.resume_max_seconds = seconds;
-      train_options.device = device;
-      train_options.progress_bar = !no_bar && isatty(STDERR_FILENO);
-      train_options.messages = &std::cerr;
-      const auto summary = transformer_nmt::train(train_options);
-      std::cerr << "best dev BLEU: "
-                << (summary.best_bleu < 0 ? std::string("not measured")
-                                          : std::to_string(summary.best_bleu))
-                << "\n";
-      return 0;
+      return train_command.run(settings, device, transformer_nmt::train);
     }
     if (experiment->parsed()) {
       experiment_options.settings = transformer_nmt::preset(experiment_preset);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nmt/model_folder.h"
+#include "nmt/training_settings.h"
 
 namespace transformer_nmt {
 
@@ -52,32 +53,21 @@ void check(const Settings& s) {
     NG_CHECK(value > 0, "transformer_nmt", what, " must be positive, got ", value);
   };
   positive("batch (tokens)", static_cast<double>(t.batch_tokens));
-  NG_CHECK(t.max_length >= 0, "transformer_nmt", "max length must be >= 0 (0: no limit), got ",
-           t.max_length);
   NG_CHECK(t.max_length == 0 || t.batch_tokens > t.max_length, "transformer_nmt", "a batch of ",
            t.batch_tokens, " tokens cannot hold a pair of max length ", t.max_length);
-  positive("learning rate", t.learning_rate);
   positive("warm-up steps", static_cast<double>(t.warmup_steps));
   NG_CHECK(t.adam_beta2 > 0 && t.adam_beta2 < 1, "transformer_nmt",
            "Adam's beta2 must be in (0, 1), got ", t.adam_beta2);
-  NG_CHECK(t.label_smoothing >= 0 && t.label_smoothing < 1, "transformer_nmt",
-           "label smoothing must be in [0, 1), got ", t.label_smoothing);
-  NG_CHECK(t.clip_norm >= 0, "transformer_nmt", "clip norm must be >= 0 (0: none), got ",
-           t.clip_norm);
-  positive("steps", static_cast<double>(t.max_steps));
-  NG_CHECK(t.max_seconds >= 0, "transformer_nmt",
-           "time budget must be >= 0 seconds (0: none), got ", t.max_seconds);
-  positive("dev loss interval", static_cast<double>(t.dev_loss_every));
-  positive("dev BLEU interval", static_cast<double>(t.dev_bleu_every));
-  positive("dev beam", static_cast<double>(t.dev_beam));
-  NG_CHECK(t.patience >= 0, "transformer_nmt", "patience must be >= 0, got ", t.patience);
-  positive("checkpoint interval", static_cast<double>(t.checkpoint_every));
-  positive("checkpoints kept", static_cast<double>(t.keep_checkpoints));
+  nmt::check_shared_settings(t, "transformer_nmt");
 }
 
 nlohmann::json to_json(const Settings& s) {
   const auto& m = s.model;
   const auto& t = s.training;
+  nlohmann::json training = {{"batch_tokens", t.batch_tokens},
+                             {"warmup_steps", t.warmup_steps},
+                             {"adam_beta2", t.adam_beta2}};
+  nmt::write_shared_settings(t, training);
   return {{"model",
            {{"vocabulary_size", m.vocabulary_size},
             {"model_size", m.model_size},
@@ -89,27 +79,7 @@ nlohmann::json to_json(const Settings& s) {
             {"norm", m.norm},
             {"pre_norm", m.pre_norm},
             {"tie_embeddings", m.tie_embeddings}}},
-          {"training",
-           {{"train_source", t.train_source},
-            {"train_target", t.train_target},
-            {"dev_source", t.dev_source},
-            {"dev_target", t.dev_target},
-            {"batch_tokens", t.batch_tokens},
-            {"max_length", t.max_length},
-            {"learning_rate", t.learning_rate},
-            {"warmup_steps", t.warmup_steps},
-            {"adam_beta2", t.adam_beta2},
-            {"label_smoothing", t.label_smoothing},
-            {"clip_norm", t.clip_norm},
-            {"max_steps", t.max_steps},
-            {"max_seconds", t.max_seconds},
-            {"dev_loss_every", t.dev_loss_every},
-            {"dev_bleu_every", t.dev_bleu_every},
-            {"dev_beam", t.dev_beam},
-            {"patience", t.patience},
-            {"checkpoint_every", t.checkpoint_every},
-            {"keep_checkpoints", t.keep_checkpoints},
-            {"seed", t.seed}}}};
+          {"training", training}};
 }
 
 Settings settings_from_json(const nlohmann::json& json, const std::string& origin) {
@@ -128,27 +98,10 @@ Settings settings_from_json(const nlohmann::json& json, const std::string& origi
     m.at("pre_norm").get_to(model.pre_norm);
     m.at("tie_embeddings").get_to(model.tie_embeddings);
     const auto& t = json.at("training");
-    auto& r = s.training;
-    t.at("train_source").get_to(r.train_source);
-    t.at("train_target").get_to(r.train_target);
-    t.at("dev_source").get_to(r.dev_source);
-    t.at("dev_target").get_to(r.dev_target);
-    t.at("batch_tokens").get_to(r.batch_tokens);
-    t.at("max_length").get_to(r.max_length);
-    t.at("learning_rate").get_to(r.learning_rate);
-    t.at("warmup_steps").get_to(r.warmup_steps);
-    t.at("adam_beta2").get_to(r.adam_beta2);
-    t.at("label_smoothing").get_to(r.label_smoothing);
-    t.at("clip_norm").get_to(r.clip_norm);
-    t.at("max_steps").get_to(r.max_steps);
-    t.at("max_seconds").get_to(r.max_seconds);
-    t.at("dev_loss_every").get_to(r.dev_loss_every);
-    t.at("dev_bleu_every").get_to(r.dev_bleu_every);
-    t.at("dev_beam").get_to(r.dev_beam);
-    t.at("patience").get_to(r.patience);
-    t.at("checkpoint_every").get_to(r.checkpoint_every);
-    t.at("keep_checkpoints").get_to(r.keep_checkpoints);
-    t.at("seed").get_to(r.seed);
+    t.at("batch_tokens").get_to(s.training.batch_tokens);
+    t.at("warmup_steps").get_to(s.training.warmup_steps);
+    t.at("adam_beta2").get_to(s.training.adam_beta2);
+    nmt::read_shared_settings(t, s.training);
     check(s);
     return s;
   } catch (const nlohmann::json::exception& error) {

@@ -1,29 +1,18 @@
 #include "trainer.h"
 
-#include <filesystem>
-
 #include "evaluation.h"
 #include "training.h"
 
 namespace transformer_nmt {
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 
 nmt::TrainSummary train(const TrainOptions& options) {
   const ModelFolder folder(options.folder);
-  // The configuration and the tokenizer: the folder's, or new ones.
-  auto start = nmt::starting_point<Settings>(folder, options);
-  const Settings settings = std::move(start.first);
+  nmt::RunStart<Settings> start = nmt::start_run<Settings>(folder, options);
+  const Settings& settings = start.settings;
+  nmt::RunData& data = start.data;
   const TrainingSettings& t = settings.training;
-  nmt::RunData data =
-      nmt::load_run_data(std::move(start.second), nmt::corpus_paths(t), t.max_length,
-                         settings.model.vocabulary_size, "transformer_nmt", options.messages);
-  if (!options.resume) {
-    fs::create_directories(folder.path());
-    data.tokenizer.save(folder.file("tokenizer.model"));
-    folder.write_config(settings, data.tokenizer.fingerprint());
-  }
 
   // One generator draws the initial weights and every dropout mask, and is saved with each
   // training state: a resumed run draws what the uninterrupted one would have.

@@ -6,28 +6,13 @@
 
 #include <normgrad/normgrad.h>
 
-#include <ostream>
-#include <string>
-
 #include "model_folder.h"
 #include "nmt/training_run.h"
 #include "settings.h"
 
 namespace transformer_nmt {
 
-struct TrainOptions {
-  std::string folder{};
-  Settings settings{};  // for a new run; a resumed run reads the folder's (budgets below apply)
-  bool resume = false;
-  // A sentencepiece model to use instead of training one (a new run copies it into its folder).
-  std::string tokenizer{};
-  // On resume, these replace the folder's budgets when set, so a run can be extended.
-  std::int64_t resume_max_steps = 0;  // > 0
-  double resume_max_seconds = -1;     // >= 0
-  normgrad::Device device = normgrad::Device::cpu();
-  bool progress_bar = false;
-  std::ostream* messages = nullptr;
-};
+using TrainOptions = nmt::TrainOptions<Settings>;
 
 nmt::TrainSummary train(const TrainOptions& options);
 
