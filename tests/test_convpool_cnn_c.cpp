@@ -50,6 +50,44 @@ TEST_CASE("ConvPool-CNN-C: layers, channel counts and output shape for every nor
   CHECK(convpool_cnn_c::scaled_channels(192, 0.25) == 48);
 }
 
+TEST_CASE(
+    "ConvPool-CNN-C: none's scale folded into the weight gives g (W x) + b and its gradients") {
+  Generator generator(5);
+  const auto spec = convpool_cnn_c::parse_model_norm("none");
+  for (const bool convolution : {true, false}) {
+    INFO("convolution: " << convolution);
+    NormalizedLayer layer(convolution ? 3 : 48, 6, convolution ? 3 : 0, 1, spec, generator);
+    const Tensor input = convolution ? randn({4, 3, 4, 4}, generator) : randn({4, 48}, generator);
+    layer.initialise_from_data(input);  // scale and bias away from 1 and 0
+    const auto find = [](const nn::NamedTensors& named, const std::string& name) {
+      for (const auto& [found, tensor] : named)
+        if (found == name) return tensor;
+      FAIL("no " << name);
+      return Tensor();
+    };
+    const Tensor weight = find(layer.named_parameters(), "weight");
+    const Tensor bias = find(layer.named_parameters(), "bias");
+    const Tensor scale = find(layer.named_buffers(), "scale");
+    REQUIRE(!all_close(scale, ones({6}), 1e-3, 1e-3));
+    // The composed twin: scale and bias applied to the product's outputs.
+    Tensor w = weight.detach().clone().requires_grad_();
+    Tensor b = bias.detach().clone().requires_grad_();
+    const Shape channels = convolution ? Shape{1, 6, 1, 1} : Shape{6};
+    const Tensor composed =
+        (convolution ? conv2d(input, w, Tensor(), 1, 1) : matmul(input, w.t())) *
+            scale.reshape(channels) +
+        b.reshape(channels);
+    const Tensor folded = layer.forward(input);
+    CHECK(all_close(folded, composed.detach().to_vector<double>(), 1e-5, 1e-5));
+    const Tensor v = randn(composed.shape(), generator);
+    (composed * v).sum().backward();
+    layer.zero_grad();
+    (folded * v).sum().backward();
+    CHECK(all_close(weight.grad(), w.grad().to_vector<double>(), 1e-4, 1e-5));
+    CHECK(all_close(bias.grad(), b.grad().to_vector<double>(), 1e-4, 1e-5));
+  }
+}
+
 TEST_CASE("ConvPool-CNN-C: the same seed gives the same Glorot weights whatever the output norm") {
   ConvPoolCnnC none(tiny("none")), rms(tiny("rmsnorm")), layer(tiny("layernorm"));
   const auto weights = [](const ConvPoolCnnC& model) {

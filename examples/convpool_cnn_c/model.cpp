@@ -72,22 +72,24 @@ NormalizedLayer::NormalizedLayer(std::int64_t in, std::int64_t out, std::int64_t
   }
 }
 
-Tensor NormalizedLayer::product(const Tensor& x) const {
-  const Tensor weight = weight_norm_ ? weight_norm_->weight() : weight_;
-  return is_convolution() ? ng::conv2d(x, weight, Tensor(), 1, padding_)
-                          : ng::matmul(x, weight.t());
+Tensor NormalizedLayer::weight() const {
+  if (weight_norm_) return weight_norm_->weight();
+  if (norm_.kind != NormKind::None) return weight_;
+  ng::Shape channels(static_cast<std::size_t>(weight_.dim()), 1);
+  channels[0] = weight_.size(0);
+  return weight_ * scale_.reshape(channels);
+}
+
+Tensor NormalizedLayer::product(const Tensor& x, const Tensor& bias) const {
+  if (is_convolution()) return ng::conv2d(x, weight(), bias, 1, padding_);
+  const Tensor y = ng::matmul(x, weight().t());
+  return bias.defined() ? y + bias : y;
 }
 
 Tensor NormalizedLayer::forward(const Tensor& x) const {
-  const Tensor y = product(x);
-  switch (norm_.kind) {
-    case NormKind::None:
-      return y * as_channels(scale_, is_convolution()) + as_channels(bias_, is_convolution());
-    case NormKind::WeightNorm:
-      return y + as_channels(bias_, is_convolution());
-    default:
-      return output_norm_->forward(y);
-  }
+  // none and weightnorm: g and b fold into the product (the convolution adds b as it writes).
+  if (norm_.kind == NormKind::None || norm_.kind == NormKind::WeightNorm) return product(x, bias_);
+  return output_norm_->forward(product(x));
 }
 
 Tensor NormalizedLayer::initialise_from_data(const Tensor& x) {
@@ -95,7 +97,7 @@ Tensor NormalizedLayer::initialise_from_data(const Tensor& x) {
   if (norm_.kind == NormKind::None) {
     // As the code's InitLayer: the outputs with the current scale, their per-channel mean m and
     // standard deviation s (over the batch and the positions); then g / s and b = -m / s.
-    const Tensor y = product(x) * as_channels(scale_, is_convolution());
+    const Tensor y = product(x);
     const std::vector<std::int64_t> dims =
         is_convolution() ? std::vector<std::int64_t>{0, 2, 3} : std::vector<std::int64_t>{0};
     const Tensor mean = y.mean(dims);

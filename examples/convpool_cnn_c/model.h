@@ -70,8 +70,13 @@ class NormalizedLayer : public normgrad::nn::Module {
   bool is_convolution() const { return kernel_ > 0; }
 
  private:
-  normgrad::Tensor product(const normgrad::Tensor& x) const;  // W x, with W as the norm has it
-  normgrad::Tensor per_unit(const normgrad::Tensor& values, const normgrad::Tensor& x) const;
+  // W x (+ b when given), with W = weight().
+  normgrad::Tensor product(const normgrad::Tensor& x,
+                           const normgrad::Tensor& bias = normgrad::Tensor()) const;
+  // The weight the product uses: WeightNorm's g v / |v|; for none, the weight with the fixed
+  // scale g of its output channel folded in (g (W x) = (g W) x, the same function and
+  // gradients, with no pass over the outputs to scale them); else the weight.
+  normgrad::Tensor weight() const;
 
   normgrad::nn::NormSpec norm_;
   std::int64_t kernel_ = 0, padding_ = 0;
