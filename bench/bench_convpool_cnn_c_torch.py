@@ -8,10 +8,12 @@ mean cross-entropy, backward, Adam), the same JSON line.
 
 The model (model.h): noise 0.15, three 3x3 convolutions of 96, pool, dropout, three of 192,
 pool, dropout, a 3x3 of 192 without padding, two 1x1 of 192, global average pooling, dense 10.
-Each convolution has no bias and is followed by its normaliser and leaky ReLU 0.1; the dense
-layer by its normaliser. Normalisers, as written for speed by a PyTorch user:
-  none        y * scale + bias (the code's baseline: a fixed scale and a trained bias)
-  weightnorm  torch.nn.utils.parametrizations.weight_norm on the product's weight, + bias
+Each convolution is followed by its normaliser and leaky ReLU 0.1; the dense layer by its
+normaliser. Normalisers, as written for speed by a PyTorch user:
+  none        (scale W) x + bias, the bias added by the convolution (the code's baseline: a
+              fixed scale and a trained bias)
+  weightnorm  torch.nn.utils.parametrizations.weight_norm on the product's weight, the bias
+              added by the convolution
   batchnorm   torch.nn.BatchNorm2d / BatchNorm1d, eps 1e-6
   layernorm   F.layer_norm over each (sample, channel) map's H x W, then gain and bias per channel
   rmsnorm     F.rms_norm over the same, eps 1e-8 (the paper's code's), then gain and bias
@@ -82,11 +84,18 @@ class Normalized(nn.Module):
         return values[None, :, None, None] if self.kernel else values
 
     def forward(self, x):
+        if self.norm in ("none", "weightnorm"):
+            # The bias added by the product itself, and none's fixed scale folded into the weight
+            # (g (W x) = (g W) x), as normgrad computes them: no pass over the outputs.
+            weight = self.product.weight
+            if self.norm == "none":
+                weight = weight * self.gain.view(-1, *([1] * (weight.dim() - 1)))
+            if self.kernel:
+                return F.conv2d(x, weight, self.bias, padding=self.padding)
+            return F.linear(x, weight, self.bias)
         y = self.product(x)
         if self.norm == "batchnorm":
             return self.batch_norm(y)
-        if self.norm in ("none", "weightnorm"):
-            return (y * self.channels(self.gain) if self.norm == "none" else y) + self.channels(self.bias)
         shape = y.shape[2:] if self.kernel else y.shape[1:]
         if self.norm == "layernorm":
             z = F.layer_norm(y, shape, eps=1e-5)
