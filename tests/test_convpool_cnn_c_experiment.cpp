@@ -49,8 +49,9 @@ TEST_CASE("convpool_cnn_c experiment: every run, the table, the curves and the r
         doctest::Approx(100 * (t_ln - t_rms) / t_ln));
 
   const std::string table = read(scratch / "table10.csv");
-  CHECK(table.rfind("norm,epochs,test_error,", 0) == 0);
+  CHECK(table.rfind("norm,epochs,test_error,test_images,", 0) == 0);
   CHECK(table.find("\nlayernorm,2,") != std::string::npos);
+  CHECK(table.find(",20,") != std::string::npos);  // the 20 test images each error counts
   CHECK(table.find("\nrmsnorm,2,") != std::string::npos);
   const std::string curves = read(scratch / "curves.csv");
   CHECK(std::count(curves.begin(), curves.end(), '\n') == 5);  // a header and 2 x 2 epochs
@@ -68,7 +69,8 @@ TEST_CASE("convpool_cnn_c experiment: every run, the table, the curves and the r
   auto other = settings;
   other.base.model.width = 0.1;
   CHECK_ERROR(convpool_cnn_c::run_experiment(other, Device::cpu(), false), "holds another run");
-  CHECK_ERROR(convpool_cnn_c::budget_named("huge"), "demo, long or gpu");
+  CHECK_ERROR(convpool_cnn_c::budget_named("huge"), "tiny, demo, long, gpu or paper");
+  CHECK(convpool_cnn_c::budget_named("paper").epochs == 200);  // the paper's whole schedule
   const auto gpu = convpool_cnn_c::budget_named("gpu");
   CHECK(gpu.width == 1.0);     // the paper's channel counts
   CHECK(gpu.train_size == 0);  // every image

@@ -3,11 +3,14 @@
 //   autograd_graph > graph.dot && dot -Tsvg graph.dot -o graph.svg
 #include <normgrad/normgrad.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 namespace ng = normgrad;
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"Writes the backward graph of a small loss in Graphviz's dot language"};
+  CLI11_PARSE(app, argc, argv);
   ng::manual_seed(0);
   ng::Tensor x = ng::randn({4, 3});                          // a batch of inputs
   ng::Tensor target = ng::randn({4, 2});

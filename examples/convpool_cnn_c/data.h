@@ -24,6 +24,8 @@ std::string dataset_name(DatasetKind kind);
 // Debian's Fashion-MNIST folder for FashionMnist; CIFAR-10 has no default.
 std::string default_data_folder(DatasetKind kind);
 std::int64_t image_channels(DatasetKind kind);
+// The images a test set of this kind holds: 10000 for both.
+inline constexpr std::int64_t kTestImages = 10000;
 
 struct DataSettings {
   DatasetKind kind = DatasetKind::FashionMnist;

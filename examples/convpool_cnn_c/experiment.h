@@ -4,8 +4,9 @@
 // and noise draws) on the same data, each in its own model folder under the experiment's
 // folder (a second run takes finished runs as they are and continues unfinished ones). Then:
 //
-//   table10.csv   one row per norm: test and training error after the last epoch, seconds per
-//                 epoch (median over the epochs) and their spread, speed-up over LayerNorm
+//   table10.csv   one row per norm: test error (and the test images it counts) and training
+//                 error after the last epoch, seconds per epoch (median over the epochs) and
+//                 their spread, speed-up over LayerNorm
 //   curves.csv    every epoch of every run: norm, epoch, training seconds so far, loss,
 //                 training error, test error
 //   curves.gp, training_error.png   training error against epochs and against seconds
@@ -20,8 +21,9 @@
 
 namespace convpool_cnn_c {
 
-// The sizes of an experiment: demo (about 8 minutes on 2 cores), long (about 95), or gpu (the
-// paper's width on every image, for a GPU).
+// The sizes of an experiment: tiny (seconds, for checks), demo (about 8 minutes on 2 cores),
+// long (about 95), gpu (the paper's width on every image for 10 epochs, for a GPU) or paper
+// (the same for the paper's 200 epochs).
 struct Budget {
   std::string name;
   double width = 0;

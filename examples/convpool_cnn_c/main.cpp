@@ -252,9 +252,10 @@ int main(int argc, char** argv) {
       "experiment", "the paper's Table 10 in shape: every norm trained the same way, a report");
   experiment_command
       ->add_option("--budget", x.budget,
-                   "demo (width 0.25, about 8 minutes on 2 cores), long (width 0.5, about 95) or "
-                   "gpu (the paper's width, every image, 10 epochs)")
-      ->check(CLI::IsMember({"demo", "long", "gpu"}))
+                   "tiny (seconds, to check the pipeline), demo (width 0.25, about 8 minutes on "
+                   "2 cores), long (width 0.5, about 95), gpu (the paper's width, every image, 10 "
+                   "epochs) or paper (as gpu, the paper's 200 epochs)")
+      ->check(CLI::IsMember({"tiny", "demo", "long", "gpu", "paper"}))
       ->capture_default_str();
   experiment_command->add_option("--epochs", x.epochs, "epochs of every run (0: the budget's)")
       ->check(examples::kNonNegative)

@@ -71,6 +71,13 @@ ExperimentBudget experiment_budget(const std::string& name) {
   // Measured with the small preset on 2 cores: a median training step of about 0.11 s, a dev
   // BLEU (greedy, 2000 sentences) of a few seconds, beam-5 test translations of about 20 s per
   // 1000 sentences. Seven runs (Table 2 and Figure 4) then take about 12 minutes in the demo.
+  if (name == "tiny")  // with the tiny preset: seconds, to check the whole pipeline
+    return {.name = "tiny",
+            .steps = 8,
+            .figure4_steps = 4,
+            .dev_loss_every = 4,
+            .dev_bleu_every = 8,
+            .test_sentences = 10};
   if (name == "demo")
     return {.name = "demo",
             .steps = 600,
@@ -85,7 +92,15 @@ ExperimentBudget experiment_budget(const std::string& name) {
             .dev_loss_every = 250,
             .dev_bleu_every = 500,
             .test_sentences = 0};
-  throw ng::Error("gru_nmt experiment: unknown budget '" + name + "'; expected demo or long");
+  if (name == "paper")  // with the paper preset: the paper's model for 300k steps
+    return {.name = "paper",
+            .steps = 300000,
+            .figure4_steps = 300000,
+            .dev_loss_every = 1000,
+            .dev_bleu_every = 10000,
+            .test_sentences = 0};
+  throw ng::Error("gru_nmt experiment: unknown budget '" + name +
+                  "'; expected tiny, demo, long or paper");
 }
 
 Settings shared_run_settings(const ExperimentOptions& options) {

@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
 
   // ---- train
   auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  nmt::TrainCommand<gru_nmt::Settings> train_command(train, "gru_nmt", {"cpu", "small", "paper"});
+  nmt::TrainCommand<gru_nmt::Settings> train_command(train, "gru_nmt",
+                                                     {"tiny", "cpu", "small", "paper"});
   auto& flags = train_command.flags();
   flags.add("--norm", NMT_SETTING(model.norm),
             "none, layernorm, l2norm, rmsnorm, prmsnorm:p or weightnorm");
@@ -120,12 +121,16 @@ int main(int argc, char** argv) {
                          "Folder with train, dev and test .en/.de (scripts/build_corpus)");
   experiment->add_option("--out", experiment_options.out,
                          "Where the runs, CSV files, figures and report.md go");
-  experiment->add_option("--budget", budget_name, "demo (about 12 minutes on 2 cores) or long")
-      ->check(CLI::IsMember({"demo", "long"}));
   experiment
-      ->add_option("--preset", experiment_preset,
-                   "Model and training preset of every run: small (the default), cpu or paper")
-      ->check(CLI::IsMember({"cpu", "small", "paper"}));
+      ->add_option("--budget", budget_name,
+                   "tiny (seconds, with --preset tiny), demo (about 12 minutes on 2 cores), "
+                   "long or paper (the paper's steps, with --preset paper)")
+      ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}));
+  experiment
+      ->add_option(
+          "--preset", experiment_preset,
+          "Model and training preset of every run: small (the default), tiny, cpu or paper")
+      ->check(CLI::IsMember({"tiny", "cpu", "small", "paper"}));
   experiment
       ->add_option("--steps", experiment_steps, "Steps of each Table 2 run (replaces the budget's)")
       ->check(CLI::PositiveNumber);

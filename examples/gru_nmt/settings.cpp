@@ -16,6 +16,13 @@ Settings preset(const std::string& name) {
     settings.model.hidden_size = 256;
     settings.model.vocabulary_size = 8000;
     settings.training.learning_rate = 5e-4;
+  } else if (name == "tiny") {  // seconds a run: for checking a pipeline, not for learning
+    settings.model.embedding_size = 12;
+    settings.model.hidden_size = 16;
+    settings.model.vocabulary_size = 100;
+    settings.training.batch_sentences = 16;
+    settings.training.learning_rate = 5e-3;
+    settings.training.max_length = 50;
   } else if (name == "small") {
     settings.model.embedding_size = 64;
     settings.model.hidden_size = 128;
@@ -32,7 +39,7 @@ Settings preset(const std::string& name) {
     settings.training.dev_bleu_every = 10000;
     settings.training.checkpoint_every = 10000;
   } else {
-    throw ng::Error("gru_nmt: unknown preset '" + name + "'; expected cpu, small or paper");
+    throw ng::Error("gru_nmt: unknown preset '" + name + "'; expected tiny, cpu, small or paper");
   }
   return settings;
 }

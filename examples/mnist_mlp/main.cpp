@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,14 +93,17 @@ int run(const Options& options) {
                    static_cast<long long>(batch_size), static_cast<long long>(options.train_size));
       return 1;
     }
-  std::printf(
-      "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
-      "threads: %d (OMP_WAIT_POLICY=%s); device: %s\n\n",
-      options.data.c_str(), static_cast<long long>(train.images.size(0)),
-      static_cast<long long>(all_train.images.size(0)), static_cast<long long>(test.images.size(0)),
-      options.lr, static_cast<unsigned long long>(options.seed), ng::get_num_threads(),
-      std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "unset",
-      device.str().c_str());
+  char setup[1024];
+  std::snprintf(setup, sizeof setup,
+                "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
+                "threads: %d (OMP_WAIT_POLICY=%s); device: %s",
+                options.data.c_str(), static_cast<long long>(train.images.size(0)),
+                static_cast<long long>(all_train.images.size(0)),
+                static_cast<long long>(test.images.size(0)), options.lr,
+                static_cast<unsigned long long>(options.seed), ng::get_num_threads(),
+                std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "unset",
+                device.str().c_str());
+  std::printf("%s\n\n", setup);
   std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
   fs::create_directories(options.out);
@@ -137,7 +141,19 @@ int run(const Options& options) {
 
   std::printf("\n%s\n", mnist_mlp::results_table(results).c_str());
   std::printf("curves: %s\nsummary: %s\n", curves.c_str(), summary.c_str());
-  if (options.no_plot) return 0;
+  std::vector<std::string> images;
+  const auto write_report = [&] {
+    const std::string report = (fs::path(options.out) / "report.md").string();
+    std::ofstream file(report, std::ios::binary);
+    file << mnist_mlp::report_markdown(results, setup, images);
+    file.close();
+    if (!file) throw ng::Error("mnist_mlp: cannot write " + report);
+    std::printf("report: %s\n", report.c_str());
+  };
+  if (options.no_plot) {
+    write_report();
+    return 0;
+  }
 
   char learning_rate[32];
   std::snprintf(learning_rate, sizeof learning_rate, "%g", options.lr);
@@ -146,10 +162,14 @@ int run(const Options& options) {
   const std::string title =
       "784-1000-1000-10 MLP on " + data_folder.filename().string() + ", Adam lr " + learning_rate;
   const auto plots = mnist_mlp::draw_plots(options.out, results, title);
-  for (const std::string& file : plots.files) std::printf("plot: %s\n", file.c_str());
+  for (const std::string& file : plots.files) {
+    std::printf("plot: %s\n", file.c_str());
+    images.push_back(fs::path(file).filename().string());
+  }
   if (!plots.message.empty())
     std::fprintf(stderr, "mnist_mlp: %s%s\n", plots.drawn ? "gnuplot: " : "",
                  plots.message.c_str());
+  write_report();
   return 0;
 }
 

@@ -2,19 +2,16 @@
 
 #include <normgrad/normgrad.h>
 
-#include <cstdio>
 #include <fstream>
 #include <optional>
+
+#include "common/number_text.h"
 
 namespace mnist_mlp {
 
 namespace {
 
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
+using examples::format_number;
 
 std::ofstream open_for_writing(const std::string& path, const char* who) {
   std::ofstream out(path, std::ios::trunc);
@@ -58,8 +55,8 @@ void write_curves_csv(const std::string& path, const std::vector<RunResult>& res
     const RunResult& result = results[run];
     for (const CurvePoint& point : result.curve) {
       out << run << ',' << csv_field(result.norm) << ',' << result.batch_size << ',' << point.step
-          << ',' << format("%.4f", point.wall_seconds) << ',' << format("%.6g", point.train_loss)
-          << ',' << (point.test_accuracy ? format("%.4f", *point.test_accuracy) : "") << '\n';
+          << ',' << format_number("%.4f", point.wall_seconds) << ',' << format_number("%.6g", point.train_loss)
+          << ',' << (point.test_accuracy ? format_number("%.4f", *point.test_accuracy) : "") << '\n';
     }
   }
   check_written(out, path, "write_curves_csv");
@@ -72,9 +69,9 @@ void write_summary_csv(const std::string& path, const std::vector<RunResult>& re
   for (std::size_t run = 0; run < results.size(); ++run) {
     const RunResult& result = results[run];
     out << run << ',' << csv_field(result.norm) << ',' << result.batch_size << ',' << result.steps
-        << ',' << result.parameters << ',' << format("%.3f", result.train_seconds) << ','
-        << format("%.3f", result.ms_per_step) << ',' << format("%.4f", result.test_accuracy) << ','
-        << (result.other_processes_cpu ? format("%.3f", *result.other_processes_cpu) : "") << '\n';
+        << ',' << result.parameters << ',' << format_number("%.3f", result.train_seconds) << ','
+        << format_number("%.3f", result.ms_per_step) << ',' << format_number("%.4f", result.test_accuracy) << ','
+        << (result.other_processes_cpu ? format_number("%.3f", *result.other_processes_cpu) : "") << '\n';
   }
   check_written(out, path, "write_summary_csv");
 }
@@ -88,16 +85,29 @@ std::string results_table(const std::vector<RunResult>& results) {
     const auto reference = layernorm_ms_per_step(results, result.batch_size);
     // (T_LN - T) / T_LN: positive when the run is faster than LayerNorm.
     const std::string saving =
-        reference ? format("%+.1f%%", 100.0 * (*reference - result.ms_per_step) / *reference) : "–";
+        reference ? format_number("%+.1f%%", 100.0 * (*reference - result.ms_per_step) / *reference) : "–";
     table += "| " + result.norm + " | " + std::to_string(result.batch_size) + " | " +
              std::to_string(result.steps) + " | " + std::to_string(result.parameters) + " | " +
-             format("%.2f%%", 100.0 * result.test_accuracy) + " | " +
-             format("%.2f", result.ms_per_step) + " | " + saving + " | " +
-             (result.other_processes_cpu ? format("%.0f%%", 100.0 * *result.other_processes_cpu)
+             format_number("%.2f%%", 100.0 * result.test_accuracy) + " | " +
+             format_number("%.2f", result.ms_per_step) + " | " + saving + " | " +
+             (result.other_processes_cpu ? format_number("%.0f%%", 100.0 * *result.other_processes_cpu)
                                          : std::string("–")) +
              " |\n";
   }
   return table;
+}
+
+std::string report_markdown(const std::vector<RunResult>& results, const std::string& setup,
+                            const std::vector<std::string>& images) {
+  std::string text =
+      "# The LayerNorm paper's MLP on Fashion-MNIST, with each normaliser\n\n" + setup +
+      "\n\nThe permutation-invariant MNIST experiment of the LayerNorm paper (a 784-1000-1000-10 "
+      "MLP, the norm on both hidden layers), on Fashion-MNIST: not one of the RMSNorm paper's "
+      "tables, but the same comparison of the norms' quality and step time on the smallest "
+      "model that shows it. Each run starts from the same seed.\n\n" +
+      results_table(results);
+  for (const std::string& image : images) text += "\n![training loss](" + image + ")\n";
+  return text;
 }
 
 }  // namespace mnist_mlp

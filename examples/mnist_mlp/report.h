@@ -33,4 +33,10 @@ void write_summary_csv(const std::string& path, const std::vector<RunResult>& re
 // share of the machine that other processes took meanwhile.
 std::string results_table(const std::vector<RunResult>& results);
 
+// report.md: a title, `setup` (the data, the optimiser, the threads: one paragraph), what the
+// experiment is beside the RMSNorm paper, the results table and the images (file names
+// relative to the report).
+std::string report_markdown(const std::vector<RunResult>& results, const std::string& setup,
+                            const std::vector<std::string>& images);
+
 }  // namespace mnist_mlp

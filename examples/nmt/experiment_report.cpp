@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "common/number_text.h"
 #include "nn/atomic_file.h"
 
 namespace nmt {
@@ -15,9 +15,7 @@ namespace nmt {
 namespace ng = normgrad;
 
 std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
+  return examples::format_number(pattern, value);
 }
 
 std::string cell(double value, const char* pattern) {
@@ -120,11 +118,21 @@ std::string run_name(const RunResult& run) {
   return norm_name(run.norm) + rest;
 }
 
+namespace {
+
+// "yes", or training_failure's account of why not ("did not learn", "diverged at step 40").
+std::string trained_cell(const RunResult& run) {
+  const std::string failure = training_failure(run);
+  return failure.empty() ? "yes" : csv_field(failure);
+}
+
+}  // namespace
+
 std::string runs_csv(const std::vector<RunResult>& runs) {
   std::string text =
       "run,norm,steps,parameters,test_bleu,test_bleu_mean,test_bleu_interval,"
       "p_against_layernorm,best_dev_bleu,seconds_per_1000_steps,spread,"
-      "speedup_over_layernorm_percent,other_processes_cpu\n";
+      "speedup_over_layernorm_percent,other_processes_cpu,trained\n";
   for (const RunResult& run : runs) {
     const auto speedup = speedup_over_layernorm(runs, run);
     text += csv_field(run.label) + "," + csv_field(run.norm) + "," + std::to_string(run.steps) +
@@ -134,7 +142,7 @@ std::string runs_csv(const std::vector<RunResult>& runs) {
             format("%.1f", run.seconds_per_1000_steps) + "," +
             format("%.1f", run.step_seconds_spread) + "," +
             (speedup ? format("%.1f", *speedup) : std::string()) + "," +
-            cell(run.other_processes_cpu, "%.3f") + "\n";
+            cell(run.other_processes_cpu, "%.3f") + "," + trained_cell(run) + "\n";
   }
   return text;
 }

@@ -31,7 +31,7 @@
 namespace nmt {
 
 struct ExperimentBudget {
-  std::string name;                 // "demo" or "long", for the report
+  std::string name;                 // "tiny", "demo", "long" or "paper", for the report
   std::int64_t steps = 0;           // each run's
   std::int64_t dev_loss_every = 0;  // steps between dev losses
   std::int64_t dev_bleu_every = 0;  // steps between dev BLEUs (greedy)

@@ -4,66 +4,28 @@
 // section 4.2: dL/dW shrinks as 1/delta when W grows by delta, and ignores the scale of x.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "invariance.h"
+#include "report.h"
 
 namespace {
 
-void print_table(const std::vector<invariance::Row>& rows, bool details) {
-  std::printf(
-      "Table 1 by experiment (✓ = invariant: no output changed; ✗ = some output changed)\n\n| "
-      "method |");
-  for (int column = 0; column < invariance::kTransformations; ++column)
-    std::printf(" %s |",
-                invariance::column_title(static_cast<invariance::Transformation>(column)).c_str());
-  std::printf("\n|---|");
-  for (int column = 0; column < invariance::kTransformations; ++column) std::printf(":---:|");
-  std::printf("\n");
-  for (const auto& row : rows) {
-    std::printf("| %s |", row.method.c_str());
-    for (int column = 0; column < invariance::kTransformations; ++column) {
-      if (details)
-        std::printf(" %s (%.0e) |", row.invariant[column] ? "✓" : "✗", row.change[column]);
-      else
-        std::printf(" %s |", row.invariant[column] ? "✓" : "✗");
-    }
-    std::printf("\n");
+// Writes `text` to <folder>/<name>; false, with a message, when it cannot.
+bool write_file(const std::filesystem::path& folder, const std::string& name,
+                const std::string& text) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  std::ofstream file(folder / name, std::ios::binary);
+  file << text;
+  file.close();
+  if (error || !file) {
+    std::fprintf(stderr, "norm_invariance: cannot write %s\n", (folder / name).c_str());
+    return false;
   }
-}
-
-// Prints each cell that differs from the paper; returns how many do.
-int compare_with_paper(const std::vector<invariance::Row>& rows) {
-  const auto paper = invariance::paper_table();
-  int differences = 0;
-  for (std::size_t r = 0; r < rows.size(); ++r)
-    for (int column = 0; column < invariance::kTransformations; ++column)
-      if (rows[r].invariant[column] != paper[r][column]) {
-        ++differences;
-        std::printf(
-            "  differs from the paper: %s, %s (measured change %.3g)\n", rows[r].method.c_str(),
-            invariance::column_title(static_cast<invariance::Transformation>(column)).c_str(),
-            rows[r].change[column]);
-      }
-  if (differences == 0) std::printf("\nAll 30 cells agree with the paper's Table 1.\n");
-  return differences;
-}
-
-void print_gradient_scaling(double delta, const invariance::Settings& settings) {
-  std::printf("\nGradient of L = sum(h * c) with respect to W (paper section 4.2, Eqs. 8-10)\n\n");
-  std::printf(
-      "| method | W' = %g W: ||dL/dW'|| / ||dL/dW|| | 1/delta | max deviation of %g dL/dW' from "
-      "dL/dW "
-      "| x' = %g x: ||dL/dW'|| / ||dL/dW|| | max deviation from dL/dW |\n",
-      delta, delta, delta);
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
-  for (const auto& g : invariance::measure_gradient_scaling(delta, settings))
-    std::printf("| %s | %.6f | %.6f | %.1e | %.6f | %.1e |\n", g.method.c_str(),
-                g.weight_scaled_ratio, 1.0 / delta, g.weight_scaled_deviation, g.input_scaled_ratio,
-                g.input_scaled_deviation);
-  std::printf(
-      "\nScaling W by delta divides its gradient by delta (an implicit learning-rate\n"
-      "adaptation); scaling the input leaves the gradient as it was.\n");
+  return true;
 }
 
 }  // namespace
@@ -80,11 +42,26 @@ int main(int argc, char** argv) {
                  "largest relative change of the output still counted as none")
       ->check(CLI::PositiveNumber);
   app.add_flag("--details", details, "print the measured relative change in every cell");
+  std::string out;
+  app.add_option("--out", out, "also write report.md and table1.csv (one row per cell) there");
   CLI11_PARSE(app, argc, argv);
 
   const auto rows = invariance::measure_table(settings);
-  print_table(rows, details);
-  const int differences = compare_with_paper(rows);
-  print_gradient_scaling(delta, settings);
-  return differences == 0 ? 0 : 1;
+  const auto gradients = invariance::measure_gradient_scaling(delta, settings);
+  std::printf(
+      "Table 1 by experiment (✓ = invariant: no output changed; ✗ = some output changed)\n\n"
+      "%s\n%s\nGradient of L = sum(h * c) with respect to W (paper section 4.2, Eqs. 8-10)\n\n"
+      "%s",
+      invariance::table_markdown(rows, details).c_str(),
+      invariance::comparison_markdown(rows).c_str(),
+      invariance::gradient_markdown(gradients, delta).c_str());
+  if (!out.empty()) {
+    const bool written =
+        write_file(out, "report.md",
+                   invariance::report_markdown(rows, gradients, delta, settings)) &&
+        write_file(out, "table1.csv", invariance::table_csv(rows));
+    if (!written) return 2;
+    std::printf("\nreport: %s/report.md\n", out.c_str());
+  }
+  return invariance::differences_from_paper(rows) == 0 ? 0 : 1;
 }

@@ -1,11 +1,14 @@
 // The README's quick start: a 2-32-1 tanh network learns y = x0 * x1 on [-1, 1]^2.
 #include <normgrad/normgrad.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 namespace ng = normgrad;
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"The README's quick start: a 2-32-1 tanh network learns y = x0 * x1"};
+  CLI11_PARSE(app, argc, argv);  // --help, and an error for any argument
   ng::manual_seed(0);
   ng::Tensor x = ng::rand({512, 2}) * 2.0 - 1.0;                         // inputs
   ng::Tensor y = (x.select(1, 0) * x.select(1, 1)).unsqueeze(1);         // targets

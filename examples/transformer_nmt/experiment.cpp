@@ -86,6 +86,9 @@ nmt::ExperimentBudget experiment_budget(const std::string& name) {
   // about 14 s a run for its dev losses, its greedy dev BLEU (2000 sentences) and 300 test
   // sentences with beam 4. Six runs of 300 steps (four post-norm, two pre-norm) and the
   // tokenizer took 9.5 minutes; of 250 steps, about 8.
+  if (name == "tiny")  // with the tiny preset: seconds, to check the whole pipeline
+    return {
+        .name = "tiny", .steps = 8, .dev_loss_every = 4, .dev_bleu_every = 8, .test_sentences = 8};
   if (name == "demo")
     return {.name = "demo",
             .steps = 250,
@@ -98,8 +101,14 @@ nmt::ExperimentBudget experiment_budget(const std::string& name) {
             .dev_loss_every = 250,
             .dev_bleu_every = 1000,
             .test_sentences = 0};
+  if (name == "paper")  // with the base preset: the paper's 300k steps
+    return {.name = "paper",
+            .steps = 300000,
+            .dev_loss_every = 1000,
+            .dev_bleu_every = 10000,
+            .test_sentences = 0};
   throw ng::Error(std::string(experiment_program) + ": unknown budget '" + name +
-                  "'; expected demo or long");
+                  "'; expected tiny, demo, long or paper");
 }
 
 Settings shared_run_settings(const ExperimentOptions& options) {

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
 
   // ---- train
   auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  nmt::TrainCommand<Settings> train_command(train, "transformer_nmt", {"cpu", "small", "base"});
+  nmt::TrainCommand<Settings> train_command(train, "transformer_nmt",
+                                            {"tiny", "cpu", "small", "base"});
   auto& flags = train_command.flags();
   flags.add("--norm", NMT_SETTING(model.norm),
             "none, layernorm, rmsnorm, prmsnorm:p or l2norm (every norm slot)");
@@ -140,12 +141,15 @@ int main(int argc, char** argv) {
                          "Folder with train, dev and test .en/.de (scripts/build_corpus)");
   experiment->add_option("--out", experiment_options.out,
                          "Where the runs, CSV files, figures and report.md go");
-  experiment->add_option("--budget", budget_name, "demo (about 8 minutes on 2 cores) or long")
-      ->check(CLI::IsMember({"demo", "long"}));
+  experiment
+      ->add_option("--budget", budget_name,
+                   "tiny (seconds, with --preset tiny), demo (about 8 minutes on 2 cores), "
+                   "long or paper (the paper's steps, with --preset base)")
+      ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}));
   experiment
       ->add_option("--preset", experiment_preset,
-                   "Model and training preset of every run: small (the default), cpu or base")
-      ->check(CLI::IsMember({"cpu", "small", "base"}));
+                   "Model and training preset of every run: small (the default), tiny, cpu or base")
+      ->check(CLI::IsMember({"tiny", "cpu", "small", "base"}));
   experiment->add_option("--steps", experiment_steps, "Steps of each run (replaces the budget's)")
       ->check(CLI::PositiveNumber);
   experiment->add_option("--test-sentences", test_sentences, "Test lines to translate (0: all)")

@@ -15,6 +15,17 @@ Settings preset(const std::string& name) {
   auto& t = settings.training;
   if (name == "cpu") {
     // The defaults.
+  } else if (name == "tiny") {  // seconds a run: for checking a pipeline, not for learning
+    m.vocabulary_size = 100;
+    m.model_size = 16;
+    m.feed_forward_size = 32;
+    m.heads = 2;
+    m.encoder_layers = 1;
+    m.decoder_layers = 1;
+    t.batch_tokens = 200;
+    t.max_length = 50;
+    t.learning_rate = 3e-3;
+    t.warmup_steps = 4;
   } else if (name == "small") {
     m.vocabulary_size = 4000;
     m.model_size = 128;
@@ -41,7 +52,8 @@ Settings preset(const std::string& name) {
     t.dev_bleu_every = 10000;
     t.checkpoint_every = 5000;
   } else {
-    throw ng::Error("transformer_nmt: unknown preset '" + name + "'; expected cpu, small or base");
+    throw ng::Error("transformer_nmt: unknown preset '" + name +
+                    "'; expected tiny, cpu, small or base");
   }
   return settings;
 }

@@ -1,0 +1,317 @@
+"""The paper's claims, each set beside what one scripts/reproduce run measured, in words that
+say how strongly the numbers support it. Nothing here decides more than the numbers do: a
+difference inside its noise is called that, and a run too short to learn says so.
+
+Every finding reads the CSV files the example programs write:
+  gru_nmt/table2.csv, transformer_nmt/table4.csv and pre_norm.csv   one row per run: test BLEU,
+      its bootstrap interval, the paired-bootstrap p-value against LayerNorm, seconds per 1000
+      steps with half the distance between the quartiles, whether the run learned
+  convpool_cnn_c/table10.csv   one row per norm: test error, test images, seconds per epoch and
+      the range of the epochs' times over their median
+  mnist_mlp/summary.csv        one row per run: norm, batch size, ms per step, test accuracy
+  norm_invariance/table1.csv   one row per cell: measured and the paper's
+"""
+
+import csv
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+# The paper's figures quoted in the claims (its Tables 2, 4 and 10).
+PAPER_SPEEDUP = {  # of RMSNorm and pRMSNorm over LayerNorm, %
+    "gru": {"rmsnorm": 24.7, "prmsnorm": 25.9},
+    "transformer": {"rmsnorm": 6.9, "prmsnorm": 9.3},
+    "cnn": {"rmsnorm": 20.5, "prmsnorm": 23.1},
+}
+
+SIGNIFICANCE = 0.05  # the level at which a paired-bootstrap p-value is called significant
+LEARNED_BLEU = 1.0   # below this test BLEU for both runs, a comparison says nothing
+
+
+@dataclass
+class Claim:
+    title: str                                    # the claim, as the paper makes it
+    paper: str                                    # what the paper measured for it
+    findings: list = field(default_factory=list)  # one sentence per experiment
+
+
+def read_rows(path: str) -> Optional[list]:
+    """The CSV file's rows as dicts, or None when it is missing."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return None
+
+
+def _number(row: dict, column: str) -> Optional[float]:
+    value = (row.get(column) or "").strip()
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _row(rows: list, norm: str) -> Optional[dict]:
+    """The first row of the norm: "prmsnorm" finds "prmsnorm:0.0625"."""
+    for row in rows:
+        name = row.get("norm", "")
+        if name == norm or name.startswith(norm + ":"):
+            return row
+    return None
+
+
+# ---- findings of one kind
+
+
+def bleu_finding(rows: list, model: str, run: str, name: str) -> str:
+    """`run` against LayerNorm in test BLEU, with the paired bootstrap's verdict."""
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    if layernorm is None or other is None:
+        return f"{model}: no {name} or no LayerNorm run."
+    if layernorm.get("trained", "yes") != "yes":
+        return f"{model}: LayerNorm {layernorm['trained']} in this run; too short to decide."
+    if other.get("trained", "yes") != "yes":
+        return f"{model}: {name} {other['trained']} in this run, while LayerNorm learned."
+    bleu_ln, bleu = _number(layernorm, "test_bleu"), _number(other, "test_bleu")
+    p = _number(other, "p_against_layernorm")
+    if bleu_ln is None or bleu is None or p is None:
+        return f"{model}: no test BLEU was measured."
+    text = f"{model}: {name} {bleu:.2f} BLEU, LayerNorm {bleu_ln:.2f} ({bleu - bleu_ln:+.2f})"
+    if max(bleu, bleu_ln) < LEARNED_BLEU:
+        return text + "; both near zero, too short to decide."
+    if p < SIGNIFICANCE:
+        side = "better" if bleu > bleu_ln else "worse"
+        return (text + f"; the paired bootstrap finds the difference significant (p = {p:.3f}): "
+                       f"{name} {side} in this run.")
+    interval = _number(other, "test_bleu_interval") or 0.0
+    return (text + f"; not significant (p = {p:.2f}): consistent with equal quality, though "
+                   f"with a 95% interval of ±{interval:.1f} BLEU a difference that size is not "
+                   "ruled out.")
+
+
+def error_finding(rows: list, model: str, run: str, name: str) -> str:
+    """`run` against LayerNorm in test error, with the interval that the test set's size
+    allows (two independent binomial proportions: wider than a paired test would give)."""
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    if layernorm is None or other is None:
+        return f"{model}: no {name} or no LayerNorm run."
+    error_ln, error = _number(layernorm, "test_error"), _number(other, "test_error")
+    images = _number(other, "test_images")
+    if error_ln is None or error is None or not images:
+        return f"{model}: no test error was measured."
+    half_width = 1.96 * math.sqrt((error * (1 - error) + error_ln * (1 - error_ln)) / images)
+    difference = error - error_ln
+    text = (f"{model}: {name} {100 * error:.2f}% test error, LayerNorm {100 * error_ln:.2f}% "
+            f"({100 * difference:+.2f} points)")
+    if abs(difference) > half_width:
+        side = "lower" if difference < 0 else "higher"
+        return (text + f"; beyond the ±{100 * half_width:.2f} points that {int(images)} test "
+                       f"images leave to chance: {name}'s error {side} in this run.")
+    return (text + f"; within the ±{100 * half_width:.2f} points that {int(images)} test images "
+                   "leave to chance: consistent with equal quality.")
+
+
+@dataclass
+class Timing:
+    value: float   # the median, in `unit`
+    low: float     # the lower and upper end of its spread
+    high: float
+    others: float  # the share of the CPU other processes took, 0..1 (0: unknown)
+
+
+def _nmt_timing(row: dict) -> Optional[Timing]:
+    value, spread = _number(row, "seconds_per_1000_steps"), _number(row, "spread")
+    if value is None:
+        return None
+    spread = spread or 0.0
+    return Timing(value, value - spread, value + spread,
+                  max(0.0, _number(row, "other_processes_cpu") or 0.0))
+
+
+def _cnn_timing(row: dict) -> Optional[Timing]:
+    value, spread = _number(row, "seconds_per_epoch"), _number(row, "seconds_spread")
+    if value is None:
+        return None
+    half = value * (spread or 0.0) / 2
+    return Timing(value, value - half, value + half, 0.0)
+
+
+def speed_finding(model: str, name: str, layernorm: Optional[Timing], other: Optional[Timing],
+                  unit: str, paper: Optional[float]) -> str:
+    """(T_LN - T) / T_LN, the paper's speed-up, with how far the spreads allow it."""
+    if layernorm is None or other is None:
+        return f"{model}: no {name} or no LayerNorm timing."
+    speedup = 100 * (layernorm.value - other.value) / layernorm.value
+    text = (f"{model}: {name} {other.value:.4g} {unit}, LayerNorm {layernorm.value:.4g}, a "
+            f"speed-up of {speedup:.1f}%")
+    if paper is not None:
+        text += f" (paper: {paper:.1f}%)"
+    if other.high == other.value == other.low and layernorm.high == layernorm.low:
+        text += "; one measurement each, without a spread to judge it by"
+    elif other.high < layernorm.low:
+        text += "; the spreads of the two times do not overlap"
+    elif other.value < layernorm.value:
+        text += "; faster, but the spreads of the two times overlap: weak evidence from one run"
+    else:
+        text += f"; {name} is not faster in this run"
+    busiest = max(layernorm.others, other.others)
+    if busiest > 0.1:
+        text += (f"; other processes took up to {100 * busiest:.0f}% of the CPU meanwhile, so "
+                 "the times are disturbed")
+    return text + "."
+
+
+def nmt_speed_finding(rows: list, model: str, run: str, name: str, paper) -> str:
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    return speed_finding(model, name, layernorm and _nmt_timing(layernorm),
+                         other and _nmt_timing(other), "s / 1k steps", paper)
+
+
+def cnn_speed_finding(rows: list, run: str, name: str, paper) -> str:
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    return speed_finding("ConvPool-CNN-C", name, layernorm and _cnn_timing(layernorm),
+                         other and _cnn_timing(other), "s / epoch", paper)
+
+
+def mlp_speed_finding(rows: list, batch: str) -> str:
+    at_batch = [r for r in rows if r.get("batch_size") == batch]
+    timing = {}
+    for norm in ("layernorm", "rmsnorm"):
+        row = _row(at_batch, norm)
+        ms = row and _number(row, "ms_per_step")
+        if ms is not None:
+            timing[norm] = Timing(ms, ms, ms, _number(row, "other_processes_cpu") or 0.0)
+    return speed_finding(f"The MLP at batch {batch}", "RMSNorm", timing.get("layernorm"),
+                         timing.get("rmsnorm"), "ms / step", None)
+
+
+def trained_finding(rows: list, model: str, run: str, name: str) -> str:
+    row = _row(rows, run)
+    if row is None:
+        return f"{model}: no {name} run."
+    bleu = _number(row, "test_bleu")
+    learned = row.get("trained", "yes")
+    bleu_text = f", test BLEU {bleu:.2f}" if bleu is not None else ""
+    if learned == "yes":
+        return f"{model}: {name} trained (its loss fell by more than 10%){bleu_text}."
+    return f"{model}: {name} {learned}{bleu_text}."
+
+
+def invariance_finding(rows: list) -> str:
+    differing = [r for r in rows if r.get("invariant") != r.get("paper")]
+    if not rows:
+        return "The invariance lab measured nothing."
+    if not differing:
+        return (f"All {len(rows)} cells measured agree with the paper's Table 1: each ✓ "
+                "changed no output beyond rounding, each ✗ changed some.")
+    cells = "; ".join(f"{r['method']}, {r['transformation']}: measured {r['invariant']}, paper "
+                      f"{r['paper']}" for r in differing)
+    agreeing = len(rows) - len(differing)
+    return f"{agreeing} of {len(rows)} cells agree with the paper; differing: {cells}."
+
+
+# ---- the claims
+
+
+def _not_run(name: str, program: str) -> str:
+    return f"{name}: not run (`scripts/reproduce {program}`)."
+
+
+def claims(folders: dict) -> list:
+    """The claims with this run's findings. `folders` maps an experiment's name ("gru",
+    "transformer", "cnn", "mlp", "invariance") to its output folder, for those that have one."""
+    def table(name: str, file: str) -> Optional[list]:
+        return read_rows(os.path.join(folders[name], file)) if name in folders else None
+
+    gru, transformer = table("gru", "table2.csv"), table("transformer", "table4.csv")
+    pre_norm, cnn = table("transformer", "pre_norm.csv"), table("cnn", "table10.csv")
+    mlp, invariance = table("mlp", "summary.csv"), table("invariance", "table1.csv")
+    rnn, tf = "RNNSearch (Table 2)", "Transformer (Table 4)"
+
+    quality = Claim("RMSNorm's quality matches LayerNorm's.",
+                    "test BLEU 22.4 against 22.6 (RNNSearch), 26.8 against 26.6 (Transformer); "
+                    "test error 8.83% against 10.49% (ConvPool-CNN-C).")
+    quality.findings = [
+        bleu_finding(gru, rnn, "rmsnorm", "RMSNorm") if gru else _not_run(rnn, "gru"),
+        bleu_finding(transformer, tf, "rmsnorm", "RMSNorm") if transformer else
+        _not_run(tf, "transformer"),
+        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "rmsnorm", "RMSNorm") if cnn else
+        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
+    ]
+    if pre_norm:
+        quality.findings.append(
+            bleu_finding(pre_norm, "The pre-norm Transformer (not in the paper)", "rmsnorm",
+                         "RMSNorm"))
+
+    speed = Claim("RMSNorm's training step is shorter than LayerNorm's.",
+                  "speed-ups of 24.7% (RNNSearch in TensorFlow; 34.0% in Theano, 11.0% in "
+                  "PyTorch), 6.9% (Transformer) and 20.5% (ConvPool-CNN-C).")
+    speed.findings = [
+        nmt_speed_finding(gru, rnn, "rmsnorm", "RMSNorm", PAPER_SPEEDUP["gru"]["rmsnorm"])
+        if gru else _not_run(rnn, "gru"),
+        nmt_speed_finding(transformer, tf, "rmsnorm", "RMSNorm",
+                          PAPER_SPEEDUP["transformer"]["rmsnorm"])
+        if transformer else _not_run(tf, "transformer"),
+        cnn_speed_finding(cnn, "rmsnorm", "RMSNorm", PAPER_SPEEDUP["cnn"]["rmsnorm"])
+        if cnn else _not_run("ConvPool-CNN-C", "cnn"),
+    ]
+    if mlp:
+        speed.findings += [mlp_speed_finding(mlp, "128"), mlp_speed_finding(mlp, "4")]
+
+    partial = Claim("pRMSNorm, the RMS of the first p of the units, keeps RMSNorm's quality and "
+                    "is faster still.",
+                    "speed-ups of 25.9%, 9.3% and 23.1% (against RMSNorm's 24.7%, 6.9% and "
+                    "20.5%); BLEU 22.6 and 26.5, test error 10.37%.")
+    partial.findings = [
+        bleu_finding(gru, rnn, "prmsnorm", "pRMSNorm") if gru else _not_run(rnn, "gru"),
+        bleu_finding(transformer, tf, "prmsnorm", "pRMSNorm") if transformer else
+        _not_run(tf, "transformer"),
+        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "prmsnorm", "pRMSNorm") if cnn else
+        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
+    ]
+    if gru:
+        partial.findings.append(nmt_speed_finding(gru, rnn, "prmsnorm", "pRMSNorm",
+                                                  PAPER_SPEEDUP["gru"]["prmsnorm"]))
+    if transformer:
+        partial.findings.append(nmt_speed_finding(transformer, tf, "prmsnorm", "pRMSNorm",
+                                                  PAPER_SPEEDUP["transformer"]["prmsnorm"]))
+    if cnn:
+        partial.findings.append(cnn_speed_finding(cnn, "prmsnorm", "pRMSNorm",
+                                                  PAPER_SPEEDUP["cnn"]["prmsnorm"]))
+
+    l2 = Claim("L2-norm (x / ||x||, without RMSNorm's √n) does not match LayerNorm.",
+               "RNNSearch: test BLEU 20.7 against LayerNorm's 22.6, below even no norm (21.7).")
+    l2.findings = [bleu_finding(gru, rnn, "l2norm", "L2-norm") if gru else _not_run(rnn, "gru")]
+
+    baseline = Claim("Without a norm, RNNSearch trains worse and the Transformer fails.",
+                     "RNNSearch without a norm: BLEU 21.7 against 22.6, and more steps to a "
+                     "given loss (Figure 1); the Transformer: training failed (BLEU 0); "
+                     "ConvPool-CNN-C: 8.96% test error, better than LayerNorm's 10.49%.")
+    baseline.findings = [
+        bleu_finding(gru, rnn, "none", "no norm") if gru else _not_run(rnn, "gru"),
+        trained_finding(transformer, tf, "none", "the Transformer without a norm")
+        if transformer else _not_run(tf, "transformer"),
+        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "none", "no norm") if cnn else
+        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
+    ]
+
+    invariant = Claim("RMSNorm is invariant to re-scaling its weights and inputs, not to "
+                      "re-centring them (Table 1).",
+                      "Table 1, argued from the formulas.")
+    invariant.findings = [invariance_finding(invariance) if invariance is not None else
+                          _not_run("The invariance lab", "invariance")]
+
+    return [quality, speed, partial, l2, baseline, invariant]
+
+
+def markdown(claim_list: list) -> str:
+    """The claims as numbered paragraphs, each finding a bullet under its claim."""
+    text = ""
+    for number, claim in enumerate(claim_list, 1):
+        text += f"{number}. **{claim.title}** The paper: {claim.paper}\n"
+        for finding in claim.findings:
+            text += f"   - {finding}\n"
+        text += "\n"
+    return text

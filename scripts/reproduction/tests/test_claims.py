@@ -1,0 +1,161 @@
+"""The claim sentences on tables written by hand: each verdict, and the cases too weak for one."""
+
+import os
+import tempfile
+import unittest
+
+from reproduction import claims
+
+NMT_HEADER = ("run,norm,steps,parameters,test_bleu,test_bleu_mean,test_bleu_interval,"
+              "p_against_layernorm,best_dev_bleu,seconds_per_1000_steps,spread,"
+              "speedup_over_layernorm_percent,other_processes_cpu,trained")
+
+
+def nmt_row(run, bleu, p, seconds, spread, trained="yes", others="0.000", interval="1.40"):
+    return dict(zip(NMT_HEADER.split(","),
+                    [run, run, "100", "1000", bleu, bleu, interval, p, bleu, seconds, spread,
+                     "", others, trained]))
+
+
+class BleuFindingTest(unittest.TestCase):
+    def test_a_small_difference_with_a_large_p_is_consistent_but_not_proof(self):
+        rows = [nmt_row("layernorm", "17.84", "", "255.7", "37.5"),
+                nmt_row("rmsnorm", "18.11", "0.1329", "230.4", "25.3")]
+        text = claims.bleu_finding(rows, "Transformer", "rmsnorm", "RMSNorm")
+        self.assertIn("RMSNorm 18.11 BLEU, LayerNorm 17.84 (+0.27)", text)
+        self.assertIn("not significant (p = 0.13)", text)
+        self.assertIn("±1.4 BLEU", text)
+
+    def test_a_significant_difference_names_the_better_side(self):
+        rows = [nmt_row("layernorm", "17.84", "", "255.7", "37.5"),
+                nmt_row("prmsnorm:0.0625", "16.06", "0.0010", "214.9", "23.3")]
+        text = claims.bleu_finding(rows, "Transformer", "prmsnorm", "pRMSNorm")
+        self.assertIn("significant (p = 0.001)", text)
+        self.assertIn("pRMSNorm worse in this run", text)
+
+    def test_scores_near_zero_decide_nothing(self):
+        rows = [nmt_row("layernorm", "0.40", "", "1", "0"),
+                nmt_row("rmsnorm", "0.10", "0.0010", "1", "0")]
+        text = claims.bleu_finding(rows, "RNNSearch", "rmsnorm", "RMSNorm")
+        self.assertIn("too short to decide", text)
+        self.assertNotIn("significant", text)
+
+    def test_a_run_that_did_not_learn_is_said_so(self):
+        rows = [nmt_row("layernorm", "5.0", "", "1", "0", trained="did not learn"),
+                nmt_row("rmsnorm", "6.0", "0.5", "1", "0")]
+        self.assertIn("LayerNorm did not learn in this run; too short to decide",
+                      claims.bleu_finding(rows, "RNNSearch", "rmsnorm", "RMSNorm"))
+        rows = [nmt_row("layernorm", "5.0", "", "1", "0"),
+                nmt_row("none", "0.0", "0.001", "1", "0", trained="diverged at step 40")]
+        self.assertIn("no norm diverged at step 40 in this run, while LayerNorm learned",
+                      claims.bleu_finding(rows, "Transformer", "none", "no norm"))
+
+    def test_rows_are_found_by_their_norm_not_their_label(self):
+        rows = [nmt_row("layernorm", "18.62", "", "225.6", "23.7"),
+                nmt_row("rmsnorm", "18.04", "0.0340", "232.8", "20.3")]
+        rows[0]["run"], rows[1]["run"] = "layernorm, pre-norm", "rmsnorm, pre-norm"
+        text = claims.bleu_finding(rows, "Pre-norm", "rmsnorm", "RMSNorm")
+        self.assertIn("RMSNorm 18.04 BLEU, LayerNorm 18.62 (-0.58)", text)
+        self.assertIn("significant (p = 0.034)", text)
+
+    def test_a_missing_row_is_named(self):
+        rows = [nmt_row("layernorm", "5.0", "", "1", "0")]
+        self.assertIn("no L2-norm or no LayerNorm run",
+                      claims.bleu_finding(rows, "RNNSearch", "l2norm", "L2-norm"))
+
+
+class ErrorFindingTest(unittest.TestCase):
+    def rows(self, error_ln, error, images):
+        return [{"norm": "layernorm", "test_error": str(error_ln), "test_images": str(images)},
+                {"norm": "rmsnorm", "test_error": str(error), "test_images": str(images)}]
+
+    def test_a_difference_beyond_the_test_sets_chance(self):
+        # 0.133 and 0.162 over 5000 images: the interval's half-width is
+        # 1.96 * sqrt((0.162 * 0.838 + 0.133 * 0.867) / 5000) = 1.389 points.
+        text = claims.error_finding(self.rows(0.133, 0.162, 5000), "CNN", "rmsnorm", "RMSNorm")
+        self.assertIn("RMSNorm 16.20% test error, LayerNorm 13.30% (+2.90 points)", text)
+        self.assertIn("beyond the ±1.39 points that 5000 test images leave to chance", text)
+        self.assertIn("error higher", text)
+
+    def test_a_difference_within_it(self):
+        text = claims.error_finding(self.rows(0.133, 0.14, 500), "CNN", "rmsnorm", "RMSNorm")
+        self.assertIn("within the ±4.26 points", text)
+        self.assertIn("consistent with equal quality", text)
+
+
+class SpeedFindingTest(unittest.TestCase):
+    def test_spreads_that_do_not_overlap(self):
+        text = claims.speed_finding("GRU", "RMSNorm", claims.Timing(100, 95, 105, 0),
+                                    claims.Timing(80, 78, 82, 0), "s / 1k steps", 24.7)
+        self.assertIn("a speed-up of 20.0% (paper: 24.7%)", text)
+        self.assertIn("do not overlap", text)
+
+    def test_overlapping_spreads_are_weak_evidence(self):
+        rows = [nmt_row("layernorm", "17.84", "", "255.7", "37.5"),
+                nmt_row("rmsnorm", "18.11", "0.1329", "230.4", "25.3", others="0.207")]
+        text = claims.nmt_speed_finding(rows, "Transformer", "rmsnorm", "RMSNorm", 6.9)
+        self.assertIn("a speed-up of 9.9% (paper: 6.9%)", text)
+        self.assertIn("weak evidence from one run", text)
+        self.assertIn("other processes took up to 21% of the CPU", text)
+
+    def test_slower_is_said_plainly(self):
+        text = claims.speed_finding("CNN", "RMSNorm", claims.Timing(100, 99, 101, 0),
+                                    claims.Timing(110, 109, 111, 0), "s / epoch", None)
+        self.assertIn("a speed-up of -10.0%", text)
+        self.assertIn("RMSNorm is not faster in this run", text)
+
+    def test_single_measurements_have_no_spread_to_judge_by(self):
+        rows = [{"norm": "layernorm", "batch_size": "128", "ms_per_step": "16.5"},
+                {"norm": "rmsnorm", "batch_size": "128", "ms_per_step": "15.5"},
+                {"norm": "rmsnorm", "batch_size": "4", "ms_per_step": "6.8"}]
+        text = claims.mlp_speed_finding(rows, "128")
+        self.assertIn("The MLP at batch 128: RMSNorm 15.5 ms / step, LayerNorm 16.5", text)
+        self.assertIn("one measurement each, without a spread to judge it by", text)
+        self.assertIn("no RMSNorm or no LayerNorm timing", claims.mlp_speed_finding(rows, "4"))
+
+    def test_the_cnn_spread_is_the_range_over_the_median(self):
+        rows = [{"norm": "layernorm", "seconds_per_epoch": "200", "seconds_spread": "0.1"},
+                {"norm": "rmsnorm", "seconds_per_epoch": "180", "seconds_spread": "0.1"}]
+        # 200 +- 10 and 180 +- 9: 189 < 190, no overlap.
+        self.assertIn("do not overlap", claims.cnn_speed_finding(rows, "rmsnorm", "RMSNorm", 20.5))
+
+
+class InvarianceFindingTest(unittest.TestCase):
+    def test_agreement_and_a_difference(self):
+        rows = [{"method": "RMSNorm", "transformation": "dataset re-scaling", "invariant": "yes",
+                 "paper": "yes"},
+                {"method": "LayerNorm", "transformation": "weight matrix re-centering",
+                 "invariant": "yes", "paper": "yes"}]
+        self.assertIn("All 2 cells measured agree", claims.invariance_finding(rows))
+        rows[1]["invariant"] = "no"
+        text = claims.invariance_finding(rows)
+        self.assertIn("1 of 2 cells agree", text)
+        self.assertIn("LayerNorm, weight matrix re-centering: measured no, paper yes", text)
+
+
+class ClaimsTest(unittest.TestCase):
+    def test_every_claim_names_what_was_not_run(self):
+        listed = claims.claims({})
+        self.assertEqual(6, len(listed))
+        for claim in listed:
+            self.assertTrue(claim.findings, claim.title)
+            for finding in claim.findings:
+                self.assertIn("not run (`scripts/reproduce ", finding)
+
+    def test_findings_come_from_the_experiments_csv_files(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "table4.csv"), "w", encoding="utf-8") as f:
+                f.write(NMT_HEADER + "\n")
+                for row in (nmt_row("none", "0.00", "0.0010", "210", "5", "did not learn"),
+                            nmt_row("layernorm", "17.84", "", "255.7", "37.5"),
+                            nmt_row("rmsnorm", "18.11", "0.1329", "230.4", "25.3")):
+                    f.write(",".join(row[c] for c in NMT_HEADER.split(",")) + "\n")
+            text = claims.markdown(claims.claims({"transformer": folder}))
+        self.assertIn("1. **RMSNorm's quality matches LayerNorm's.**", text)
+        self.assertIn("Transformer (Table 4): RMSNorm 18.11 BLEU", text)
+        self.assertIn("the Transformer without a norm did not learn", text)
+        self.assertIn("RNNSearch (Table 2): not run (`scripts/reproduce gru`)", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,78 @@
+"""REPORT.md from experiment folders written by hand: the run's table, the claims, the index
+of the paper's tables and every experiment's own report taken in with its links mended."""
+
+import os
+import tempfile
+import unittest
+
+from reproduction import report
+from reproduction.experiments import EXPERIMENTS, Inputs, by_name
+
+
+class EmbedTest(unittest.TestCase):
+    def test_headings_go_one_level_down_and_local_links_into_the_folder(self):
+        markdown = ("# Title\n\ntext with [a link](https://example.org) and [notes](#anchor)\n"
+                    "## Part\n![curves](post_norm.png)\n[settings](runs/none/config.json)\n"
+                    "![absolute](/tmp/x.png)\n")
+        text = report.embed(markdown, "transformer_nmt")
+        self.assertIn("## Title\n", text)
+        self.assertIn("### Part\n", text)
+        self.assertIn("![curves](transformer_nmt/post_norm.png)", text)
+        self.assertIn("[settings](transformer_nmt/runs/none/config.json)", text)
+        self.assertIn("[a link](https://example.org)", text)
+        self.assertIn("[notes](#anchor)", text)
+        self.assertIn("![absolute](/tmp/x.png)", text)
+
+    def test_anchors_as_github_makes_them(self):
+        self.assertEqual("the-transformer-with-each-normaliser-the-rmsnorm-papers-table-4",
+                         report._anchor("The Transformer with each normaliser: the RMSNorm "
+                                        "paper's Table 4"))
+
+
+class WriteReportTest(unittest.TestCase):
+    def test_a_report_of_two_experiments_run_and_three_not(self):
+        with tempfile.TemporaryDirectory() as out:
+            inputs = Inputs(build="/build", out=out, budget="demo", device="cpu", threads=2,
+                            corpus="/corpus", cifar10=None)
+            outcomes = []
+            for experiment in EXPERIMENTS:
+                folder = experiment.output(inputs)
+                if experiment.name in ("invariance", "transformer"):
+                    os.makedirs(folder)
+                    with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
+                        f.write(f"# The {experiment.name} report\n\n![figure](figure.png)\n")
+                    outcomes.append(report.Outcome(experiment, folder, "ran", 125.0))
+                else:
+                    outcomes.append(report.Outcome(experiment, folder, "not run", None))
+            path = os.path.join(out, "REPORT.md")
+            text = report.write_report(path, inputs, "abc123", outcomes, "/repository")
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(text, f.read())
+        self.assertIn("budget demo (", text)
+        self.assertIn("2 threads", text)
+        self.assertIn("source version `abc123`", text)
+        self.assertIn("| transformer: ", text)
+        self.assertIn("| ran | 2.1 min | `transformer_nmt` |", text)
+        self.assertIn("| not run | – | `gru_nmt` |", text)
+        self.assertIn("The experiments' time in all: 4.2 min.", text)
+        self.assertIn("## The paper's claims, and what this run shows", text)
+        self.assertIn("| Table 4 | [The transformer report](#the-transformer-report) |", text)
+        self.assertIn("| Table 1 | [The invariance report](#the-invariance-report) |", text)
+        self.assertIn("| Table 2 | not run: `scripts/reproduce gru` |", text)
+        self.assertIn("| Table 10 | not run: `scripts/reproduce cnn` |", text)
+        self.assertIn("| Tables 6, 7 and 8 | not reproduced: ", text)
+        self.assertIn("## The transformer report\n\n![figure](transformer_nmt/figure.png)", text)
+        self.assertNotIn("The gru report", text)
+
+    def test_every_budget_but_demo_has_its_own_folders(self):
+        inputs = Inputs(build="/b", out="/out", budget="long", device="cpu", threads=None,
+                        corpus="/c", cifar10=None)
+        self.assertEqual("/out/gru_nmt-long", by_name("gru").output(inputs))
+        command = by_name("gru").command(inputs)
+        self.assertEqual("/b/examples/gru_nmt/gru_nmt", command[0])
+        self.assertIn("--budget", command)
+        self.assertEqual("small", command[command.index("--preset") + 1])
+
+
+if __name__ == "__main__":
+    unittest.main()
