@@ -6,6 +6,9 @@ into bench/RESULTS.md (between the transformer-nmt markers), keeping the other s
 Usage: python3 bench/run_transformer_nmt.py BUILD_DIR   (a Release build with the examples and
            bench_transformer_nmt; run it with a Python that imports torch, or pass --torch-python)
        python3 bench/run_transformer_nmt.py BUILD_DIR --quick   (a check of the pipeline)
+       python3 bench/run_transformer_nmt.py BUILD_DIR --device cuda   (on a GPU: the base preset
+           with the paper's batches of 25000 tokens, seconds per 1000 steps beside the paper's
+           V100 column; its own section of RESULTS.md)
 
 Presets: cpu (d 256, feed-forward 1024, 4 heads, 3 + 3 layers, vocabulary 8000, batches of
 2000 tokens) and base (the paper's: d 512, 2048, 8 heads, 6 + 6 layers, vocabulary 32000),
@@ -34,15 +37,26 @@ import sys
 
 from report_helpers import verdict
 from run_benchmarks import THREADS, run_once, run_rounds, twin_section_header, write_section
+from run_cuda_norms import device_name
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCH_SCRIPT = HERE / "bench_transformer_nmt_torch.py"
-BEGIN_MARKER, END_MARKER = "<!-- transformer-nmt:begin -->", "<!-- transformer-nmt:end -->"
+MARKERS = {"cpu": ("<!-- transformer-nmt:begin -->", "<!-- transformer-nmt:end -->"),
+           "cuda": ("<!-- transformer-nmt-cuda:begin -->", "<!-- transformer-nmt-cuda:end -->")}
+# The paper's Table 4: seconds per 1000 steps of the base Transformer on a V100, batches of
+# about 25000 tokens.
+PAPER_V100 = {"none": 210, "layernorm": 248, "rmsnorm": 231, "prmsnorm:0.0625": 225}
 PRESETS = ("cpu", "base")
 PRESET_NAMES = {"cpu": "cpu (d256, FFN1024, 3+3, V8000)", "base": "base (d512, FFN2048, 6+6, V32000)"}
 NORMS = ("none", "layernorm", "rmsnorm", "prmsnorm:0.0625")
 TORCH_NORMS = ("none", "layernorm", "rmsnorm")
 TORCH_VARIANTS = {"torch": {}, "torch-malloc": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "4294967296"}}
+
+
+def torch_variants(device):
+    """PyTorch's runs: on the CPU also with glibc's malloc kept (its default loses time to page
+    faults there); on a GPU the tensors live in CUDA's caching allocator, so once is enough."""
+    return TORCH_VARIANTS if device == "cpu" else {"torch": {}}
 TIME_GOAL = 1.0  # normgrad's step time over PyTorch's
 
 
@@ -60,7 +74,7 @@ def program(build_dir):
 
 def preset_flags(arguments, preset):
     """What a preset's runs share on the normgrad side: the corpus, the preset, its batch size."""
-    flags = ["--corpus", arguments.corpus, "--preset", preset]
+    flags = ["--corpus", arguments.corpus, "--preset", preset, "--device", arguments.device]
     if preset == "base":
         flags += ["--batch-tokens", str(arguments.base_batch_tokens)]
     return flags
@@ -82,10 +96,11 @@ def runs(arguments, presets):
                    [executable, *preset_flags(arguments, preset), "--norm", norm, *counts], {})
             if norm not in TORCH_NORMS:
                 continue
-            for variant, extra in TORCH_VARIANTS.items():
+            for variant, extra in torch_variants(arguments.device).items():
                 yield (("train", preset, f"{variant} {norm}"),
                        [arguments.torch_python, TORCH_SCRIPT, "--batches", batches_path(arguments.build_dir, preset),
-                        "--preset", preset, "--norm", norm, "--threads", THREADS, *counts], extra)
+                        "--preset", preset, "--norm", norm, "--threads", THREADS, "--device", arguments.device,
+                        *counts], extra)
     yield (("decode", "cpu", "normgrad layernorm"),
            [executable, *preset_flags(arguments, "cpu"), "--decode", "--sentences", str(arguments.sentences),
             "--steps", "1", "--warmup", "0"], {})
@@ -108,12 +123,15 @@ def step_summary(runs_of):
     median = statistics.median(steps)
     return {"median": median, "spread": (max(steps) - min(steps)) / median, "count": len(steps), "steps": steps,
             "rss": statistics.median(run["peak_rss_growth_bytes"] for run in runs_of),
+            "tensors": statistics.median(run.get("peak_tensor_bytes", 0) for run in runs_of),
             "framework": runs_of[0]["framework"], "loss": runs_of[0]["losses"][0]}
 
 
-def best_torch(results, preset, norm):
-    """The faster of PyTorch's two runs (as it comes, malloc kept) with this norm, and its name."""
-    summaries = {variant: step_summary(results[f"train/{preset}/{variant} {norm}"]) for variant in TORCH_VARIANTS}
+def best_torch(results, preset, norm, device="cpu"):
+    """The faster of PyTorch's runs with this norm (on the CPU: as it comes, malloc kept), and its
+    name."""
+    summaries = {variant: step_summary(results[f"train/{preset}/{variant} {norm}"])
+                 for variant in torch_variants(device)}
     name = min(summaries, key=lambda variant: summaries[variant]["median"])
     return summaries[name], name
 
@@ -136,12 +154,17 @@ def section(results, arguments, presets):
     def ours(preset, norm):
         return step_summary(results[f"train/{preset}/normgrad {norm}"])
 
+    on_gpu = arguments.device == "cuda"
+    title = "transformer_nmt (the Transformer) against PyTorch's nn.Transformer layers"
     lines = twin_section_header(
-        BEGIN_MARKER, "transformer_nmt (the Transformer) against PyTorch's nn.Transformer layers",
+        MARKERS[arguments.device][0], title + (" on a GPU" if on_gpu else ""),
         arguments.build_dir, results[f"train/{presets[0]}/torch layernorm"][0]["framework"], results,
         f"{arguments.corpus} (scripts/build_corpus); the first 20 batches of the seeded training order (2000 "
         f"tokens a batch at cpu, {arguments.base_batch_tokens} at base), the same token ids on both sides",
         arguments.quick)
+    if on_gpu:
+        lines.append(f"- GPU: {device_name('cuda')}; both sides' models, batches and steps on cuda:0, float32 "
+                     "without TF32; every step timed to a synchronisation")
     lines += ["", "One step: zero_grad, forward (post-norm, dropout 0.1, tied embeddings), cross-entropy with label "
               "smoothing 0.1 over the real target tokens, backward, the global gradient norm, Adam (β2 0.98; "
               "PyTorch's fused). Timed after untimed warm-up steps (a pass over the 20 batches at cpu). Step time: "
@@ -154,18 +177,30 @@ def section(results, arguments, presets):
               "| preset | norm | normgrad step | PyTorch step | PyTorch, malloc kept | normgrad / best PyTorch "
               f"| per step | goal ≤ {TIME_GOAL:.1f} | peak memory normgrad / PyTorch | first loss normgrad / PyTorch |",
               "|---|---|---|---|---|---|---|---|---|---|"]
+    if on_gpu:  # one PyTorch run, the memory in the allocators, and the paper's V100 beside ours
+        lines[-2:] = ["| preset | norm | normgrad step | PyTorch step | normgrad / PyTorch | per step "
+                      f"| goal ≤ {TIME_GOAL:.1f} | s / 1k steps: normgrad, PyTorch, the paper's V100 "
+                      "| peak tensor memory normgrad / PyTorch | first loss normgrad / PyTorch |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
     for preset in presets:
         for norm in TORCH_NORMS:
             mine = ours(preset, norm)
-            plain = step_summary(results[f"train/{preset}/torch {norm}"])
-            kept = step_summary(results[f"train/{preset}/torch-malloc {norm}"])
-            best, _ = best_torch(results, preset, norm)
+            best, _ = best_torch(results, preset, norm, arguments.device)
             ratio = mine["median"] / best["median"]
-            lines.append(" | ".join([
-                f"| {PRESET_NAMES[preset]}", norm, milliseconds(mine), milliseconds(plain), milliseconds(kept),
-                f"{ratio:.2f}", paired_ratio(mine, best), verdict(ratio <= TIME_GOAL),
-                f"{mine['rss'] / (1 << 20):.0f} / {best['rss'] / (1 << 20):.0f} MiB",
-                f"{mine['loss']:.3f} / {best['loss']:.3f} |"]))
+            cells = [f"| {PRESET_NAMES[preset]}", norm, milliseconds(mine)]
+            if on_gpu:
+                paper = PAPER_V100[norm] if preset == "base" else None
+                cells += [milliseconds(best), f"{ratio:.2f}", paired_ratio(mine, best), verdict(ratio <= TIME_GOAL),
+                          f"{mine['median'] * 1000:.0f}, {best['median'] * 1000:.0f}, "
+                          + (f"{paper}" if paper else "—"),
+                          f"{mine['tensors'] / (1 << 20):.0f} / {best['tensors'] / (1 << 20):.0f} MiB"]
+            else:
+                plain = step_summary(results[f"train/{preset}/torch {norm}"])
+                kept = step_summary(results[f"train/{preset}/torch-malloc {norm}"])
+                cells += [milliseconds(plain), milliseconds(kept), f"{ratio:.2f}", paired_ratio(mine, best),
+                          verdict(ratio <= TIME_GOAL),
+                          f"{mine['rss'] / (1 << 20):.0f} / {best['rss'] / (1 << 20):.0f} MiB"]
+            lines.append(" | ".join(cells + [f"{mine['loss']:.3f} / {best['loss']:.3f} |"]))
     lines += ["", "Each norm's cost: its step time over the step time without norms, in the same round (every norm "
               "slot of the model filled: two per encoder layer, three per decoder layer).", "",
               "| preset | side | " + " | ".join(NORMS) + " |", "|---|---|" + "---|" * len(NORMS)]
@@ -174,7 +209,7 @@ def section(results, arguments, presets):
         cells = [f"{ours(preset, norm)['median'] / base - 1:+.1%}" if norm != "none" else
                  f"{base * 1000:.0f} ms" for norm in NORMS]
         lines.append(f"| {PRESET_NAMES[preset]} | normgrad | " + " | ".join(cells) + " |")
-        torch_none = best_torch(results, preset, "none")[0]["median"]
+        torch_none = best_torch(results, preset, "none", arguments.device)[0]["median"]
         cells = []
         for norm in NORMS:
             if norm not in TORCH_NORMS:
@@ -182,7 +217,8 @@ def section(results, arguments, presets):
             elif norm == "none":
                 cells.append(f"{torch_none * 1000:.0f} ms")
             else:
-                cells.append(f"{best_torch(results, preset, norm)[0]['median'] / torch_none - 1:+.1%}")
+                torch_norm = best_torch(results, preset, norm, arguments.device)[0]["median"]
+                cells.append(f"{torch_norm / torch_none - 1:+.1%}")
         lines.append(f"| {PRESET_NAMES[preset]} | PyTorch (best of two) | " + " | ".join(cells) + " |")
     decode = results["decode/cpu/normgrad layernorm"][0]
     cached, uncached = decode["cached"], decode["uncached"]
@@ -195,9 +231,9 @@ def section(results, arguments, presets):
               f"| cached | {cached['sentences_per_second']:.1f} | {cached['mean_output_subwords']:.1f} |",
               f"| uncached | {uncached['sentences_per_second']:.1f} | {uncached['mean_output_subwords']:.1f} |",
               f"| cached / uncached | {cached['sentences_per_second'] / uncached['sentences_per_second']:.1f}x | |"]
-    flags = " --quick" if arguments.quick else ""
+    flags = (" --device cuda" if on_gpu else "") + (" --quick" if arguments.quick else "")
     lines += ["", f"Measured with `python3 bench/run_transformer_nmt.py {arguments.build_dir}{flags}`.", "",
-              END_MARKER]
+              MARKERS[arguments.device][1]]
     return "\n".join(lines)
 
 
@@ -212,9 +248,12 @@ def main():
     parser.add_argument("--warmup", type=int, default=20,
                         help="untimed steps first (cpu; 20: one pass over the batches, so that both sides' "
                              "allocators hold memory for the longest batch before the timing starts)")
-    parser.add_argument("--base-batch-tokens", type=int, default=1000)
-    parser.add_argument("--base-steps", type=int, default=5)
-    parser.add_argument("--base-warmup", type=int, default=3)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: the base preset on a GPU, the paper's batches, its own section")
+    parser.add_argument("--base-batch-tokens", type=int,
+                        help="tokens a base batch (default: 1000 on the CPU, the paper's 25000 on a GPU)")
+    parser.add_argument("--base-steps", type=int, help="timed base steps per run (default: 5; 20 on a GPU)")
+    parser.add_argument("--base-warmup", type=int, help="untimed base steps first (default: 3; 5 on a GPU)")
     parser.add_argument("--sentences", type=int, default=100, help="dev sentences to translate")
     parser.add_argument("--torch-python", default=sys.executable, help="a Python that imports torch")
     parser.add_argument("--from-saved", action="store_true",
@@ -222,13 +261,20 @@ def main():
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, 8 sentences, no waiting")
     arguments = parser.parse_args()
+    on_gpu = arguments.device == "cuda"
+    if on_gpu and arguments.presets == ",".join(PRESETS):
+        arguments.presets = "base"
+    for name, cpu_default, gpu_default in (("base_batch_tokens", 1000, 25000), ("base_steps", 5, 20),
+                                           ("base_warmup", 3, 5)):
+        if getattr(arguments, name) is None:
+            setattr(arguments, name, gpu_default if on_gpu else cpu_default)
     presets = tuple(preset for preset in arguments.presets.split(",") if preset)
     if not presets or not set(presets) <= set(PRESETS):
         parser.error(f"--presets: some of {', '.join(PRESETS)}")
     if arguments.quick:
         arguments.rounds, arguments.steps, arguments.warmup, arguments.sentences = 1, 1, 0, 8
         arguments.base_steps, arguments.base_warmup = 1, 0
-    saved = arguments.build_dir / "bench" / "transformer_nmt_results.json"
+    saved = arguments.build_dir / "bench" / f"transformer_nmt_results{'_cuda' if on_gpu else ''}.json"
     if arguments.from_saved:
         results = json.loads(saved.read_text())
     else:
@@ -239,7 +285,7 @@ def main():
     text = section(results, arguments, presets)
     print(text)
     if not arguments.no_write:
-        write_section(arguments.results, text, BEGIN_MARKER, END_MARKER)
+        write_section(arguments.results, text, *MARKERS[arguments.device])
         print(f"updated {arguments.results}", file=sys.stderr)
 
 

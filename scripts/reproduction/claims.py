@@ -26,7 +26,7 @@ PAPER_SPEEDUP = {  # of RMSNorm and pRMSNorm over LayerNorm, %
 }
 
 SIGNIFICANCE = 0.05  # the level at which a paired-bootstrap p-value is called significant
-LEARNED_BLEU = 1.0   # below this test BLEU for both runs, a comparison says nothing
+LEARNED_BLEU = 5.0   # below this test BLEU for both runs, the models barely translate yet
 
 
 @dataclass
@@ -80,7 +80,7 @@ def bleu_finding(rows: list, model: str, run: str, name: str) -> str:
         return f"{model}: no test BLEU was measured."
     text = f"{model}: {name} {bleu:.2f} BLEU, LayerNorm {bleu_ln:.2f} ({bleu - bleu_ln:+.2f})"
     if max(bleu, bleu_ln) < LEARNED_BLEU:
-        return text + "; both near zero, too short to decide."
+        return text + f"; both below {LEARNED_BLEU:g} BLEU: too short to decide."
     if p < SIGNIFICANCE:
         side = "better" if bleu > bleu_ln else "worse"
         return (text + f"; the paired bootstrap finds the difference significant (p = {p:.3f}): "
@@ -138,13 +138,17 @@ def _cnn_timing(row: dict) -> Optional[Timing]:
     return Timing(value, value - half, value + half, 0.0)
 
 
+def _time(value: float) -> str:
+    return f"{value:.1f}" if value >= 1 else f"{value:.3g}"
+
+
 def speed_finding(model: str, name: str, layernorm: Optional[Timing], other: Optional[Timing],
                   unit: str, paper: Optional[float]) -> str:
     """(T_LN - T) / T_LN, the paper's speed-up, with how far the spreads allow it."""
     if layernorm is None or other is None:
         return f"{model}: no {name} or no LayerNorm timing."
     speedup = 100 * (layernorm.value - other.value) / layernorm.value
-    text = (f"{model}: {name} {other.value:.4g} {unit}, LayerNorm {layernorm.value:.4g}, a "
+    text = (f"{model}: {name} {_time(other.value)} {unit}, LayerNorm {_time(layernorm.value)}, a "
             f"speed-up of {speedup:.1f}%")
     if paper is not None:
         text += f" (paper: {paper:.1f}%)"

@@ -31,7 +31,7 @@ class Experiment:
     program: str               # relative to the build tree
     folder: str                # the output folder's name at the demo budget
     flags: Callable            # Inputs -> the program's arguments
-    demo_minutes: float        # measured on 2 cores (AMD EPYC), at the demo budget
+    demo_minutes: float        # measured at the demo budget on 2 cores (AMD EPYC, 2026-11-26)
     in_paper: bool = True      # False: an experiment of the LayerNorm paper, not the RMSNorm one
     needs_corpus: bool = False
 
@@ -89,7 +89,7 @@ EXPERIMENTS = (
         program="examples/norm_invariance/norm_invariance",
         folder="norm_invariance",
         flags=_invariance_flags,
-        demo_minutes=0.1),
+        demo_minutes=0.05),
     Experiment(
         name="mlp",
         title="the LayerNorm paper's MLP on Fashion-MNIST, five norms at batch sizes 128 and 4",
@@ -97,7 +97,7 @@ EXPERIMENTS = (
         program="examples/mnist_mlp/mnist_mlp",
         folder="mnist_mlp",
         flags=_mnist_mlp_flags,
-        demo_minutes=2.5,
+        demo_minutes=1.9,
         in_paper=False),
     Experiment(
         name="gru",
@@ -106,7 +106,7 @@ EXPERIMENTS = (
         program="examples/gru_nmt/gru_nmt",
         folder="gru_nmt",
         flags=_nmt_flags({"tiny": "tiny", "demo": "small", "long": "small", "paper": "paper"}),
-        demo_minutes=12,
+        demo_minutes=10.9,
         needs_corpus=True),
     Experiment(
         name="transformer",
@@ -115,7 +115,7 @@ EXPERIMENTS = (
         program="examples/transformer_nmt/transformer_nmt",
         folder="transformer_nmt",
         flags=_nmt_flags({"tiny": "tiny", "demo": "small", "long": "small", "paper": "base"}),
-        demo_minutes=8,
+        demo_minutes=5.8,
         needs_corpus=True),
     Experiment(
         name="cnn",
@@ -124,7 +124,7 @@ EXPERIMENTS = (
         program="examples/convpool_cnn_c/convpool_cnn_c",
         folder="convpool_cnn_c",
         flags=_convpool_flags,
-        demo_minutes=8),
+        demo_minutes=4.3),
 )
 
 # Names that stand for several experiments.

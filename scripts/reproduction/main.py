@@ -109,14 +109,27 @@ def _stage(start: float, text: str) -> None:
     print(f"==> [{time.monotonic() - start:.0f}s] {text}", flush=True)
 
 
+def has_gpu() -> bool:
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def build(args, chosen: list, start: float) -> None:
     """Installs what is missing and builds the chosen programs in Release."""
     _stage(start, "setup: checking packages")
     subprocess.run([os.path.join(REPOSITORY, "scripts", "setup")], check=True)
     _stage(start, f"configure: {args.build_dir}")
-    subprocess.run(["cmake", "-S", REPOSITORY, "-B", args.build_dir, "-DCMAKE_BUILD_TYPE=Release",
-                    "-DNORMGRAD_BUILD_TESTS=OFF", "-DNORMGRAD_BUILD_BENCH=OFF",
-                    "-DNORMGRAD_BUILD_EXAMPLES=ON"], check=True)
+    configure = ["cmake", "-S", REPOSITORY, "-B", args.build_dir, "-DCMAKE_BUILD_TYPE=Release",
+                 "-DNORMGRAD_BUILD_TESTS=OFF", "-DNORMGRAD_BUILD_BENCH=OFF",
+                 "-DNORMGRAD_BUILD_EXAMPLES=ON"]
+    if args.device == "cuda":
+        configure += ["-DNORMGRAD_CUDA=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"]
+    elif not has_gpu():
+        # Kernels that cannot run here would only add minutes to the build.
+        configure += ["-DNORMGRAD_CUDA=OFF"]
+    subprocess.run(configure, check=True)
     targets = [os.path.basename(e.program) for e in chosen]
     _stage(start, f"build: {' '.join(targets)} with {args.jobs} jobs")
     subprocess.run(["cmake", "--build", args.build_dir, "-j", str(args.jobs), "--target",
@@ -160,13 +173,19 @@ def run_experiment(experiment, inputs: Inputs, version: str, force: bool, enviro
 
 
 def existing_outcome(experiment, inputs: Inputs, version: str) -> Outcome:
-    """An experiment not run now: its folder's results if they are of this version, budget
-    and flags and finished, else "not run"."""
+    """An experiment not run now: its folder's finished results of this budget and flags, said
+    to be of another source version when they are, else "not run"."""
     folder = experiment.output(inputs)
     stamp = stamps.read_stamp(folder)
     key = stamps.make_key(version, inputs.budget, inputs.device, experiment.command(inputs))
-    if stamp and stamp.get("state") == "done" and stamp["key"] == key:
+    if not stamp or stamp.get("state") != "done":
+        return Outcome(experiment, folder, "not run", None)
+    if stamp["key"] == key:
         return Outcome(experiment, folder, "reused", stamp.get("seconds"))
+    made = dict(stamp["key"], version=version)
+    if made == key:
+        return Outcome(experiment, folder, f"reused, of version {stamp['key']['version'][:12]}",
+                       stamp.get("seconds"))
     return Outcome(experiment, folder, "not run", None)
 
 

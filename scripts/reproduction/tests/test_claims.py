@@ -33,11 +33,11 @@ class BleuFindingTest(unittest.TestCase):
         self.assertIn("significant (p = 0.001)", text)
         self.assertIn("pRMSNorm worse in this run", text)
 
-    def test_scores_near_zero_decide_nothing(self):
+    def test_low_scores_decide_nothing(self):
         rows = [nmt_row("layernorm", "0.40", "", "1", "0"),
-                nmt_row("rmsnorm", "0.10", "0.0010", "1", "0")]
+                nmt_row("rmsnorm", "4.10", "0.0010", "1", "0")]
         text = claims.bleu_finding(rows, "RNNSearch", "rmsnorm", "RMSNorm")
-        self.assertIn("too short to decide", text)
+        self.assertIn("both below 5 BLEU: too short to decide", text)
         self.assertNotIn("significant", text)
 
     def test_a_run_that_did_not_learn_is_said_so(self):
@@ -87,7 +87,8 @@ class SpeedFindingTest(unittest.TestCase):
     def test_spreads_that_do_not_overlap(self):
         text = claims.speed_finding("GRU", "RMSNorm", claims.Timing(100, 95, 105, 0),
                                     claims.Timing(80, 78, 82, 0), "s / 1k steps", 24.7)
-        self.assertIn("a speed-up of 20.0% (paper: 24.7%)", text)
+        self.assertIn("RMSNorm 80.0 s / 1k steps, LayerNorm 100.0, a speed-up of 20.0% (paper: 24.7%)",
+                      text)
         self.assertIn("do not overlap", text)
 
     def test_overlapping_spreads_are_weak_evidence(self):

@@ -76,3 +76,26 @@ class WriteReportTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExistingOutcomeTest(unittest.TestCase):
+    def test_finished_results_of_another_version_are_reported_as_such(self):
+        from reproduction import main, stamps
+        with tempfile.TemporaryDirectory() as out:
+            inputs = Inputs(build="/b", out=out, budget="demo", device="cpu", threads=None,
+                            corpus="/c", cifar10=None)
+            experiment = by_name("invariance")
+            folder = experiment.output(inputs)
+            self.assertEqual("not run", main.existing_outcome(experiment, inputs, "v2").state)
+            key = stamps.make_key("v1", "demo", "cpu", experiment.command(inputs))
+            stamps.write_stamp(folder, key, "running", 3.0)
+            self.assertEqual("not run", main.existing_outcome(experiment, inputs, "v1").state)
+            stamps.write_stamp(folder, key, "done", 3.0)
+            self.assertEqual("reused", main.existing_outcome(experiment, inputs, "v1").state)
+            self.assertEqual("reused, of version v1",
+                             main.existing_outcome(experiment, inputs, "v2").state)
+            other = Inputs(build="/b", out=out, budget="demo", device="cuda", threads=None,
+                           corpus="/c", cifar10=None)
+            stamps.write_stamp(folder, stamps.make_key("v1", "demo", "cuda",
+                                                       experiment.command(other)), "done")
+            self.assertEqual("not run", main.existing_outcome(experiment, inputs, "v2").state)
