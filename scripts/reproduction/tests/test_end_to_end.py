@@ -1,10 +1,11 @@
 """scripts/reproduce at the tiny budget with the programs of a build tree (NORMGRAD_BUILD_DIR)
 on a fixture corpus: every experiment runs, the report has every table and claim, a second run
-reuses the results, and bad flags stop it before any work.
+reuses the results, an interrupted one continues, and bad flags stop it before any work.
 
 Fashion-MNIST comes from Debian's dataset-fashion-mnist (or NORMGRAD_FASHION_MNIST); without
 it the two image experiments are left out, and the test says so."""
 
+import json
 import os
 import random
 import subprocess
@@ -92,6 +93,19 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertEqual(0, second.returncode, second.stdout + second.stderr)
             self.assertIn("invariance: results of this version and budget", second.stdout)
             self.assertIn("reused", second.stdout)
+
+            # An interrupted experiment (its stamp still "running") runs again and continues.
+            stamp_path = os.path.join(out, "norm_invariance-tiny", "reproduce.json")
+            with open(stamp_path, encoding="utf-8") as f:
+                stamp = json.load(f)
+            stamp["state"] = "running"
+            with open(stamp_path, "w", encoding="utf-8") as f:
+                json.dump(stamp, f)
+            third = self.reproduce("--corpus", corpus, "--out", out, "invariance")
+            self.assertEqual(0, third.returncode, third.stdout + third.stderr)
+            self.assertIn("invariance: continuing the interrupted run", third.stdout)
+            with open(stamp_path, encoding="utf-8") as f:
+                self.assertEqual("done", json.load(f)["state"])
 
     def test_bad_flags_stop_before_any_work(self):
         with tempfile.TemporaryDirectory() as scratch:
