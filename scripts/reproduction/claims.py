@@ -232,18 +232,35 @@ def claims(folders: dict) -> list:
     gru, transformer = table("gru", "table2.csv"), table("transformer", "table4.csv")
     pre_norm, cnn = table("transformer", "pre_norm.csv"), table("cnn", "table10.csv")
     mlp, invariance = table("mlp", "summary.csv"), table("invariance", "table1.csv")
-    rnn, tf = "RNNSearch (Table 2)", "Transformer (Table 4)"
+    rnn, tf, conv = "RNNSearch (Table 2)", "Transformer (Table 4)", "ConvPool-CNN-C (Table 10)"
+
+    def quality_of(norm: str, name: str) -> list:
+        """Each experiment's finding on `norm` against LayerNorm in BLEU or test error."""
+        return [bleu_finding(gru, rnn, norm, name) if gru else _not_run(rnn, "gru"),
+                bleu_finding(transformer, tf, norm, name) if transformer else
+                _not_run(tf, "transformer"),
+                error_finding(cnn, conv, norm, name) if cnn else _not_run(conv, "cnn")]
+
+    def speed_of(norm: str, name: str, say_not_run: bool) -> list:
+        """Each experiment's finding on `norm`'s step time against LayerNorm's."""
+        findings = []
+        for rows, model, program, finding in (
+                (gru, rnn, "gru", lambda: nmt_speed_finding(gru, rnn, norm, name,
+                                                            PAPER_SPEEDUP["gru"][norm])),
+                (transformer, tf, "transformer", lambda: nmt_speed_finding(
+                    transformer, tf, norm, name, PAPER_SPEEDUP["transformer"][norm])),
+                (cnn, conv, "cnn", lambda: cnn_speed_finding(cnn, norm, name,
+                                                             PAPER_SPEEDUP["cnn"][norm]))):
+            if rows:
+                findings.append(finding())
+            elif say_not_run:
+                findings.append(_not_run(model, program))
+        return findings
 
     quality = Claim("RMSNorm's quality matches LayerNorm's.",
                     "test BLEU 22.4 against 22.6 (RNNSearch), 26.8 against 26.6 (Transformer); "
                     "test error 8.83% against 10.49% (ConvPool-CNN-C).")
-    quality.findings = [
-        bleu_finding(gru, rnn, "rmsnorm", "RMSNorm") if gru else _not_run(rnn, "gru"),
-        bleu_finding(transformer, tf, "rmsnorm", "RMSNorm") if transformer else
-        _not_run(tf, "transformer"),
-        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "rmsnorm", "RMSNorm") if cnn else
-        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
-    ]
+    quality.findings = quality_of("rmsnorm", "RMSNorm")
     if pre_norm:
         quality.findings.append(
             bleu_finding(pre_norm, "The pre-norm Transformer (not in the paper)", "rmsnorm",
@@ -252,15 +269,7 @@ def claims(folders: dict) -> list:
     speed = Claim("RMSNorm's training step is shorter than LayerNorm's.",
                   "speed-ups of 24.7% (RNNSearch in TensorFlow; 34.0% in Theano, 11.0% in "
                   "PyTorch), 6.9% (Transformer) and 20.5% (ConvPool-CNN-C).")
-    speed.findings = [
-        nmt_speed_finding(gru, rnn, "rmsnorm", "RMSNorm", PAPER_SPEEDUP["gru"]["rmsnorm"])
-        if gru else _not_run(rnn, "gru"),
-        nmt_speed_finding(transformer, tf, "rmsnorm", "RMSNorm",
-                          PAPER_SPEEDUP["transformer"]["rmsnorm"])
-        if transformer else _not_run(tf, "transformer"),
-        cnn_speed_finding(cnn, "rmsnorm", "RMSNorm", PAPER_SPEEDUP["cnn"]["rmsnorm"])
-        if cnn else _not_run("ConvPool-CNN-C", "cnn"),
-    ]
+    speed.findings = speed_of("rmsnorm", "RMSNorm", say_not_run=True)
     if mlp:
         speed.findings += [mlp_speed_finding(mlp, "128"), mlp_speed_finding(mlp, "4")]
 
@@ -268,22 +277,8 @@ def claims(folders: dict) -> list:
                     "is faster still.",
                     "speed-ups of 25.9%, 9.3% and 23.1% (against RMSNorm's 24.7%, 6.9% and "
                     "20.5%); BLEU 22.6 and 26.5, test error 10.37%.")
-    partial.findings = [
-        bleu_finding(gru, rnn, "prmsnorm", "pRMSNorm") if gru else _not_run(rnn, "gru"),
-        bleu_finding(transformer, tf, "prmsnorm", "pRMSNorm") if transformer else
-        _not_run(tf, "transformer"),
-        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "prmsnorm", "pRMSNorm") if cnn else
-        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
-    ]
-    if gru:
-        partial.findings.append(nmt_speed_finding(gru, rnn, "prmsnorm", "pRMSNorm",
-                                                  PAPER_SPEEDUP["gru"]["prmsnorm"]))
-    if transformer:
-        partial.findings.append(nmt_speed_finding(transformer, tf, "prmsnorm", "pRMSNorm",
-                                                  PAPER_SPEEDUP["transformer"]["prmsnorm"]))
-    if cnn:
-        partial.findings.append(cnn_speed_finding(cnn, "prmsnorm", "pRMSNorm",
-                                                  PAPER_SPEEDUP["cnn"]["prmsnorm"]))
+    partial.findings = (quality_of("prmsnorm", "pRMSNorm") +
+                        speed_of("prmsnorm", "pRMSNorm", say_not_run=False))
 
     l2 = Claim("L2-norm (x / ||x||, without RMSNorm's √n) does not match LayerNorm.",
                "RNNSearch: test BLEU 20.7 against LayerNorm's 22.6, below even no norm (21.7).")
@@ -297,8 +292,7 @@ def claims(folders: dict) -> list:
         bleu_finding(gru, rnn, "none", "no norm") if gru else _not_run(rnn, "gru"),
         trained_finding(transformer, tf, "none", "the Transformer without a norm")
         if transformer else _not_run(tf, "transformer"),
-        error_finding(cnn, "ConvPool-CNN-C (Table 10)", "none", "no norm") if cnn else
-        _not_run("ConvPool-CNN-C (Table 10)", "cnn"),
+        error_finding(cnn, conv, "none", "no norm") if cnn else _not_run(conv, "cnn"),
     ]
 
     invariant = Claim("RMSNorm is invariant to re-scaling its weights and inputs, not to "
