@@ -87,8 +87,8 @@ class SpeedFindingTest(unittest.TestCase):
     def test_spreads_that_do_not_overlap(self):
         text = claims.speed_finding("GRU", "RMSNorm", claims.Timing(100, 95, 105, 0),
                                     claims.Timing(80, 78, 82, 0), "s / 1k steps", 24.7)
-        self.assertIn("RMSNorm 80.0 s / 1k steps, LayerNorm 100.0, a speed-up of 20.0% (paper: 24.7%)",
-                      text)
+        self.assertIn("RMSNorm 80.0 s / 1k steps, LayerNorm 100.0, a speed-up of 20.0% "
+                      "(paper: 24.7%)", text)
         self.assertIn("do not overlap", text)
 
     def test_overlapping_spreads_are_weak_evidence(self):
