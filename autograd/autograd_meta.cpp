@@ -4,6 +4,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "autograd/primitives.h"
 #include "core/error.h"
 
 namespace normgrad {
@@ -32,11 +33,7 @@ std::shared_ptr<Node> gradient_edge(const Tensor& tensor) {
 
 }  // namespace autograd
 
-namespace {
-void check_defined(const Tensor& tensor, const char* op) {
-  NG_CHECK(tensor.defined(), op, "the tensor is undefined (default-constructed)");
-}
-}  // namespace
+using autograd::primitive::check_defined;
 
 bool Tensor::requires_grad() const {
   return impl_ && impl_->autograd && impl_->autograd->requires_grad;

@@ -21,10 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string system_error(const char* what, const std::string& path) {
-  return detail::concat(what, " '", path, "': ", std::strerror(errno));
-}
-
 fs::path folder_of(const std::string& path) {
   const fs::path target(path);
   return target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -86,7 +82,7 @@ void FileWriter::write(const void* data, std::size_t size) const {
   while (size > 0) {
     const ssize_t written = ::write(fd_, bytes, std::min<std::size_t>(size, std::size_t{1} << 30));
     if (written < 0 && errno == EINTR) continue;
-    NG_CHECK(written > 0, op_, system_error("cannot write", path_));
+    NG_CHECK(written > 0, op_, file_error("cannot write", path_));
     bytes += written;
     size -= static_cast<std::size_t>(written);
   }
@@ -130,21 +126,25 @@ void write_atomically(const std::string& path, const char* op,
     fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
-  NG_CHECK(fd >= 0, op, system_error("cannot create a temporary file in", folder.string()));
+  NG_CHECK(fd >= 0, op, file_error("cannot create a temporary file in", folder.string()));
   try {
     write(FileWriter(fd, temporary, op));
-    NG_CHECK(::fsync(fd) == 0, op, system_error("cannot flush", temporary));
+    NG_CHECK(::fsync(fd) == 0, op, file_error("cannot flush", temporary));
     const int closed = ::close(fd);
     fd = -1;
-    NG_CHECK(closed == 0, op, system_error("cannot close", temporary));
+    NG_CHECK(closed == 0, op, file_error("cannot close", temporary));
     NG_CHECK(::rename(temporary.c_str(), path.c_str()) == 0, op,
-             system_error("cannot rename the temporary file over", path));
+             file_error("cannot rename the temporary file over", path));
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(temporary.c_str());
     throw;
   }
   flush_folder(folder);
+}
+
+std::string file_error(const char* what, const std::string& path) {
+  return ::normgrad::detail::concat(what, " '", path, "': ", std::strerror(errno));
 }
 
 }  // namespace normgrad::nn

@@ -50,4 +50,8 @@ int remove_stale_temporaries(const std::string& path);
 // The prefix every temporary of `path` starts with: ".<name>.tmp-".
 std::string temporary_prefix(const std::string& path);
 
+// "<what> '<path>': <strerror(errno)>": the message of a failed file operation, read from errno
+// right after the call that failed.
+std::string file_error(const char* what, const std::string& path);
+
 }  // namespace normgrad::nn

@@ -50,10 +50,6 @@ std::string checksum(const Tensor& t) {
   return hex;
 }
 
-std::string system_error(const char* what, const std::string& path) {
-  return detail::concat(what, " '", path, "': ", std::strerror(errno));
-}
-
 // An open file descriptor, closed when it goes out of scope.
 struct OpenFile {
   int fd;
@@ -73,7 +69,7 @@ void read_exactly(int fd, void* out, std::uint64_t size, std::uint64_t offset,
     const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(size, 1u << 30));
     const ssize_t got = ::pread(fd, bytes, chunk, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    NG_CHECK(got >= 0, "load", system_error("cannot read", path));
+    NG_CHECK(got >= 0, "load", file_error("cannot read", path));
     NG_CHECK(got > 0, "load", "'", path, "' is truncated: it ends at byte ", offset);
     bytes += got;
     offset += static_cast<std::uint64_t>(got);
@@ -140,9 +136,9 @@ void save_tensors(const StateDict& tensors, const std::string& path, const Metad
 
 StateDict load_tensors(const std::string& path, Metadata* metadata, const LoadOptions& options) {
   const OpenFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  NG_CHECK(file.fd >= 0, "load", system_error("cannot open", path));
+  NG_CHECK(file.fd >= 0, "load", file_error("cannot open", path));
   struct stat info {};
-  NG_CHECK(::fstat(file.fd, &info) == 0, "load", system_error("cannot read", path));
+  NG_CHECK(::fstat(file.fd, &info) == 0, "load", file_error("cannot read", path));
   NG_CHECK(!S_ISDIR(info.st_mode), "load", "'", path, "' is a directory, not a checkpoint");
   NG_CHECK(S_ISREG(info.st_mode), "load", "'", path, "' is not a regular file");
   const std::uint64_t file_size = static_cast<std::uint64_t>(info.st_size);
@@ -165,7 +161,7 @@ StateDict load_tensors(const std::string& path, Metadata* metadata, const LoadOp
   // the data are read straight into the tensors' storage.
   StateDict tensors;
   for (const safetensors::Entry& entry : header.entries) {
-    Tensor t = detail::make_tensor(entry.shape, entry.dtype, Device::cpu(), "load");
+    Tensor t = ::normgrad::detail::make_tensor(entry.shape, entry.dtype, Device::cpu(), "load");
     if (entry.end > entry.begin)
       read_exactly(file.fd, raw_data(t), entry.end - entry.begin, data_start + entry.begin, path);
     tensors[entry.name] = t;

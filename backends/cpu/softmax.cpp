@@ -31,7 +31,7 @@ namespace normgrad::backend::cpu {
 
 namespace {
 
-constexpr std::int64_t column_block = 256;
+constexpr std::int64_t softmax_column_block = 256;
 
 // Lines along `dim` of N same-shaped tensors (operand 0 written), with their dim strides.
 template <int N> struct LinePlan {
@@ -86,17 +86,17 @@ void for_each_line(const LinePlan<N>& plan, const std::array<const TensorRef*, N
     return;
   }
   const std::int64_t columns_per_line = plan.rest.sizes[plan.rest.rank - 1];
-  const std::int64_t blocks = (columns_per_line + column_block - 1) / column_block;
+  const std::int64_t blocks = (columns_per_line + softmax_column_block - 1) / softmax_column_block;
   const std::int64_t tasks = plan.rest.numel / columns_per_line * blocks;
-  parallel_for(tasks, plan.length * std::min(columns_per_line, column_block),
+  parallel_for(tasks, plan.length * std::min(columns_per_line, softmax_column_block),
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t task = begin; task < end; ++task) {
-                   const std::int64_t first_column = task % blocks * column_block;
+                   const std::int64_t first_column = task % blocks * softmax_column_block;
                    const auto offsets = offsets_of(plan.rest, task / blocks * columns_per_line);
                    std::array<char*, N> pointers;
                    for (int k = 0; k < N; ++k)
                      pointers[k] = base[k] + offsets[k] + first_column * element_sizes[k];
-                   line(pointers, std::min(column_block, columns_per_line - first_column));
+                   line(pointers, std::min(softmax_column_block, columns_per_line - first_column));
                  }
                });
 }
@@ -165,8 +165,8 @@ void softmax_line(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_
 template <typename T>
 void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_t sx,
                      std::int64_t width, bool log) {
-  T max_value[column_block];
-  double sum[column_block];
+  T max_value[softmax_column_block];
+  double sum[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) {
     max_value[j] = x[j];
     sum[j] = 0.0;
@@ -176,7 +176,7 @@ void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int
     for (std::int64_t j = 0; j < width; ++j)
       max_value[j] = maximum_value(max_value[j], x[k * sx + j]);
   }
-  T exps[column_block];
+  T exps[softmax_column_block];
   for (std::int64_t k = 0; k < n; ++k) {
 #pragma omp simd
     for (std::int64_t j = 0; j < width; ++j) exps[j] = x[k * sx + j] - max_value[j];
@@ -185,7 +185,7 @@ void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int
     for (std::int64_t j = 0; j < width; ++j) sum[j] += exps[j];
     if (!log) std::copy(exps, exps + width, y + k * so);
   }
-  T factor[column_block];  // 1 / sum, or log(sum)
+  T factor[softmax_column_block];  // 1 / sum, or log(sum)
   for (std::int64_t j = 0; j < width; ++j)
     factor[j] = static_cast<T>(log ? std::log(sum[j]) : 1.0 / sum[j]);
   for (std::int64_t k = 0; k < n; ++k) {
@@ -252,16 +252,16 @@ void softmax_backward_line(T* dx, const T* dy, const T* y, std::int64_t n, std::
 template <typename T>
 void softmax_backward_columns(T* dx, const T* dy, const T* y, std::int64_t n, std::int64_t sdx,
                               std::int64_t sdy, std::int64_t sy, std::int64_t width, bool log) {
-  double sum[column_block];
+  double sum[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) sum[j] = 0.0;
   for (std::int64_t k = 0; k < n; ++k) {
 #pragma omp simd
     for (std::int64_t j = 0; j < width; ++j)
       sum[j] += log ? dy[k * sdy + j] : dy[k * sdy + j] * y[k * sy + j];
   }
-  T s[column_block];
+  T s[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) s[j] = static_cast<T>(sum[j]);
-  T exps[column_block];
+  T exps[softmax_column_block];
   for (std::int64_t k = 0; k < n; ++k) {
     if (log) {
       std::copy(y + k * sy, y + k * sy + width, exps);

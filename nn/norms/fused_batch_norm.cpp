@@ -29,7 +29,7 @@ Tensor checked_channel_operand(const Tensor& x, const Tensor& operand, const cha
   return operand.contiguous();
 }
 
-const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
+const backend::TensorRef* optional_kernel_ref(const Tensor& tensor, backend::TensorRef& storage) {
   if (!tensor.defined()) return nullptr;
   storage = detail::ref(tensor);
   return &storage;
@@ -95,9 +95,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
     rstd = rsqrt(running_var.detach().to(DType::Float64) + eps);
   }
   backend::TensorRef gain_ref, bias_ref;
-  device.batch_norm_forward(detail::ref(y.detach().view(kernel_shape)), detail::ref(input),
-                            detail::ref(mean), detail::ref(rstd), optional_ref(gain, gain_ref),
-                            optional_ref(bias, bias_ref));
+  device.batch_norm_forward(
+      detail::ref(y.detach().view(kernel_shape)), detail::ref(input), detail::ref(mean),
+      detail::ref(rstd), optional_kernel_ref(gain, gain_ref), optional_kernel_ref(bias, bias_ref));
 
   if (autograd::needs_grad(x, gain_in, bias_in))
     autograd::record(
@@ -112,10 +112,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
           if (want_bias) grads[2] = detail::make_tensor(channel_shape, dy.dtype(), dy.device());
           backend::TensorRef dgain_ref, dbias_ref, saved_gain_ref;
           detail::backend_of(dy).batch_norm_backward(
-              detail::ref(grads[0].view(kernel_shape)), optional_ref(grads[1], dgain_ref),
-              optional_ref(grads[2], dbias_ref), detail::ref(dy.contiguous().view(kernel_shape)),
-              detail::ref(s[0]), detail::ref(s[1]), detail::ref(s[2]),
-              optional_ref(s[3], saved_gain_ref), training);
+              detail::ref(grads[0].view(kernel_shape)), optional_kernel_ref(grads[1], dgain_ref),
+              optional_kernel_ref(grads[2], dbias_ref),
+              detail::ref(dy.contiguous().view(kernel_shape)), detail::ref(s[0]), detail::ref(s[1]),
+              detail::ref(s[2]), optional_kernel_ref(s[3], saved_gain_ref), training);
           return grads;
         });
   return y;
