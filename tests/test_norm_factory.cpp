@@ -1,8 +1,11 @@
 // The norm factory (nn/norms/factory.h) and the invariance lab built on it
 // (examples/norm_invariance), whose measured table must equal the paper's Table 1.
 
+#include <algorithm>
+
 #include "helpers.h"
 #include "norm_invariance/invariance.h"
+#include "norm_invariance/report.h"
 
 using namespace normgrad;
 using testing::all_close;
@@ -116,6 +119,29 @@ TEST_CASE("the invariance lab measures exactly the paper's Table 1") {
         CHECK((rows[r].change[column] < 1e-12 || rows[r].change[column] > 1e-3));
       }
   }
+}
+
+TEST_CASE(
+    "the invariance lab's report: a cell that differs from the paper is named, in every form") {
+  auto rows = invariance::measure_table();
+  CHECK(invariance::differences_from_paper(rows) == 0);
+  CHECK(invariance::comparison_markdown(rows) == "All 30 cells agree with the paper's Table 1.\n");
+  const std::string csv = invariance::table_csv(rows);
+  CHECK(csv.rfind("method,transformation,invariant,paper,change\n", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 31);  // a header and 30 cells
+  CHECK(csv.find("\nRMSNorm,weight matrix re-centering,no,no,") != std::string::npos);
+
+  // RMSNorm made invariant to re-centring, as LayerNorm is: one cell now differs.
+  const auto column = static_cast<int>(invariance::Transformation::WeightMatrixRecentering);
+  rows[3].invariant[column] = true;
+  CHECK(invariance::differences_from_paper(rows) == 1);
+  CHECK(invariance::comparison_markdown(rows).find(
+            "1 of 30 cells differ from the paper's Table 1:\n\n- RMSNorm, weight matrix "
+            "re-centering:") == 0);
+  CHECK(invariance::table_markdown(rows, false).find("| RMSNorm | ✓ | ✓ (paper: ✗) |") !=
+        std::string::npos);
+  CHECK(invariance::table_csv(rows).find("\nRMSNorm,weight matrix re-centering,yes,no,") !=
+        std::string::npos);
 }
 
 TEST_CASE("the gradient with respect to W scales as 1/delta with W and not with x") {

@@ -10,13 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cpu_share.h"
 #include "common/number_checks.h"
+#include "common/text_file.h"
 #include "common/wait_policy.h"
 #include "model.h"
 #include "plot.h"
@@ -144,10 +144,8 @@ int run(const Options& options) {
   std::vector<std::string> images;
   const auto write_report = [&] {
     const std::string report = (fs::path(options.out) / "report.md").string();
-    std::ofstream file(report, std::ios::binary);
-    file << mnist_mlp::report_markdown(results, setup, images);
-    file.close();
-    if (!file) throw ng::Error("mnist_mlp: cannot write " + report);
+    examples::write_text_file(report, mnist_mlp::report_markdown(results, setup, images),
+                              "mnist_mlp");
     std::printf("report: %s\n", report.c_str());
   };
   if (options.no_plot) {

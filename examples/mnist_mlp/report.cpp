@@ -55,8 +55,9 @@ void write_curves_csv(const std::string& path, const std::vector<RunResult>& res
     const RunResult& result = results[run];
     for (const CurvePoint& point : result.curve) {
       out << run << ',' << csv_field(result.norm) << ',' << result.batch_size << ',' << point.step
-          << ',' << format_number("%.4f", point.wall_seconds) << ',' << format_number("%.6g", point.train_loss)
-          << ',' << (point.test_accuracy ? format_number("%.4f", *point.test_accuracy) : "") << '\n';
+          << ',' << format_number("%.4f", point.wall_seconds) << ','
+          << format_number("%.6g", point.train_loss) << ','
+          << (point.test_accuracy ? format_number("%.4f", *point.test_accuracy) : "") << '\n';
     }
   }
   check_written(out, path, "write_curves_csv");
@@ -70,8 +71,10 @@ void write_summary_csv(const std::string& path, const std::vector<RunResult>& re
     const RunResult& result = results[run];
     out << run << ',' << csv_field(result.norm) << ',' << result.batch_size << ',' << result.steps
         << ',' << result.parameters << ',' << format_number("%.3f", result.train_seconds) << ','
-        << format_number("%.3f", result.ms_per_step) << ',' << format_number("%.4f", result.test_accuracy) << ','
-        << (result.other_processes_cpu ? format_number("%.3f", *result.other_processes_cpu) : "") << '\n';
+        << format_number("%.3f", result.ms_per_step) << ','
+        << format_number("%.4f", result.test_accuracy) << ','
+        << (result.other_processes_cpu ? format_number("%.3f", *result.other_processes_cpu) : "")
+        << '\n';
   }
   check_written(out, path, "write_summary_csv");
 }
@@ -85,14 +88,16 @@ std::string results_table(const std::vector<RunResult>& results) {
     const auto reference = layernorm_ms_per_step(results, result.batch_size);
     // (T_LN - T) / T_LN: positive when the run is faster than LayerNorm.
     const std::string saving =
-        reference ? format_number("%+.1f%%", 100.0 * (*reference - result.ms_per_step) / *reference) : "–";
-    table += "| " + result.norm + " | " + std::to_string(result.batch_size) + " | " +
-             std::to_string(result.steps) + " | " + std::to_string(result.parameters) + " | " +
-             format_number("%.2f%%", 100.0 * result.test_accuracy) + " | " +
-             format_number("%.2f", result.ms_per_step) + " | " + saving + " | " +
-             (result.other_processes_cpu ? format_number("%.0f%%", 100.0 * *result.other_processes_cpu)
-                                         : std::string("–")) +
-             " |\n";
+        reference ? format_number("%+.1f%%", 100.0 * (*reference - result.ms_per_step) / *reference)
+                  : "–";
+    table +=
+        "| " + result.norm + " | " + std::to_string(result.batch_size) + " | " +
+        std::to_string(result.steps) + " | " + std::to_string(result.parameters) + " | " +
+        format_number("%.2f%%", 100.0 * result.test_accuracy) + " | " +
+        format_number("%.2f", result.ms_per_step) + " | " + saving + " | " +
+        (result.other_processes_cpu ? format_number("%.0f%%", 100.0 * *result.other_processes_cpu)
+                                    : std::string("–")) +
+        " |\n";
   }
   return table;
 }

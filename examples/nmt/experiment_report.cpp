@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "common/number_text.h"
-#include "nn/atomic_file.h"
 
 namespace nmt {
 
@@ -27,12 +26,6 @@ std::string csv_field(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
-}
-
-void write_text_file(const std::string& path, const std::string& text, const std::string& program) {
-  ng::nn::write_atomically(path, program.c_str(), [&](const ng::nn::FileWriter& out) {
-    out.write(text.data(), text.size());
-  });
 }
 
 std::optional<double> speedup_over_layernorm(const std::vector<RunResult>& runs,

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text_file.h"
 #include "nmt/experiment_runs.h"
 
 namespace nmt {
@@ -33,8 +34,8 @@ std::string cell(double value, const char* pattern = "%.4f");
 // A CSV field, quoted as RFC 4180 says when it holds a comma, a quote or a line end.
 std::string csv_field(const std::string& text);
 
-// Writes `text` to `path` atomically.
-void write_text_file(const std::string& path, const std::string& text, const std::string& program);
+// Writes `text` to `path` atomically (examples/common/text_file.h).
+using examples::write_text_file;
 
 // (T_LN - T) / T_LN in percent, the paper's speed-up of a run over LayerNorm; nullopt without a
 // LayerNorm run among `runs`.

@@ -4,31 +4,11 @@
 // section 4.2: dL/dW shrinks as 1/delta when W grows by delta, and ignores the scale of x.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
+#include "common/text_file.h"
 #include "invariance.h"
 #include "report.h"
-
-namespace {
-
-// Writes `text` to <folder>/<name>; false, with a message, when it cannot.
-bool write_file(const std::filesystem::path& folder, const std::string& name,
-                const std::string& text) {
-  std::error_code error;
-  std::filesystem::create_directories(folder, error);
-  std::ofstream file(folder / name, std::ios::binary);
-  file << text;
-  file.close();
-  if (error || !file) {
-    std::fprintf(stderr, "norm_invariance: cannot write %s\n", (folder / name).c_str());
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"The invariance lab: Table 1 of the RMSNorm paper, computed by experiment"};
@@ -56,11 +36,16 @@ int main(int argc, char** argv) {
       invariance::comparison_markdown(rows).c_str(),
       invariance::gradient_markdown(gradients, delta).c_str());
   if (!out.empty()) {
-    const bool written =
-        write_file(out, "report.md",
-                   invariance::report_markdown(rows, gradients, delta, settings)) &&
-        write_file(out, "table1.csv", invariance::table_csv(rows));
-    if (!written) return 2;
+    try {
+      examples::write_text_file(out + "/report.md",
+                                invariance::report_markdown(rows, gradients, delta, settings),
+                                "norm_invariance");
+      examples::write_text_file(out + "/table1.csv", invariance::table_csv(rows),
+                                "norm_invariance");
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "norm_invariance: %s\n", error.what());
+      return 2;
+    }
     std::printf("\nreport: %s/report.md\n", out.c_str());
   }
   return invariance::differences_from_paper(rows) == 0 ? 0 : 1;

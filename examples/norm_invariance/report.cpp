@@ -68,8 +68,9 @@ std::string gradient_markdown(const std::vector<GradientScaling>& rows, double d
                      "|---|---:|---:|---:|---:|---:|\n";
   for (const auto& g : rows)
     text += "| " + g.method + " | " + format_number("%.6f", g.weight_scaled_ratio) + " | " +
-            format_number("%.6f", 1.0 / delta) + " | " + format_number("%.1e", g.weight_scaled_deviation) +
-            " | " + format_number("%.6f", g.input_scaled_ratio) + " | " +
+            format_number("%.6f", 1.0 / delta) + " | " +
+            format_number("%.1e", g.weight_scaled_deviation) + " | " +
+            format_number("%.6f", g.input_scaled_ratio) + " | " +
             format_number("%.1e", g.input_scaled_deviation) + " |\n";
   text +=
       "\nScaling W by δ divides its gradient by δ (an implicit learning-rate adaptation); "
