@@ -1,5 +1,6 @@
 #include "optim/clip.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -31,6 +32,25 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
     }
   }
   return norm;
+}
+
+double clip_grad_norm_each(const std::vector<Tensor>& parameters, double max_norm) {
+  NG_CHECK(max_norm > 0, "clip_grad_norm_each", "max_norm must be positive, got ", max_norm);
+  NoGradGuard no_grad;
+  std::vector<double> norms(parameters.size(), 0.0);
+  double largest = 0;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Tensor grad = parameters[i].defined() ? parameters[i].grad() : Tensor();
+    if (!grad.defined()) continue;
+    norms[i] = std::sqrt(square(grad).sum().item());
+    NG_CHECK(std::isfinite(norms[i]), "clip_grad_norm_each", "the norm of gradient ", i, " of ",
+             parameters.size(), " is not finite (", norms[i],
+             "): a NaN or infinity reached a gradient");
+    largest = std::max(largest, norms[i]);
+  }
+  for (std::size_t i = 0; i < parameters.size(); ++i)
+    if (norms[i] > max_norm) parameters[i].grad().mul_(max_norm / norms[i]);
+  return largest;
 }
 
 }  // namespace normgrad::optim

@@ -19,4 +19,11 @@ namespace normgrad::optim {
 
 double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm);
 
+// Each gradient clipped on its own: one whose L2 norm exceeds max_norm becomes
+// g * max_norm / ||g|| (no epsilon), the others are left as they are, bit for bit. This is how
+// the order-embedding paper's Theano code clips (its `maxnorm` applied to every gradient; the
+// RMSNorm paper's retrieval runs used max_norm 2). Returns the largest norm before clipping; a
+// non-finite one is an Error, and nothing is scaled.
+double clip_grad_norm_each(const std::vector<Tensor>& parameters, double max_norm);
+
 }  // namespace normgrad::optim

@@ -171,6 +171,23 @@ TEST_CASE("clip_grad_norm at and just above max_norm: the documented margin of 1
   CHECK(clipped > max_norm - 2e-6);
 }
 
+TEST_CASE("clip_grad_norm_each clips every gradient on its own, to exactly max_norm") {
+  Tensor a = parameter({3.0, 4.0}), b = parameter({0.3, 0.4}), none = parameter({1.0});
+  set_grad(a, {3.0, 4.0});  // norm 5
+  set_grad(b, {0.3, 0.4});  // norm 0.5
+  CHECK(optim::clip_grad_norm_each({a, b, none}, 2.0) == doctest::Approx(5.0));
+  CHECK(all_close(a.grad(), {1.2, 1.6}, 1e-12, 0));  // 2 / 5 of itself: norm 2 exactly
+  CHECK(all_close(b.grad(), {0.3, 0.4}, 0, 0));      // under max_norm: bit for bit
+  CHECK_FALSE(none.grad().defined());
+  // A non-finite gradient anywhere stops it before anything is scaled.
+  set_grad(a, {3.0, 4.0});
+  set_grad(b, {std::nan(""), 0.0});
+  CHECK_ERROR(optim::clip_grad_norm_each({a, b}, 2.0), "clip_grad_norm_each", "gradient 1 of 2",
+              "not finite");
+  CHECK(all_close(a.grad(), {3.0, 4.0}, 0, 0));
+  CHECK_ERROR(optim::clip_grad_norm_each({a}, -1.0), "clip_grad_norm_each", "positive");
+}
+
 TEST_CASE("learning-rate schedules give the rates worked out by hand") {
   CHECK(optim::ConstantSchedule{0.1}(1000) == 0.1);
   const optim::StepSchedule step{1.0, 10, 0.5};

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/device_flag.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
 #include "data.h"
@@ -65,23 +66,6 @@ struct EvaluateOptions {
   std::int64_t test_size = 0;
 };
 
-// "cpu", "cuda" or "cuda:N", and a CUDA device must be there.
-ng::Device parse_device(const std::string& text) {
-  ng::Device device = ng::Device::cpu();
-  const std::string prefix = "cuda:";
-  if (text == "cpu") return device;
-  if (text == "cuda")
-    device = ng::Device::cuda();
-  else if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
-           text.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
-    device = ng::Device::cuda(std::stoi(text.substr(prefix.size())));
-  else
-    throw ng::Error("--device must be cpu, cuda or cuda:N, got '" + text + "'");
-  NG_CHECK(ng::cuda::is_available() && device.index < ng::cuda::device_count(), "convpool_cnn_c",
-           "--device ", text, ": ", ng::cuda::device_count(), " CUDA devices are available");
-  return device;
-}
-
 // The run that `options` describe.
 RunConfig run_from(const TrainOptions& o) {
   RunConfig run;
@@ -127,7 +111,7 @@ void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::
 }
 
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
-  const ng::Device device = parse_device(common.device);
+  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
   const ModelFolder folder(o.out);
   RunConfig run = run_from(o);
   if (folder.has_config()) {
@@ -142,7 +126,7 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
 }
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
-  const ng::Device device = parse_device(common.device);
+  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
   const Budget budget = budget_named(o.budget);
   ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
   settings.base.data = {.kind = parse_dataset(o.dataset),
@@ -159,7 +143,7 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
 }
 
 int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
-  const ng::Device device = parse_device(common.device);
+  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
   const ModelFolder folder(o.model);
   RunConfig run = folder.read_config();
   NG_CHECK(fs::exists(folder.file("model.safetensors")), "convpool_cnn_c", "'", o.model,

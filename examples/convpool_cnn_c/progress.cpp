@@ -40,16 +40,4 @@ void ProgressDisplay::clear() {
   if (bar_) std::fprintf(stderr, "\r%*s\r", 90, "");
 }
 
-std::string format_duration(double seconds) {
-  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-  char text[32];
-  if (total >= 3600)
-    std::snprintf(text, sizeof text, "%lldh%02lldm", total / 3600, total % 3600 / 60);
-  else if (total >= 60)
-    std::snprintf(text, sizeof text, "%lldm%02llds", total / 60, total % 60);
-  else
-    std::snprintf(text, sizeof text, "%llds", total);
-  return text;
-}
-
 }  // namespace convpool_cnn_c

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/number_text.h"
 #include "training.h"
 
 namespace convpool_cnn_c {
@@ -27,7 +28,6 @@ class ProgressDisplay {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// "1h02m", "4m05s", "12s".
-std::string format_duration(double seconds);
+using examples::format_duration;  // "1h02m", "4m05s", "12s"
 
 }  // namespace convpool_cnn_c

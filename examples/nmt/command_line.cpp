@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/device_flag.h"
 #include "data/unicode_text.h"
 
 namespace nmt {
@@ -10,12 +11,7 @@ namespace nmt {
 namespace ng = normgrad;
 
 ng::Device parse_device(const std::string& name, const std::string& program) {
-  if (name == "cpu") return ng::Device::cpu();
-  if (name == "cuda") {
-    NG_CHECK(ng::cuda::is_available(), program, "--device cuda: no CUDA device is available");
-    return ng::Device::cuda();
-  }
-  throw ng::Error(program + ": --device must be cpu or cuda, got '" + name + "'");
+  return examples::parse_device(name, program);
 }
 
 std::vector<std::string> read_stdin_lines() {

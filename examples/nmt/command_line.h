@@ -12,7 +12,8 @@
 
 namespace nmt {
 
-// "cpu" or "cuda" (an Error when no CUDA device is present, or for anything else).
+// "cpu", "cuda" or "cuda:N" (an Error when that CUDA device is not present, or for anything
+// else): examples::parse_device.
 normgrad::Device parse_device(const std::string& name, const std::string& program);
 
 // Standard input's lines, each checked as UTF-8 and stripped of its line end.

@@ -5,19 +5,6 @@
 
 namespace nmt {
 
-std::string format_duration(double seconds) {
-  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-  char text[32];
-  if (total >= 3600) {
-    std::snprintf(text, sizeof text, "%lldh%02lldm", total / 3600, (total % 3600) / 60);
-  } else if (total >= 60) {
-    std::snprintf(text, sizeof text, "%lldm%02llds", total / 60, total % 60);
-  } else {
-    std::snprintf(text, sizeof text, "%llds", total);
-  }
-  return text;
-}
-
 ProgressDisplay::ProgressDisplay(std::ostream* out, bool bar, std::int64_t total_steps)
     : out_(out), bar_(bar), total_steps_(total_steps) {}
 

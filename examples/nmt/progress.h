@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string>
 
+#include "common/number_text.h"
+
 namespace nmt {
 
 class ProgressDisplay {
@@ -30,7 +32,6 @@ class ProgressDisplay {
   bool line_open_ = false;
 };
 
-// "1h02m", "4m05s", "12s".
-std::string format_duration(double seconds);
+using examples::format_duration;  // "1h02m", "4m05s", "12s"
 
 }  // namespace nmt

@@ -31,7 +31,7 @@ Tensor checked_channel_operand(const Tensor& x, const Tensor& operand, const cha
 
 const backend::TensorRef* optional_kernel_ref(const Tensor& tensor, backend::TensorRef& storage) {
   if (!tensor.defined()) return nullptr;
-  storage = detail::ref(tensor);
+  storage = ::normgrad::detail::ref(tensor);
   return &storage;
 }
 
@@ -70,18 +70,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
 
   const Shape kernel_shape{batch, channels, spatial};
   const Tensor input = x.contiguous().detach().view(kernel_shape);
-  backend::Backend& device = detail::backend_of(x);
-  Tensor y = detail::make_tensor(x.shape(), x.dtype(), x.device());
+  backend::Backend& device = ::normgrad::detail::backend_of(x);
+  Tensor y = ::normgrad::detail::make_tensor(x.shape(), x.dtype(), x.device());
   // The statistics are float64 whatever x's dtype (backend.h).
   const auto statistic = [&] {
-    return detail::make_tensor({channels}, DType::Float64, x.device());
+    return ::normgrad::detail::make_tensor({channels}, DType::Float64, x.device());
   };
   Tensor mean = statistic(), rstd;
   if (training) {
     rstd = statistic();
     const Tensor variance = statistic();
-    device.batch_norm_statistics(detail::ref(mean), detail::ref(variance), detail::ref(rstd),
-                                 detail::ref(input), eps);
+    device.batch_norm_statistics(::normgrad::detail::ref(mean), ::normgrad::detail::ref(variance),
+                                 ::normgrad::detail::ref(rstd), ::normgrad::detail::ref(input),
+                                 eps);
     if (running_mean.defined()) {
       const double values = static_cast<double>(count);
       update_running(running_mean, mean.to(x.dtype()), momentum, 1.0);
@@ -91,13 +92,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
     // Copies: a later training step updates the running estimates in place, and backward
     // must see the values this forward used.
     NoGradGuard no_grad;
-    detail::copy_values(mean, running_mean.detach());
+    ::normgrad::detail::copy_values(mean, running_mean.detach());
     rstd = rsqrt(running_var.detach().to(DType::Float64) + eps);
   }
   backend::TensorRef gain_ref, bias_ref;
-  device.batch_norm_forward(
-      detail::ref(y.detach().view(kernel_shape)), detail::ref(input), detail::ref(mean),
-      detail::ref(rstd), optional_kernel_ref(gain, gain_ref), optional_kernel_ref(bias, bias_ref));
+  device.batch_norm_forward(::normgrad::detail::ref(y.detach().view(kernel_shape)),
+                            ::normgrad::detail::ref(input), ::normgrad::detail::ref(mean),
+                            ::normgrad::detail::ref(rstd), optional_kernel_ref(gain, gain_ref),
+                            optional_kernel_ref(bias, bias_ref));
 
   if (autograd::needs_grad(x, gain_in, bias_in))
     autograd::record(
@@ -107,15 +109,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
          want_bias = bias_in.requires_grad()](const Tensor& dy, const SavedTensors& s) {
           const Shape channel_shape{kernel_shape[1]};
           Grads grads(3);
-          grads[0] = detail::make_tensor(shape, dy.dtype(), dy.device());
-          if (want_gain) grads[1] = detail::make_tensor(channel_shape, dy.dtype(), dy.device());
-          if (want_bias) grads[2] = detail::make_tensor(channel_shape, dy.dtype(), dy.device());
+          grads[0] = ::normgrad::detail::make_tensor(shape, dy.dtype(), dy.device());
+          if (want_gain)
+            grads[1] = ::normgrad::detail::make_tensor(channel_shape, dy.dtype(), dy.device());
+          if (want_bias)
+            grads[2] = ::normgrad::detail::make_tensor(channel_shape, dy.dtype(), dy.device());
           backend::TensorRef dgain_ref, dbias_ref, saved_gain_ref;
-          detail::backend_of(dy).batch_norm_backward(
-              detail::ref(grads[0].view(kernel_shape)), optional_kernel_ref(grads[1], dgain_ref),
-              optional_kernel_ref(grads[2], dbias_ref),
-              detail::ref(dy.contiguous().view(kernel_shape)), detail::ref(s[0]), detail::ref(s[1]),
-              detail::ref(s[2]), optional_kernel_ref(s[3], saved_gain_ref), training);
+          ::normgrad::detail::backend_of(dy).batch_norm_backward(
+              ::normgrad::detail::ref(grads[0].view(kernel_shape)),
+              optional_kernel_ref(grads[1], dgain_ref), optional_kernel_ref(grads[2], dbias_ref),
+              ::normgrad::detail::ref(dy.contiguous().view(kernel_shape)),
+              ::normgrad::detail::ref(s[0]), ::normgrad::detail::ref(s[1]),
+              ::normgrad::detail::ref(s[2]), optional_kernel_ref(s[3], saved_gain_ref), training);
           return grads;
         });
   return y;

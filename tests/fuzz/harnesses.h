@@ -31,6 +31,8 @@ int fuzz_mnist_folder(const std::uint8_t* data, std::size_t size);
 // The bytes as a norm spec: NormSpec::parse, then the canonical string must parse to the
 // same spec, and make_norm must build it.
 int fuzz_norm_spec(const std::uint8_t* data, std::size_t size);
+// The bytes as a .npy file: data::read_npy, and a tensor it returns written back and read again.
+int fuzz_npy(const std::uint8_t* data, std::size_t size);
 
 struct NamedHarness {
   const char* name;  // "safetensors": the program is fuzz_safetensors

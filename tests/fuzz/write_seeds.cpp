@@ -96,6 +96,15 @@ void norm_spec_seeds(const fs::path& folder) {
   }
 }
 
+// Feature matrices written by data::write_npy: 2-d, 1-d, 0-d and empty.
+void npy_seeds(const fs::path& folder) {
+  Generator generator(3);
+  data::write_npy((folder / "features.npy").string(), randn({3, 8}, generator));
+  data::write_npy((folder / "vector.npy").string(), randn({5}, generator));
+  data::write_npy((folder / "scalar.npy").string(), full({}, 2.5));
+  data::write_npy((folder / "empty.npy").string(), zeros({0, 4}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +122,7 @@ int main(int argc, char** argv) {
     training_state_seeds(root / "training_state");
     idx_seeds(root, scratch);
     norm_spec_seeds(root / "norm_spec");
+    npy_seeds(root / "npy");
     fs::remove_all(scratch);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "fuzz_seeds: %s\n", error.what());

@@ -1,0 +1,288 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <sstream>
+
+#include "common/cpu_share.h"
+#include "common/gnuplot.h"
+#include "common/number_text.h"
+#include "run.h"
+
+namespace order_embedding {
+
+namespace ng = normgrad;
+using examples::format_number;
+using ng::data::RankingMetrics;
+
+namespace {
+
+// The paper's Table 7, its own rows ("this work"): caption R@1, R@5, R@10, mean rank, then
+// image R@1, R@5, R@10, mean rank.
+const std::map<std::string, std::vector<double>>& paper_rows() {
+  static const std::map<std::string, std::vector<double>> rows{
+      {"none", {45.8, 79.7, 88.8, 5.4, 37.6, 73.6, 85.8, 7.7}},
+      {"layernorm", {47.9, 79.5, 89.2, 5.3, 38.4, 74.6, 86.7, 7.5}},
+      {"rmsnorm", {48.7, 79.7, 89.5, 5.3, 39.0, 74.8, 86.3, 7.5}},
+      {"prmsnorm:0.0625", {46.8, 79.8, 90.3, 5.2, 39.0, 74.5, 86.3, 7.4}}};
+  return rows;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+std::string metrics_cells(const RankingMetrics& m) {
+  return format_number("%.1f", m.recall_at[0]) + " | " + format_number("%.1f", m.recall_at[1]) +
+         " | " + format_number("%.1f", m.recall_at[2]) + " | " + format_number("%.1f", m.mean_rank);
+}
+
+const ExperimentRun* layernorm_run(const std::vector<ExperimentRun>& runs) {
+  for (const ExperimentRun& run : runs)
+    if (parse_model_norm(run.norm).kind == ng::nn::NormKind::LayerNorm) return &run;
+  return nullptr;
+}
+
+std::optional<double> saving_over_layernorm(const std::vector<ExperimentRun>& runs,
+                                            const ExperimentRun& run) {
+  const ExperimentRun* layernorm = layernorm_run(runs);
+  if (layernorm == nullptr || layernorm == &run) return std::nullopt;
+  return 100 * (1 - seconds_per_100_steps(run) / seconds_per_100_steps(*layernorm));
+}
+
+const ValidationRecord& best_record(const ExperimentRun& run) {
+  return *std::max_element(run.history.begin(), run.history.end(),
+                           [](const ValidationRecord& a, const ValidationRecord& b) {
+                             return ng::data::image_recall_sum(a.dev) <
+                                    ng::data::image_recall_sum(b.dev);
+                           });
+}
+
+std::string table_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "norm,caption_r1,caption_r5,caption_r10,caption_mean_rank,image_r1,image_r5,image_r10,"
+         "image_mean_rank,best_step,seconds_per_100_steps,saving_over_layernorm,other_cpu\n";
+  for (const ExperimentRun& run : runs) {
+    out << run.norm;
+    for (const RankingMetrics* m : {&run.test.caption, &run.test.image})
+      out << ',' << m->recall_at[0] << ',' << m->recall_at[1] << ',' << m->recall_at[2] << ','
+          << m->mean_rank;
+    const auto saving = saving_over_layernorm(runs, run);
+    out << ',' << best_record(run).step << ',' << seconds_per_100_steps(run) << ','
+        << (saving ? format_number("%.3f", *saving) : "") << ','
+        << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
+  }
+  return out.str();
+}
+
+std::string curves_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "norm,step,seconds,train_loss,dev_caption_r1,dev_caption_r10,dev_image_r1,dev_image_r5,"
+         "dev_image_r10\n";
+  for (const ExperimentRun& run : runs)
+    for (const ValidationRecord& r : run.history)
+      out << run.norm << ',' << r.step << ',' << r.seconds << ',' << r.train_loss << ','
+          << r.dev.caption.recall_at[0] << ',' << r.dev.caption.recall_at[2] << ','
+          << r.dev.image.recall_at[0] << ',' << r.dev.image.recall_at[1] << ','
+          << r.dev.image.recall_at[2] << '\n';
+  return out.str();
+}
+
+// validation.png: dev image retrieval R@1 and R@10 against steps, a panel each; nullopt when
+// gnuplot is missing or fails (the CSV is there either way).
+std::optional<std::string> draw_figure(const std::string& folder,
+                                       const std::vector<ExperimentRun>& runs) {
+  const auto terminal = examples::find_gnuplot_terminal();
+  if (!terminal) {
+    std::fprintf(stderr,
+                 "order_embedding experiment: no gnuplot with a png or svg terminal; "
+                 "curves.csv has the curves\n");
+    return std::nullopt;
+  }
+  const std::string image = *terminal == "svg" ? "validation.svg" : "validation.png";
+  std::ostringstream script;
+  script << "# Draws curves.csv (written by order_embedding experiment); run: gnuplot curves.gp\n"
+         << "set terminal " << *terminal << " size 1100,420\n"
+         << "set termoption noenhanced\n"
+         << "set output " << examples::gnuplot_quoted(image) << "\n"
+         << "set datafile separator ','\nset key bottom right\nset grid\n"
+         << "set xlabel 'training steps'\nset multiplot layout 1,2\n";
+  for (const auto& [column, title] : {std::pair{7, "dev image retrieval R@1 (%)"},
+                                      std::pair{9, "dev image retrieval R@10 (%)"}}) {
+    script << "set title " << examples::gnuplot_quoted(title) << "\nplot ";
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv")
+             << " using (strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm)
+             << " ? $2 : NaN):" << column << " with linespoints title "
+             << examples::gnuplot_quoted(runs[i].norm);
+    script << "\n";
+  }
+  script << "unset multiplot\n";
+  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
+  if (!drawn.ok) {
+    std::fprintf(stderr, "order_embedding experiment: gnuplot failed: %s\n", drawn.output.c_str());
+    return std::nullopt;
+  }
+  return image;
+}
+
+}  // namespace
+
+Budget budget_named(const std::string& name) {
+  if (name == "tiny")
+    return {.name = name,
+            .word_dim = 8,
+            .dim = 16,
+            .steps = 20,
+            .valid_every = 10,
+            .train_images = 512,
+            .dev_images = 200,
+            .test_images = 400,
+            .fold_images = 200};
+  if (name == "demo")
+    return {.name = name,
+            .word_dim = 128,
+            .dim = 256,
+            .steps = 600,
+            .valid_every = 150,
+            .train_images = 0};
+  if (name == "long")
+    return {.name = name,
+            .word_dim = 300,
+            .dim = 512,
+            .steps = 3000,
+            .valid_every = 300,
+            .train_images = 0};
+  if (name == "paper")
+    return {.name = name,
+            .word_dim = 300,
+            .dim = 1024,
+            .steps = 30000,
+            .valid_every = 300,
+            .train_images = 0};
+  throw ng::Error("order_embedding: --budget must be tiny, demo, long or paper, got '" + name +
+                  "'");
+}
+
+std::vector<std::string> paper_norms() {
+  return {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
+}
+
+std::string run_folder_name(const std::string& norm) {
+  std::string name = norm;
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == ':' || c == ',' || c == '='; }, '-');
+  return name;
+}
+
+double seconds_per_100_steps(const ExperimentRun& run) {
+  const ValidationRecord& last = run.history.back();
+  return 100 * last.seconds / static_cast<double>(last.step);
+}
+
+std::string table_markdown(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out << "| model | caption R@1 | R@5 | R@10 | mean r | image R@1 | R@5 | R@10 | mean r | s / 100 "
+         "steps | saving over LayerNorm |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ExperimentRun& run : runs) {
+    const auto saving = saving_over_layernorm(runs, run);
+    out << "| " << run.norm << " | " << metrics_cells(run.test.caption) << " | "
+        << metrics_cells(run.test.image) << " | "
+        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << (saving ? format_number("%.1f%%", *saving) : "–") << " |\n";
+  }
+  for (const ExperimentRun& run : runs) {
+    const auto paper = paper_rows().find(parse_model_norm(run.norm).str());
+    if (paper == paper_rows().end()) continue;
+    const std::vector<double>& v = paper->second;
+    out << "| paper: " << run.norm;
+    for (std::size_t i = 0; i < v.size(); ++i) out << " | " << format_number("%.1f", v[i]);
+    out << " | | |\n";
+  }
+  return out.str();
+}
+
+std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
+                                          bool progress_bar) {
+  NG_CHECK(!settings.norms.empty(), "order_embedding", "the experiment needs at least one norm");
+  std::vector<std::pair<ModelFolder, RunConfig>> plan;
+  for (const std::string& norm : settings.norms) {
+    RunConfig run = settings.base;
+    run.model.norm = norm;
+    parse_model_norm(norm);
+    const ModelFolder folder(settings.out + "/" + run_folder_name(norm));
+    if (folder.has_config()) {
+      RunConfig stored = folder.read_config();
+      // The vocabulary and image sizes are found by the first run; the rest must agree.
+      run.model.vocabulary = stored.model.vocabulary;
+      run.model.image_dim = stored.model.image_dim;
+      NG_CHECK(to_json(stored) == to_json(run), "order_embedding", "'", folder.path(),
+               "' holds another run than this experiment's: remove it, or give another --out");
+    }
+    plan.emplace_back(folder, run);
+  }
+  const RetrievalSplit test = load_split(settings.base.data.folder, "test",
+                                         settings.base.data.features, settings.test_images);
+  std::vector<ExperimentRun> runs;
+  for (const auto& [folder, run] : plan) {
+    std::printf("== %s\n", run.model.norm.c_str());
+    const examples::OtherProcessesMeter meter;
+    ExperimentRun result{.norm = run.model.norm,
+                         .history = train_in_folder(folder, run, device, progress_bar, stdout),
+                         .test = {},
+                         .other_cpu = meter.fraction()};
+    const RunConfig stored = folder.read_config();
+    OrderEmbeddingModel model(stored.model);
+    ng::nn::load(model, folder.file("model.safetensors"));
+    model.to(device);
+    result.test = evaluate_retrieval(model, Vocabulary::load(folder.file("vocabulary.txt")), test,
+                                     device, std::min(settings.fold_images, test.image_count()));
+    std::printf("%s: test %s\n", run.model.norm.c_str(), scores_text(result.test).c_str());
+    runs.push_back(std::move(result));
+  }
+
+  const ModelFolder out(settings.out);
+  const RunConfig& base = settings.base;
+  out.write_text("table7.csv", table_csv(runs));
+  out.write_text("curves.csv", curves_csv(runs));
+  const auto figure = draw_figure(settings.out, runs);
+  const std::string table = table_markdown(runs);
+  std::ostringstream report;
+  report << "# Order embeddings: the RMSNorm paper's Table 7 in shape\n\n"
+         << "Written by `order_embedding experiment` on " << today() << ", budget "
+         << settings.budget << ": data '" << base.data.folder << "', "
+         << (base.data.train_images > 0 ? std::to_string(base.data.train_images) : "all")
+         << " training images, words " << base.model.word_dim << ", GRU " << base.model.dim << ", "
+         << base.training.steps << " steps of batches of " << base.training.batch_size
+         << ", validation every " << base.training.valid_every << " steps on "
+         << base.data.dev_images << " dev images, seed " << base.model.seed << ", on "
+         << device.str() << ".\n\n"
+         << table << "\n"
+         << "Test retrieval with each run's best weights (by dev image R@1 + R@5 + R@10), in folds "
+            "of "
+         << std::min(settings.fold_images, test.image_count()) << " images of the "
+         << test.image_count()
+         << " test images, averaged; caption retrieval ranks all captions "
+            "for each image, image retrieval all images for each caption. Seconds per 100 steps: "
+            "training alone, over the whole run. The paper's rows are MS-COCO with VGG features "
+            "after training to convergence: the shape of the comparison is what carries over, "
+            "not the values.\n";
+  for (const ExperimentRun& run : runs)
+    if (run.other_cpu)
+      report << "\n- " << run.norm << ": other processes took "
+             << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
+  report << "\n";
+  if (figure) report << "\n![dev image retrieval](" << *figure << ")\n";
+  out.write_text("report.md", report.str());
+  std::printf("\n%s\nreport: %s/report.md\n", table.c_str(), settings.out.c_str());
+  return runs;
+}
+
+}  // namespace order_embedding

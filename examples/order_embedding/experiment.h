@@ -1,0 +1,63 @@
+#pragma once
+// `order_embedding experiment`: the paper's Table 7 in shape. Every normaliser trains the same
+// model from the same seed (the same initial weights where the shapes agree, the same batches)
+// on the same data, each in its own model folder under the experiment's folder (a second run
+// takes finished runs as they are and continues unfinished ones); then each run's best weights
+// retrieve on the test split in folds of 1000 images. Written:
+//
+//   table7.csv    one row per norm: test R@1/5/10 and mean rank both ways, the best step,
+//                 seconds per 100 steps, the saving over LayerNorm, other processes' CPU share
+//   curves.csv    every validation of every run: norm, step, seconds, loss, dev retrieval
+//   curves.gp, validation.png   dev image retrieval R@1 and R@10 against steps (Figure 6)
+//   report.md     the table beside the paper's, and the figure
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_folder.h"
+#include "training.h"
+
+namespace order_embedding {
+
+// The sizes of an experiment: tiny (seconds, for checks), demo (GRU 256, about 8 minutes on 2
+// cores), long (GRU 512) or paper (the paper's sizes, for COCO on a GPU).
+struct Budget {
+  std::string name;
+  std::int64_t word_dim = 0, dim = 0, steps = 0, valid_every = 0, train_images = 0;
+  std::int64_t dev_images = 1000, test_images = 0, fold_images = 1000;
+};
+Budget budget_named(const std::string& name);  // an Error for another name
+
+// The paper's four models, in its order.
+std::vector<std::string> paper_norms();
+
+struct ExperimentRun {
+  std::string norm;
+  std::vector<ValidationRecord> history;
+  normgrad::data::RetrievalScores test;  // of the best validation's weights
+  std::optional<double> other_cpu;       // other processes' share of the CPU while it trained
+};
+
+struct ExperimentSettings {
+  std::vector<std::string> norms = paper_norms();
+  RunConfig base{};  // everything but the norm
+  std::string out = "out/order_embedding";
+  std::string budget;  // its name, for the report
+  std::int64_t test_images = 0, fold_images = 1000;
+};
+
+// A run's folder name: the spec with ':' ',' '=' made '-'.
+std::string run_folder_name(const std::string& norm);
+
+// Trains every run (or takes it as it is), evaluates, then writes the CSV files, the figure
+// and the report; prints the table. A folder that holds another run is an Error before any
+// training.
+std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,
+                                          normgrad::Device device, bool progress_bar);
+
+// Training seconds per 100 steps over the whole run.
+double seconds_per_100_steps(const ExperimentRun& run);
+std::string table_markdown(const std::vector<ExperimentRun>& runs);
+
+}  // namespace order_embedding

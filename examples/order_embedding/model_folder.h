@@ -1,0 +1,53 @@
+#pragma once
+// An order_embedding model folder: everything `evaluate` needs, and everything `train` needs
+// to resume.
+//
+//   config.json          the model, data and training settings
+//   vocabulary.txt       the caption words, one a line, in id order from id 2
+//   model.safetensors    the weights of the best validation so far (image R@1 + R@5 + R@10)
+//   state.safetensors    the training state after the last validation (model, Adam, steps,
+//                        every validation's record)
+//   train.csv            one row per validation: step, seconds, loss, dev retrieval both ways
+// Every file is written atomically.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model.h"
+#include "training.h"
+
+namespace order_embedding {
+
+struct DataSettings {
+  std::string folder;              // a data set in dataset.h's layout
+  std::string features;            // its feature set; "" for the only one
+  std::int64_t train_images = 0;   // the first N training images; 0 for all
+  std::int64_t dev_images = 1000;  // the first N dev images, validated as one fold
+};
+
+struct RunConfig {
+  ModelConfig model{};
+  DataSettings data{};
+  TrainSettings training{};
+};
+
+nlohmann::json to_json(const RunConfig& config);
+// The settings back; an Error naming the key that is missing or of the wrong type.
+RunConfig run_config_from_json(const nlohmann::json& json);
+
+class ModelFolder {
+ public:
+  explicit ModelFolder(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+  bool has_config() const;
+  void write_config(const RunConfig& config) const;
+  RunConfig read_config() const;  // an Error naming the file if it is missing or damaged
+  void write_text(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace order_embedding

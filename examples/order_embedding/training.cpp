@@ -1,0 +1,298 @@
+#include "training.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace order_embedding {
+
+namespace ng = normgrad;
+using ng::Tensor;
+using ng::data::RankingMetrics;
+using ng::data::RetrievalScores;
+
+namespace {
+
+constexpr const char* history_key = "order_embedding.history";
+constexpr const char* model_key = "order_embedding.model";
+
+// Captions are compared against images this many violations at a time: 16M floats, 64 MB.
+constexpr std::int64_t kErrorChunkValues = std::int64_t{1} << 24;
+
+constexpr const char* kMetricColumns[] = {"r1", "r5", "r10", "median_rank", "mean_rank"};
+
+std::vector<double> metric_values(const RankingMetrics& m) {
+  return {m.recall_at[0], m.recall_at[1], m.recall_at[2], m.median_rank, m.mean_rank};
+}
+
+RankingMetrics metrics_from(const std::vector<double>& v, std::size_t first) {
+  RankingMetrics m;
+  for (std::size_t k = 0; k < 3; ++k) m.recall_at[k] = v[first + k];
+  m.median_rank = v[first + 3];
+  m.mean_rank = v[first + 4];
+  return m;
+}
+
+// Embeddings of every caption and image of a split, in batches, without a graph.
+struct Embeddings {
+  Tensor captions, images;  // [k I, dim], [I, dim]
+};
+Embeddings embed(OrderEmbeddingModel& model, const Vocabulary& vocabulary,
+                 const RetrievalSplit& split, ng::Device device) {
+  constexpr std::size_t batch = 256;
+  std::vector<Tensor> captions, images;
+  for (std::size_t first = 0; first < split.captions.size(); first += batch) {
+    const std::size_t last = std::min(split.captions.size(), first + batch);
+    const std::vector<std::string> part(split.captions.begin() + static_cast<std::ptrdiff_t>(first),
+                                        split.captions.begin() + static_cast<std::ptrdiff_t>(last));
+    CaptionBatch b = vocabulary.batch(part);
+    captions.push_back(model.encode_captions({b.tokens.to(device), b.lengths.to(device)}));
+  }
+  for (std::int64_t first = 0; first < split.image_count(); first += batch) {
+    const std::int64_t size = std::min<std::int64_t>(batch, split.image_count() - first);
+    images.push_back(model.encode_images(split.images.narrow(0, first, size).to(device)));
+  }
+  return {ng::cat(captions, 0), ng::cat(images, 0)};
+}
+
+Tensor error_matrix(const Tensor& captions, const Tensor& images) {
+  const std::int64_t per_chunk =
+      std::max<std::int64_t>(1, kErrorChunkValues / (images.size(0) * images.size(1)));
+  std::vector<Tensor> rows;
+  for (std::int64_t first = 0; first < captions.size(0); first += per_chunk) {
+    const std::int64_t size = std::min(per_chunk, captions.size(0) - first);
+    rows.push_back(ng::nn::order_violations(captions.narrow(0, first, size), images));
+  }
+  return ng::cat(rows, 0);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string history_csv(const std::vector<ValidationRecord>& history) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "step,seconds,train_loss";
+  for (const char* direction : {"caption", "image"})
+    for (const char* column : kMetricColumns) out << ',' << direction << '_' << column;
+  out << '\n';
+  for (const ValidationRecord& r : history) {
+    out << r.step << ',' << r.seconds << ',' << r.train_loss;
+    for (const RankingMetrics* m : {&r.dev.caption, &r.dev.image})
+      for (const double value : metric_values(*m)) out << ',' << value;
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::vector<ValidationRecord> parse_history_csv(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  NG_CHECK(line.rfind("step,seconds,train_loss,caption_r1", 0) == 0, "order_embedding",
+           "the training history does not start with its header");
+  std::vector<ValidationRecord> history;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::vector<double> values;
+    std::istringstream fields(line);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      try {
+        std::size_t used = 0;
+        values.push_back(std::stod(field, &used));
+        NG_CHECK(used == field.size(), "order_embedding", "");
+      } catch (const std::exception&) {
+        values.clear();
+        break;
+      }
+    }
+    NG_CHECK(values.size() == 13, "order_embedding", "line ", history.size() + 2,
+             " of the training history is damaged: '", line, "'");
+    ValidationRecord r{
+        .step = static_cast<std::int64_t>(values[0]),
+        .seconds = values[1],
+        .train_loss = values[2],
+        .dev = {.caption = metrics_from(values, 3), .image = metrics_from(values, 8)}};
+    NG_CHECK(history.empty() || r.step > history.back().step, "order_embedding", "line ",
+             history.size() + 2, " of the training history goes back in steps: '", line, "'");
+    history.push_back(r);
+  }
+  return history;
+}
+
+RetrievalScores evaluate_retrieval(OrderEmbeddingModel& model, const Vocabulary& vocabulary,
+                                   const RetrievalSplit& split, ng::Device device,
+                                   std::int64_t fold_images) {
+  NG_CHECK(fold_images >= 1, "order_embedding", "folds need at least one image, got ", fold_images);
+  ng::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  const Embeddings all = embed(model, vocabulary, split, device);
+  std::vector<RetrievalScores> folds;
+  const std::int64_t k = split.captions_per_image;
+  for (std::int64_t first = 0; first < split.image_count(); first += fold_images) {
+    const std::int64_t size = std::min(fold_images, split.image_count() - first);
+    if (size < fold_images && !folds.empty()) break;
+    const Tensor errors = error_matrix(all.captions.narrow(0, first * k, size * k),
+                                       all.images.narrow(0, first, size));
+    folds.push_back(ng::data::retrieval_scores(errors, k));
+  }
+  model.train(was_training);
+  return ng::data::average_scores(folds);
+}
+
+BatchIndices batch_indices(const TrainSettings& settings, std::int64_t step, std::int64_t images,
+                           std::int64_t captions_per_image) {
+  const std::int64_t per_epoch = images / settings.batch_size;
+  NG_CHECK(per_epoch >= 1, "order_embedding", "batches of ", settings.batch_size, " need at least ",
+           settings.batch_size, " training images, got ", images);
+  const std::int64_t epoch = step / per_epoch, position = step % per_epoch;
+  // The epoch's order and caption choices, from the seed and the epoch alone. A Fisher-Yates
+  // shuffle on mt19937_64, whose output the C++ standard fixes, so every platform agrees.
+  std::mt19937_64 random(settings.seed * 1000003 + static_cast<std::uint64_t>(epoch));
+  std::vector<std::int64_t> order(static_cast<std::size_t>(images));
+  for (std::int64_t i = 0; i < images; ++i) order[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = images - 1; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)],
+              order[static_cast<std::size_t>(random() % static_cast<std::uint64_t>(i + 1))]);
+  std::vector<std::int64_t> caption_choice(static_cast<std::size_t>(images));
+  for (std::int64_t& choice : caption_choice)
+    choice = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(captions_per_image));
+  BatchIndices batch;
+  for (std::int64_t b = 0; b < settings.batch_size; ++b) {
+    const std::int64_t image = order[static_cast<std::size_t>(position * settings.batch_size + b)];
+    batch.images.push_back(image);
+    batch.captions.push_back(image * captions_per_image +
+                             caption_choice[static_cast<std::size_t>(image)]);
+  }
+  return batch;
+}
+
+Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings,
+                 const RetrievalSplit& train, const RetrievalSplit& dev,
+                 const Vocabulary& vocabulary, ng::Device device)
+    : settings_(settings),
+      train_(train),
+      dev_(dev),
+      vocabulary_(vocabulary),
+      device_(device),
+      generator_(settings.seed) {
+  NG_CHECK(settings.steps >= 1, "order_embedding", "--steps must be at least 1, got ",
+           settings.steps);
+  NG_CHECK(settings.batch_size >= 2 && settings.batch_size <= train.image_count(),
+           "order_embedding", "--batch ", settings.batch_size, " needs 2 to ", train.image_count(),
+           " (the training images)");
+  NG_CHECK(settings.valid_every >= 1, "order_embedding", "--valid-every must be at least 1, got ",
+           settings.valid_every);
+  NG_CHECK(settings.learning_rate > 0 && std::isfinite(settings.learning_rate), "order_embedding",
+           "--lr must be positive, got ", settings.learning_rate);
+  NG_CHECK(settings.clip >= 0 && std::isfinite(settings.clip), "order_embedding",
+           "--clip must be 0 (none) or positive, got ", settings.clip);
+  NG_CHECK(settings.margin >= 0 && std::isfinite(settings.margin), "order_embedding",
+           "--margin must be non-negative, got ", settings.margin);
+  NG_CHECK(train.feature_dim() == model.image_dim && dev.feature_dim() == model.image_dim,
+           "order_embedding", "the model maps ", model.image_dim, " image features, the data have ",
+           train.feature_dim(), " (train) and ", dev.feature_dim(), " (dev)");
+  model_ = std::make_unique<OrderEmbeddingModel>(model);
+  model_->to(device);
+  adam_ = std::make_unique<ng::optim::Adam>(model_->parameters(),
+                                            ng::optim::AdamOptions{.lr = settings.learning_rate});
+}
+
+std::int64_t Trainer::steps_per_epoch() const {
+  return train_.image_count() / settings_.batch_size;
+}
+
+double Trainer::step(const CaptionBatch& captions, const Tensor& features) {
+  model_->train();
+  adam_->zero_grad();
+  const Tensor loss = model_->loss(captions, features, settings_.margin);
+  loss.backward();
+  if (settings_.clip > 0) ng::optim::clip_grad_norm_each(model_->parameters(), settings_.clip);
+  adam_->step();
+  return loss.item();
+}
+
+ValidationRecord Trainer::run_to_validation(const StepCallback& on_step) {
+  NG_CHECK(!finished(), "order_embedding", "all ", settings_.steps, " steps are done");
+  const std::int64_t until =
+      std::min(settings_.steps, (steps_done_ / settings_.valid_every + 1) * settings_.valid_every);
+  const auto start = std::chrono::steady_clock::now();
+  double loss_sum = 0;
+  const std::int64_t first = steps_done_;
+  for (; steps_done_ < until; ++steps_done_) {
+    const BatchIndices indices =
+        batch_indices(settings_, steps_done_, train_.image_count(), train_.captions_per_image);
+    std::vector<std::string> captions;
+    for (const std::int64_t c : indices.captions)
+      captions.push_back(train_.captions[static_cast<std::size_t>(c)]);
+    const CaptionBatch batch = vocabulary_.batch(captions);
+    const Tensor features = ng::index_select(
+        train_.images, 0,
+        ng::from_vector(indices.images, {static_cast<std::int64_t>(indices.images.size())}));
+    const double loss =
+        step({batch.tokens.to(device_), batch.lengths.to(device_)}, features.to(device_));
+    NG_CHECK(std::isfinite(loss), "order_embedding", "the loss became ", loss, " at step ",
+             steps_done_ + 1);
+    loss_sum += loss;
+    if (on_step) on_step({.step = steps_done_ + 1, .steps = settings_.steps, .loss = loss});
+  }
+  ValidationRecord record{
+      .step = steps_done_,
+      .seconds = (history_.empty() ? 0.0 : history_.back().seconds) + seconds_since(start),
+      .train_loss = loss_sum / static_cast<double>(steps_done_ - first),
+      .dev = {}};
+  record.dev = evaluate_retrieval(*model_, vocabulary_, dev_, device_);
+  const ValidationRecord* previous_best = best();
+  improved_ = previous_best == nullptr || ng::data::image_recall_sum(record.dev) >
+                                              ng::data::image_recall_sum(previous_best->dev);
+  history_.push_back(record);
+  return record;
+}
+
+const ValidationRecord* Trainer::best() const {
+  const ValidationRecord* best = nullptr;
+  for (const ValidationRecord& r : history_)
+    if (best == nullptr ||
+        ng::data::image_recall_sum(r.dev) > ng::data::image_recall_sum(best->dev))
+      best = &r;
+  return best;
+}
+
+void Trainer::save_state(const std::string& path) const {
+  ng::optim::save_training_state(
+      path, *model_, *adam_, generator_, steps_done_,
+      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+}
+
+void Trainer::load_state(const std::string& path) {
+  ng::nn::Metadata metadata;
+  ng::nn::load_tensors(path, &metadata);
+  const auto model = metadata.find(model_key);
+  NG_CHECK(model != metadata.end(), "order_embedding", "'", path,
+           "' is not an order_embedding training state");
+  NG_CHECK(model->second == describe(model_->config()), "order_embedding", "'", path,
+           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
+  const std::int64_t steps =
+      ng::optim::load_training_state(path, *model_, *adam_, generator_, &metadata);
+  const auto found = metadata.find(history_key);
+  NG_CHECK(found != metadata.end(), "order_embedding", "'", path,
+           "' is a training state without order_embedding's history");
+  std::vector<ValidationRecord> history = parse_history_csv(found->second);
+  NG_CHECK(!history.empty() && history.back().step == steps, "order_embedding", "'", path,
+           "' records validations up to step ", history.empty() ? 0 : history.back().step,
+           " but says ", steps, " steps were done");
+  NG_CHECK(steps <= settings_.steps, "order_embedding", "'", path, "' has ", steps,
+           " steps done, more than --steps ", settings_.steps);
+  history_ = std::move(history);
+  steps_done_ = steps;
+  improved_ = false;
+}
+
+}  // namespace order_embedding

@@ -1,0 +1,106 @@
+#pragma once
+// Training order embeddings as the original code does (its train.py and datasource.py): Adam
+// at 1e-3, batches of 128 images each paired with one of its captions drawn at random, the
+// summed contrastive hinge loss with margin 0.05, every gradient clipped to norm 2 on its own,
+// and every 300 steps a validation on the dev images (retrieval in both directions), keeping
+// the model whose image retrieval R@1 + R@5 + R@10 is the best so far.
+//
+// Batches: each epoch visits the training images in a new order (the last partial batch left
+// out), and draws each image's caption anew; both come from the seed and the epoch alone, so a
+// resumed run sees the same batches as an uninterrupted one.
+
+#include <normgrad/normgrad.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataset.h"
+#include "model.h"
+#include "vocabulary.h"
+
+namespace order_embedding {
+
+struct TrainSettings {
+  std::int64_t steps = 30000;
+  std::int64_t batch_size = 128;
+  double learning_rate = 1e-3;
+  double clip = 2.0;  // each gradient's maximum L2 norm; 0: no clipping
+  double margin = 0.05;
+  std::int64_t valid_every = 300;
+  std::uint64_t seed = 1;  // the batches
+};
+
+struct ValidationRecord {
+  std::int64_t step = 0;
+  double seconds = 0;     // training time so far, validations left out
+  double train_loss = 0;  // mean loss of the steps since the last validation
+  normgrad::data::RetrievalScores dev;
+};
+
+// The records as CSV (a header line, then one per validation) and back.
+std::string history_csv(const std::vector<ValidationRecord>& history);
+std::vector<ValidationRecord> parse_history_csv(const std::string& text);
+
+// Retrieval on `split` in folds of `fold_images` images (the last fold may be smaller, and is
+// dropped when another came before it), averaged; the model's mode is left as it was.
+normgrad::data::RetrievalScores evaluate_retrieval(OrderEmbeddingModel& model,
+                                                   const Vocabulary& vocabulary,
+                                                   const RetrievalSplit& split,
+                                                   normgrad::Device device,
+                                                   std::int64_t fold_images = 1000);
+
+// The image and caption indices of step `step`'s batch (captions index split.captions).
+struct BatchIndices {
+  std::vector<std::int64_t> images, captions;
+};
+BatchIndices batch_indices(const TrainSettings& settings, std::int64_t step, std::int64_t images,
+                           std::int64_t captions_per_image);
+
+struct StepReport {
+  std::int64_t step = 0, steps = 0;  // steps done, of how many
+  double loss = 0;
+};
+using StepCallback = std::function<void(const StepReport&)>;
+
+class Trainer {
+ public:
+  // A fresh model on `device`. Bad settings throw normgrad::Error before any work.
+  Trainer(const ModelConfig& model, const TrainSettings& settings, const RetrievalSplit& train,
+          const RetrievalSplit& dev, const Vocabulary& vocabulary, normgrad::Device device);
+
+  // One step on batch `step`; returns its loss. bench/ and `time` time exactly this.
+  double step(const CaptionBatch& captions, const normgrad::Tensor& features);
+  // Trains to the next validation point (or the last step), validates, records; returns the
+  // record, also kept in history(). improved() says whether it is the best so far.
+  ValidationRecord run_to_validation(const StepCallback& on_step = {});
+  bool finished() const { return steps_done() >= settings_.steps; }
+  bool improved() const { return improved_; }
+  std::int64_t steps_done() const { return steps_done_; }
+  std::int64_t steps_per_epoch() const;
+  const std::vector<ValidationRecord>& history() const { return history_; }
+  // The best record so far (by image recall sum); nullptr before the first validation.
+  const ValidationRecord* best() const;
+
+  void save_state(const std::string& path) const;
+  void load_state(const std::string& path);
+
+  OrderEmbeddingModel& model() { return *model_; }
+
+ private:
+  TrainSettings settings_;
+  const RetrievalSplit& train_;
+  const RetrievalSplit& dev_;
+  const Vocabulary& vocabulary_;
+  normgrad::Device device_;
+  std::unique_ptr<OrderEmbeddingModel> model_;
+  std::unique_ptr<normgrad::optim::Adam> adam_;
+  normgrad::Generator generator_;  // kept in the state for the format; training draws none
+  std::int64_t steps_done_ = 0;
+  std::vector<ValidationRecord> history_;
+  bool improved_ = false;
+};
+
+}  // namespace order_embedding
