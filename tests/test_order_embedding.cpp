@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "order_embedding/model.h"
+#include "order_embedding/model_folder.h"
 #include "order_embedding/proxy_data.h"
 #include "order_embedding/run.h"
 #include "order_embedding/training.h"
@@ -259,4 +260,30 @@ TEST_CASE("prepare: tokens, fixed features and a split without repeats") {
   ProxySettings missing = settings;
   missing.corpus = folder / "nowhere";
   CHECK_ERROR(build_proxy_data(missing), "lacks train.en or train.de");
+}
+
+TEST_CASE("order_embedding's config.json goes out and back, and damage is named") {
+  RunConfig run{
+      .model = {.norm = "prmsnorm:0.125", .vocabulary = 50, .word_dim = 7, .dim = 9},
+      .data = {.folder = "/data/coco", .features = "10crop", .train_images = 10, .dev_images = 5},
+      .training = {.steps = 12, .learning_rate = 2e-3, .clip = 0, .valid_every = 4}};
+  const nlohmann::json json = to_json(run);
+  CHECK(to_json(run_config_from_json(json)) == json);
+  nlohmann::json missing = json;
+  missing["training"].erase("margin");
+  CHECK_ERROR(run_config_from_json(missing), "order_embedding",
+              "config.json has no "
+              "training.margin");
+  nlohmann::json wrong = json;
+  wrong["model"]["dim"] = "wide";
+  CHECK_ERROR(run_config_from_json(wrong), "model.dim of the wrong type: \"wide\"");
+  nlohmann::json bad_norm = json;
+  bad_norm["model"]["norm"] = "batchnorm";
+  CHECK_ERROR(run_config_from_json(bad_norm), "the caption GRU takes");
+  testing::ScratchFolder folder("oe_config");
+  const ModelFolder model_folder(folder.path.string());
+  CHECK_FALSE(model_folder.has_config());
+  CHECK_ERROR(model_folder.read_config(), "is not a model folder of order_embedding: no config.json");
+  model_folder.write_config(run);
+  CHECK(to_json(model_folder.read_config()) == json);
 }

@@ -116,13 +116,6 @@ std::optional<std::string> draw_figure(const std::string& folder,
   return image;
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
-
 }  // namespace
 
 Budget budget_named(const std::string& name) {
@@ -143,13 +136,6 @@ Budget budget_named(const std::string& name) {
 
 std::vector<std::string> paper_norms() {
   return {"none", "batchnorm", "weightnorm", "layernorm", "rmsnorm", "prmsnorm:0.125"};
-}
-
-std::string run_folder_name(const std::string& norm) {
-  std::string name = norm;
-  std::replace_if(
-      name.begin(), name.end(), [](char c) { return c == ':' || c == ',' || c == '='; }, '-');
-  return name;
 }
 
 double median_epoch_seconds(const ExperimentRun& run) {
@@ -220,7 +206,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
   const std::string table = table_markdown(runs);
   std::ostringstream report;
   report << "# ConvPool-CNN-C: the RMSNorm paper's Table 10 in shape\n\n"
-         << "Written by `convpool_cnn_c experiment` on " << today() << ", budget "
+         << "Written by `convpool_cnn_c experiment` on " << examples::today_utc() << ", budget "
          << settings.budget << ": " << dataset_name(base.data.kind) << ", "
          << (base.data.train_size > 0 ? std::to_string(base.data.train_size) : "all")
          << " training and "

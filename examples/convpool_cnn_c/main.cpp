@@ -89,25 +89,21 @@ RunConfig run_from(const TrainOptions& o) {
 
 // A folder with a run in it continues that run: a flag given that says otherwise is refused.
 void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
-                    const std::string& folder) {
-  const auto json_stored = to_json(stored), json_asked = to_json(asked);
-  const std::vector<std::pair<const char*, nlohmann::json::json_pointer>> flags{
-      {"--norm", "/model/norm"_json_pointer},
-      {"--width", "/model/width"_json_pointer},
-      {"--seed", "/model/seed"_json_pointer},
-      {"--dataset", "/data/dataset"_json_pointer},
-      {"--data", "/data/folder"_json_pointer},
-      {"--train-size", "/data/train_size"_json_pointer},
-      {"--test-size", "/data/test_size"_json_pointer},
-      {"--epochs", "/training/epochs"_json_pointer},
-      {"--batch", "/training/batch_size"_json_pointer},
-      {"--lr", "/training/learning_rate"_json_pointer},
-      {"--init-images", "/training/init_images"_json_pointer}};
-  for (const auto& [flag, pointer] : flags)
-    NG_CHECK(command.count(flag) == 0 || json_stored[pointer] == json_asked[pointer],
-             "convpool_cnn_c", "'", folder, "' holds a run with ", flag, " ",
-             json_stored[pointer].dump(), ", not ", json_asked[pointer].dump(),
-             ": continue it without the flag, or give another --out");
+                    const ModelFolder& folder) {
+  const examples::FlagSettings flags{{"--norm", "/model/norm"_json_pointer},
+                                     {"--width", "/model/width"_json_pointer},
+                                     {"--seed", "/model/seed"_json_pointer},
+                                     {"--dataset", "/data/dataset"_json_pointer},
+                                     {"--data", "/data/folder"_json_pointer},
+                                     {"--train-size", "/data/train_size"_json_pointer},
+                                     {"--test-size", "/data/test_size"_json_pointer},
+                                     {"--epochs", "/training/epochs"_json_pointer},
+                                     {"--batch", "/training/batch_size"_json_pointer},
+                                     {"--lr", "/training/learning_rate"_json_pointer},
+                                     {"--init-images", "/training/init_images"_json_pointer}};
+  examples::check_same_run(
+      to_json(stored), to_json(asked), flags,
+      [&](const char* flag) { return command.count(flag) > 0; }, folder);
 }
 
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
@@ -116,7 +112,7 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
   RunConfig run = run_from(o);
   if (folder.has_config()) {
     const RunConfig stored = folder.read_config();
-    check_same_run(stored, run, command, o.out);
+    check_same_run(stored, run, command, folder);
     run = stored;
   }
   if (common.threads > 0) ng::set_num_threads(common.threads);

@@ -1,11 +1,5 @@
 #include "model_folder.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "nn/atomic_file.h"
-
 namespace convpool_cnn_c {
 
 namespace ng = normgrad;
@@ -35,14 +29,7 @@ nlohmann::json to_json(const RunConfig& c) {
 
 RunConfig run_config_from_json(const nlohmann::json& j) {
   const auto get = [&](const char* section, const char* key, auto& into) {
-    NG_CHECK(j.is_object() && j.contains(section) && j[section].contains(key), "convpool_cnn_c",
-             "config.json has no ", section, ".", key);
-    try {
-      j[section][key].get_to(into);
-    } catch (const json::exception&) {
-      NG_CHECK(false, "convpool_cnn_c", "config.json: ", section, ".", key,
-               " has the wrong type: ", j[section][key].dump());
-    }
+    examples::read_setting(j, section, key, into, "convpool_cnn_c");
   };
   RunConfig c;
   get("model", "norm", c.model.norm);
@@ -67,31 +54,12 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-bool ModelFolder::has_config() const { return std::filesystem::exists(file("config.json")); }
-
-void ModelFolder::write_text(const std::string& name, const std::string& text) const {
-  std::filesystem::create_directories(path_);
-  ng::nn::write_atomically(file(name), "convpool_cnn_c", [&](const ng::nn::FileWriter& out) {
-    out.write(text.data(), text.size());
-  });
-}
-
 void ModelFolder::write_config(const RunConfig& config) const {
   write_text("config.json", to_json(config).dump(2) + "\n");
 }
 
 RunConfig ModelFolder::read_config() const {
-  const std::string path = file("config.json");
-  std::ifstream in(path);
-  NG_CHECK(in.good(), "convpool_cnn_c", "'", path_,
-           "' is not a convpool_cnn_c model folder: no config.json");
-  json parsed;
-  try {
-    parsed = json::parse(in);
-  } catch (const json::exception& error) {
-    NG_CHECK(false, "convpool_cnn_c", "'", path, "' is not JSON: ", error.what());
-  }
-  return run_config_from_json(parsed);
+  return run_config_from_json(read_json("config.json"));
 }
 
 }  // namespace convpool_cnn_c

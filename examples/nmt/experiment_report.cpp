@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/number_text.h"
+#include "common/run_folder.h"
 
 namespace nmt {
 
@@ -214,12 +215,7 @@ std::string training_table(const std::vector<RunResult>& runs) {
   return out.str() + "\n";
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
+std::string today() { return examples::today_utc(); }
 
 std::string machine_description(const ng::Device& device) {
   if (!device.is_cpu()) return "GPU " + device.str();

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cpu_share.h"
+#include "common/run_folder.h"
 #include "data/bleu.h"
 #include "data/paired_bootstrap.h"
 #include "data/text_file.h"
@@ -50,18 +51,7 @@ void check_experiment_corpus(const std::string& corpus, const std::string& progr
   }
 }
 
-std::string folder_name(const std::string& spec) {
-  // Every run of separators becomes one '-': "layernorm, pre-norm" -> "layernorm-pre-norm".
-  std::string name;
-  for (const char c : spec) {
-    const bool separator = c == ':' || c == ',' || c == '=' || c == '/' || c == ' ';
-    if (!separator)
-      name += c;
-    else if (name.empty() || name.back() != '-')
-      name += '-';
-  }
-  return name;
-}
+std::string folder_name(const std::string& spec) { return examples::run_folder_name(spec); }
 
 std::string absolute_path(const std::string& path) {
   std::error_code ec;

@@ -29,13 +29,6 @@ const std::map<std::string, std::vector<double>>& paper_rows() {
   return rows;
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
-  return text;
-}
-
 std::string metrics_cells(const RankingMetrics& m) {
   return format_number("%.1f", m.recall_at[0]) + " | " + format_number("%.1f", m.recall_at[1]) +
          " | " + format_number("%.1f", m.recall_at[2]) + " | " + format_number("%.1f", m.mean_rank);
@@ -174,13 +167,6 @@ std::vector<std::string> paper_norms() {
   return {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
 }
 
-std::string run_folder_name(const std::string& norm) {
-  std::string name = norm;
-  std::replace_if(
-      name.begin(), name.end(), [](char c) { return c == ':' || c == ',' || c == '='; }, '-');
-  return name;
-}
-
 double seconds_per_100_steps(const ExperimentRun& run) {
   const ValidationRecord& last = run.history.back();
   return 100 * last.seconds / static_cast<double>(last.step);
@@ -256,7 +242,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
   const std::string table = table_markdown(runs);
   std::ostringstream report;
   report << "# Order embeddings: the RMSNorm paper's Table 7 in shape\n\n"
-         << "Written by `order_embedding experiment` on " << today() << ", budget "
+         << "Written by `order_embedding experiment` on " << examples::today_utc() << ", budget "
          << settings.budget << ": data '" << base.data.folder << "', "
          << (base.data.train_images > 0 ? std::to_string(base.data.train_images) : "all")
          << " training images, words " << base.model.word_dim << ", GRU " << base.model.dim << ", "

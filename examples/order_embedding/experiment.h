@@ -47,8 +47,8 @@ struct ExperimentSettings {
   std::int64_t test_images = 0, fold_images = 1000;
 };
 
-// A run's folder name: the spec with ':' ',' '=' made '-'.
-std::string run_folder_name(const std::string& norm);
+// A run's folder name: the spec with its separators made '-'.
+using examples::run_folder_name;
 
 // Trains every run (or takes it as it is), evaluates, then writes the CSV files, the figure
 // and the report; prints the table. A folder that holds another run is an Error before any

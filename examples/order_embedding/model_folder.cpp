@@ -1,10 +1,5 @@
 #include "model_folder.h"
 
-#include <filesystem>
-#include <fstream>
-
-#include "common/text_file.h"
-
 namespace order_embedding {
 
 using nlohmann::json;
@@ -34,15 +29,7 @@ json to_json(const RunConfig& c) {
 
 RunConfig run_config_from_json(const json& j) {
   const auto get = [&](const char* section, const char* key, auto& into) {
-    NG_CHECK(
-        j.is_object() && j.contains(section) && j[section].is_object() && j[section].contains(key),
-        "order_embedding", "config.json has no ", section, ".", key);
-    try {
-      j[section][key].get_to(into);
-    } catch (const json::exception&) {
-      NG_CHECK(false, "order_embedding", "config.json: ", section, ".", key,
-               " has the wrong type: ", j[section][key].dump());
-    }
+    examples::read_setting(j, section, key, into, "order_embedding");
   };
   RunConfig c;
   get("model", "norm", c.model.norm);
@@ -66,28 +53,12 @@ RunConfig run_config_from_json(const json& j) {
   return c;
 }
 
-bool ModelFolder::has_config() const { return std::filesystem::exists(file("config.json")); }
-
-void ModelFolder::write_text(const std::string& name, const std::string& text) const {
-  examples::write_text_file(file(name), text, "order_embedding");
-}
-
 void ModelFolder::write_config(const RunConfig& config) const {
   write_text("config.json", to_json(config).dump(2) + "\n");
 }
 
 RunConfig ModelFolder::read_config() const {
-  const std::string path = file("config.json");
-  std::ifstream in(path);
-  NG_CHECK(in.good(), "order_embedding", "'", path_,
-           "' is not an order_embedding model folder: no config.json");
-  json parsed;
-  try {
-    parsed = json::parse(in);
-  } catch (const json::exception& error) {
-    NG_CHECK(false, "order_embedding", "'", path, "' is not JSON: ", error.what());
-  }
-  return run_config_from_json(parsed);
+  return run_config_from_json(read_json("config.json"));
 }
 
 }  // namespace order_embedding

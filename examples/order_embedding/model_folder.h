@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/run_folder.h"
 #include "model.h"
 #include "training.h"
 
@@ -35,19 +36,12 @@ nlohmann::json to_json(const RunConfig& config);
 // The settings back; an Error naming the key that is missing or of the wrong type.
 RunConfig run_config_from_json(const nlohmann::json& json);
 
-class ModelFolder {
+class ModelFolder : public examples::RunFolder {
  public:
-  explicit ModelFolder(std::string path) : path_(std::move(path)) {}
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-  bool has_config() const;
+  explicit ModelFolder(std::string path) : RunFolder(std::move(path), "order_embedding") {}
+  bool has_config() const { return has("config.json"); }
   void write_config(const RunConfig& config) const;
   RunConfig read_config() const;  // an Error naming the file if it is missing or damaged
-  void write_text(const std::string& name, const std::string& text) const;
-
- private:
-  std::string path_;
 };
 
 }  // namespace order_embedding

@@ -1,0 +1,72 @@
+#pragma once
+// What the programs' model folders share: files written whole or not at all, a JSON
+// configuration read back with errors that name the file, the folder name a norm spec gets,
+// and the check that a flag given for a folder that holds a run does not contradict it.
+//
+//   class ModelFolder : public examples::RunFolder { ... };   // a program's own folder
+//   ModelFolder folder("out/cnn/rmsnorm");
+//   folder.write_text("train.csv", csv);
+//   nlohmann::json config = folder.read_json("config.json");
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace examples {
+
+// The Error of read_setting: "config.json has no S.K", or with `value`, "has the wrong type".
+[[noreturn]] void throw_setting_error(const std::string& program, const char* section,
+                                      const char* key, const std::string& value);
+
+class RunFolder {
+ public:
+  // `program` names the program in error messages.
+  RunFolder(std::string path, std::string program)
+      : path_(std::move(path)), program_(std::move(program)) {}
+  const std::string& path() const { return path_; }
+  const std::string& program() const { return program_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  bool has(const std::string& name) const;
+  // Makes the file hold exactly `text`, creating the folder if needed (write_text_file).
+  void write_text(const std::string& name, const std::string& text) const;
+  // The file's JSON; a normgrad::Error saying the folder is not one of the program's when the
+  // file is missing, and naming the file when it is not JSON.
+  nlohmann::json read_json(const std::string& name) const;
+
+ private:
+  std::string path_, program_;
+};
+
+// Reads the setting json[section][key] of a config.json into `into`; a normgrad::Error naming
+// `program` and the key when it is missing or of another type (a hand-edited file).
+template <typename T>
+void read_setting(const nlohmann::json& json, const char* section, const char* key, T& into,
+                  const std::string& program) {
+  if (!json.is_object() || !json.contains(section) || !json[section].is_object() ||
+      !json[section].contains(key))
+    throw_setting_error(program, section, key, "");
+  try {
+    json[section][key].get_to(into);
+  } catch (const nlohmann::json::exception&) {
+    throw_setting_error(program, section, key, json[section][key].dump());
+  }
+}
+
+// A run's folder name from its spec: every run of ':' ',' '=' '/' and spaces becomes one '-'
+// ("prmsnorm:0.125,eps=1e-8" -> "prmsnorm-0.125-eps-1e-8").
+std::string run_folder_name(const std::string& spec);
+
+// Today's date in UTC, "2026-11-26", for the reports.
+std::string today_utc();
+
+// A folder that holds a run continues it: every flag the user gave (`given(flag)`) must agree
+// with the stored run, where the flag's setting sits at its JSON pointer in both; else a
+// normgrad::Error naming the flag, both values and what to do.
+using FlagSettings = std::vector<std::pair<const char*, nlohmann::json::json_pointer>>;
+void check_same_run(const nlohmann::json& stored, const nlohmann::json& asked,
+                    const FlagSettings& flags, const std::function<bool(const char*)>& given,
+                    const RunFolder& folder);
+
+}  // namespace examples
