@@ -59,14 +59,16 @@ std::string table_csv(const std::vector<ExperimentRun>& runs) {
   std::ostringstream out;
   out.precision(9);
   out << "norm,caption_r1,caption_r5,caption_r10,caption_mean_rank,image_r1,image_r5,image_r10,"
-         "image_mean_rank,best_step,seconds_per_100_steps,saving_over_layernorm,other_cpu\n";
+         "image_mean_rank,test_images,test_captions,best_step,seconds_per_100_steps,"
+         "seconds_spread,saving_over_layernorm,other_cpu\n";
   for (const ExperimentRun& run : runs) {
     out << run.norm;
     for (const RankingMetrics* m : {&run.test.caption, &run.test.image})
       out << ',' << m->recall_at[0] << ',' << m->recall_at[1] << ',' << m->recall_at[2] << ','
           << m->mean_rank;
     const auto saving = saving_over_layernorm(runs, run);
-    out << ',' << best_record(run).step << ',' << seconds_per_100_steps(run) << ','
+    out << ',' << run.test_images << ',' << run.test_captions << ',' << best_record(run).step << ','
+        << seconds_per_100_steps(run) << ',' << seconds_spread(run) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
   }
@@ -128,43 +130,48 @@ std::optional<std::string> draw_figure(const std::string& folder,
 }  // namespace
 
 Budget budget_named(const std::string& name) {
-  if (name == "tiny")
+  if (name == "tiny")  // small enough for a corpus of a few dozen distinct segments
     return {.name = name,
             .word_dim = 8,
             .dim = 16,
             .steps = 20,
             .valid_every = 10,
-            .train_images = 512,
-            .dev_images = 200,
-            .test_images = 400,
-            .fold_images = 200};
+            .batch_size = 16,
+            .dev_images = 10,
+            .fold_images = 10,
+            .local_task = {.corpus = "",
+                           .out = "",
+                           .feature_dim = 256,
+                           .train_pairs = 30000,
+                           .dev_pairs = 10,
+                           .test_pairs = 20,
+                           .min_words = 3,
+                           .max_words = 40}};
   if (name == "demo")
-    return {.name = name,
-            .word_dim = 128,
-            .dim = 256,
-            .steps = 600,
-            .valid_every = 150,
-            .train_images = 0};
+    return {.name = name, .word_dim = 128, .dim = 256, .steps = 600, .valid_every = 150};
   if (name == "long")
-    return {.name = name,
-            .word_dim = 300,
-            .dim = 512,
-            .steps = 3000,
-            .valid_every = 300,
-            .train_images = 0};
+    return {.name = name, .word_dim = 300, .dim = 512, .steps = 3000, .valid_every = 300};
   if (name == "paper")
-    return {.name = name,
-            .word_dim = 300,
-            .dim = 1024,
-            .steps = 30000,
-            .valid_every = 300,
-            .train_images = 0};
+    return {.name = name, .word_dim = 300, .dim = 1024, .steps = 30000, .valid_every = 300};
   throw ng::Error("order_embedding: --budget must be tiny, demo, long or paper, got '" + name +
                   "'");
 }
 
 std::vector<std::string> paper_norms() {
   return {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
+}
+
+double seconds_spread(const ExperimentRun& run) {
+  std::vector<double> per_step;
+  for (std::size_t i = 0; i < run.history.size(); ++i) {
+    const double seconds = run.history[i].seconds - (i > 0 ? run.history[i - 1].seconds : 0.0);
+    const auto steps = run.history[i].step - (i > 0 ? run.history[i - 1].step : 0);
+    per_step.push_back(seconds / static_cast<double>(steps));
+  }
+  std::sort(per_step.begin(), per_step.end());
+  const std::size_t n = per_step.size();
+  const double median = n % 2 == 1 ? per_step[n / 2] : (per_step[n / 2 - 1] + per_step[n / 2]) / 2;
+  return median > 0 ? (per_step.back() - per_step.front()) / median : 0.0;
 }
 
 double seconds_per_100_steps(const ExperimentRun& run) {
@@ -223,7 +230,9 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
     ExperimentRun result{.norm = run.model.norm,
                          .history = train_in_folder(folder, run, device, progress_bar, stdout),
                          .test = {},
-                         .other_cpu = meter.fraction()};
+                         .other_cpu = meter.fraction(),
+                         .test_images = test.image_count(),
+                         .test_captions = static_cast<std::int64_t>(test.captions.size())};
     const RunConfig stored = folder.read_config();
     OrderEmbeddingModel model(stored.model);
     ng::nn::load(model, folder.file("model.safetensors"));

@@ -5,8 +5,10 @@
 // takes finished runs as they are and continues unfinished ones); then each run's best weights
 // retrieve on the test split in folds of 1000 images. Written:
 //
-//   table7.csv    one row per norm: test R@1/5/10 and mean rank both ways, the best step,
-//                 seconds per 100 steps, the saving over LayerNorm, other processes' CPU share
+//   table7.csv    one row per norm: test R@1/5/10 and mean rank both ways, the test images
+//                 and captions, the best step, seconds per 100 steps and the spread of the
+//                 intervals between validations, the saving over LayerNorm, other processes'
+//                 CPU share
 //   curves.csv    every validation of every run: norm, step, seconds, loss, dev retrieval
 //   curves.gp, validation.png   dev image retrieval R@1 and R@10 against steps (Figure 6)
 //   report.md     the table beside the paper's, and the figure
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "model_folder.h"
+#include "proxy_data.h"
 #include "training.h"
 
 namespace order_embedding {
@@ -24,8 +27,9 @@ namespace order_embedding {
 // cores), long (GRU 512) or paper (the paper's sizes, for COCO on a GPU).
 struct Budget {
   std::string name;
-  std::int64_t word_dim = 0, dim = 0, steps = 0, valid_every = 0, train_images = 0;
-  std::int64_t dev_images = 1000, test_images = 0, fold_images = 1000;
+  std::int64_t word_dim = 0, dim = 0, steps = 0, valid_every = 0, batch_size = 128;
+  std::int64_t train_images = 0, dev_images = 1000, test_images = 0, fold_images = 1000;
+  ProxySettings local_task{};  // how `--corpus` builds the local task (corpus and out aside)
 };
 Budget budget_named(const std::string& name);  // an Error for another name
 
@@ -37,6 +41,7 @@ struct ExperimentRun {
   std::vector<ValidationRecord> history;
   normgrad::data::RetrievalScores test;  // of the best validation's weights
   std::optional<double> other_cpu;       // other processes' share of the CPU while it trained
+  std::int64_t test_images = 0, test_captions = 0;  // the queries of each direction
 };
 
 struct ExperimentSettings {
@@ -58,6 +63,8 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,
 
 // Training seconds per 100 steps over the whole run.
 double seconds_per_100_steps(const ExperimentRun& run);
+// The spread of the seconds per step between validations: (slowest - fastest) / median.
+double seconds_spread(const ExperimentRun& run);
 std::string table_markdown(const std::vector<ExperimentRun>& runs);
 
 }  // namespace order_embedding

@@ -156,7 +156,7 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
 struct ExperimentOptions {
   std::string budget = "demo";
   std::string out = "out/order_embedding";
-  std::string data, features;
+  std::string data, corpus, features;
   std::vector<std::string> norms = paper_norms();
   std::int64_t steps = 0;  // 0: the budget's
   std::uint64_t seed = 1;
@@ -167,17 +167,34 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const Budget budget = budget_named(o.budget);
   for (const std::string& norm : o.norms) parse_model_norm(norm);
+  NG_CHECK(o.data.empty() != o.corpus.empty(), kProgram,
+           "experiment needs --data (a retrieval data set) or --corpus (a parallel corpus to "
+           "build the local one from), one of them");
+  std::string data = o.data;
+  if (!o.corpus.empty()) {
+    // The local task, built once into the experiment's folder and reused after.
+    data = o.out + "/data";
+    if (!fs::exists(data + "/dataset.json")) {
+      std::fprintf(stderr, "order_embedding: building the retrieval task from '%s' in '%s'\n",
+                   o.corpus.c_str(), data.c_str());
+      ProxySettings local_task = budget.local_task;
+      local_task.corpus = o.corpus;
+      local_task.out = data;
+      build_proxy_data(local_task);
+    }
+  }
   ExperimentSettings settings{.norms = o.norms,
                               .out = o.out,
                               .budget = budget.name,
                               .test_images = budget.test_images,
                               .fold_images = budget.fold_images};
   settings.base.model = {.word_dim = budget.word_dim, .dim = budget.dim, .seed = o.seed};
-  settings.base.data = {.folder = fs::absolute(o.data).lexically_normal().string(),
+  settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),
                         .features = o.features,
                         .train_images = budget.train_images,
                         .dev_images = budget.dev_images};
   settings.base.training = {.steps = o.steps > 0 ? o.steps : budget.steps,
+                            .batch_size = budget.batch_size,
                             .valid_every = budget.valid_every,
                             .seed = o.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);
@@ -310,7 +327,11 @@ int main(int argc, char** argv) {
   ExperimentOptions x;
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 7 in shape: every norm trained the same way, a report");
-  experiment_command->add_option("--data", x.data, "the data set's folder")->required();
+  experiment_command->add_option("--data", x.data, "the data set's folder");
+  experiment_command->add_option(
+      "--corpus", x.corpus,
+      "or a parallel corpus ({train,dev,test}.{en,de}): the local task is built from it into "
+      "OUT/data");
   experiment_command->add_option("--features", x.features, "its feature set under images/");
   experiment_command
       ->add_option("--budget", x.budget,

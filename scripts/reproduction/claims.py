@@ -10,6 +10,8 @@ Every finding reads the CSV files the example programs write:
       the range of the epochs' times over their median
   mnist_mlp/summary.csv        one row per run: norm, batch size, ms per step, test accuracy
   norm_invariance/table1.csv   one row per cell: measured and the paper's
+  order_embedding/table7.csv   one row per norm: test retrieval R@K and mean rank both ways, the
+      test images and captions, seconds per 100 steps and their spread, other processes' CPU
 """
 
 import csv
@@ -23,6 +25,7 @@ PAPER_SPEEDUP = {  # of RMSNorm and pRMSNorm over LayerNorm, %
     "gru": {"rmsnorm": 24.7, "prmsnorm": 25.9},
     "transformer": {"rmsnorm": 6.9, "prmsnorm": 9.3},
     "cnn": {"rmsnorm": 20.5, "prmsnorm": 23.1},
+    "oe": {"rmsnorm": 40.8, "prmsnorm": 63.9},
 }
 
 SIGNIFICANCE = 0.05  # the level at which a paired-bootstrap p-value is called significant
@@ -113,6 +116,36 @@ def error_finding(rows: list, model: str, run: str, name: str) -> str:
                    "leave to chance: consistent with equal quality.")
 
 
+def recall_finding(rows: list, model: str, run: str, name: str) -> str:
+    """`run` against LayerNorm in image retrieval R@1 (a caption finds its image; the direction
+    the models are selected by), with the interval that the number of queries allows (two
+    independent proportions, as error_finding), and caption retrieval R@1 beside it."""
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    if layernorm is None or other is None:
+        return f"{model}: no {name} or no LayerNorm run."
+    recall_ln, recall = _number(layernorm, "image_r1"), _number(other, "image_r1")
+    queries = _number(other, "test_captions")
+    caption_ln, caption = _number(layernorm, "caption_r1"), _number(other, "caption_r1")
+    if recall_ln is None or recall is None or not queries:
+        return f"{model}: no test retrieval was measured."
+    p, p_ln = recall / 100, recall_ln / 100
+    half_width = 196 * math.sqrt((p * (1 - p) + p_ln * (1 - p_ln)) / queries)
+    difference = recall - recall_ln
+    text = (f"{model}: {name} image R@1 {recall:.1f}, LayerNorm {recall_ln:.1f} "
+            f"({difference:+.1f} points")
+    if caption is not None and caption_ln is not None:
+        text += f"; caption R@1 {caption:.1f} against {caption_ln:.1f}"
+    text += ")"
+    if max(recall, recall_ln) < 1.0:
+        return text + "; neither retrieves yet: too short to decide."
+    if abs(difference) > half_width:
+        side = "higher" if difference > 0 else "lower"
+        return (text + f"; beyond the ±{half_width:.1f} points that {int(queries)} queries "
+                       f"leave to chance: {name}'s recall {side} in this run.")
+    return (text + f"; within the ±{half_width:.1f} points that {int(queries)} queries leave to "
+                   "chance: consistent with equal quality.")
+
+
 @dataclass
 class Timing:
     value: float   # the median, in `unit`
@@ -136,6 +169,14 @@ def _cnn_timing(row: dict) -> Optional[Timing]:
         return None
     half = value * (spread or 0.0) / 2
     return Timing(value, value - half, value + half, 0.0)
+
+
+def _oe_timing(row: dict) -> Optional[Timing]:
+    value, spread = _number(row, "seconds_per_100_steps"), _number(row, "seconds_spread")
+    if value is None:
+        return None
+    half = value * (spread or 0.0) / 2
+    return Timing(value, value - half, value + half, max(0.0, _number(row, "other_cpu") or 0.0))
 
 
 def _time(value: float) -> str:
@@ -177,6 +218,12 @@ def cnn_speed_finding(rows: list, run: str, name: str, paper) -> str:
     layernorm, other = _row(rows, "layernorm"), _row(rows, run)
     return speed_finding("ConvPool-CNN-C", name, layernorm and _cnn_timing(layernorm),
                          other and _cnn_timing(other), "s / epoch", paper)
+
+
+def oe_speed_finding(rows: list, run: str, name: str, paper) -> str:
+    layernorm, other = _row(rows, "layernorm"), _row(rows, run)
+    return speed_finding("Order embeddings", name, layernorm and _oe_timing(layernorm),
+                         other and _oe_timing(other), "s / 100 steps", paper)
 
 
 def mlp_speed_finding(rows: list, batch: str) -> str:
@@ -225,21 +272,25 @@ def _not_run(name: str, program: str) -> str:
 
 def claims(folders: dict) -> list:
     """The claims with this run's findings. `folders` maps an experiment's name ("gru",
-    "transformer", "cnn", "mlp", "invariance") to its output folder, for those that have one."""
+    "transformer", "cnn", "oe", "mlp", "invariance") to its output folder, for those that have
+    one."""
     def table(name: str, file: str) -> Optional[list]:
         return read_rows(os.path.join(folders[name], file)) if name in folders else None
 
     gru, transformer = table("gru", "table2.csv"), table("transformer", "table4.csv")
     pre_norm, cnn = table("transformer", "pre_norm.csv"), table("cnn", "table10.csv")
     mlp, invariance = table("mlp", "summary.csv"), table("invariance", "table1.csv")
+    oe = table("oe", "table7.csv")
     rnn, tf, conv = "RNNSearch (Table 2)", "Transformer (Table 4)", "ConvPool-CNN-C (Table 10)"
+    retrieval = "Order embeddings (Table 7)"
 
     def quality_of(norm: str, name: str) -> list:
         """Each experiment's finding on `norm` against LayerNorm in BLEU or test error."""
         return [bleu_finding(gru, rnn, norm, name) if gru else _not_run(rnn, "gru"),
                 bleu_finding(transformer, tf, norm, name) if transformer else
                 _not_run(tf, "transformer"),
-                error_finding(cnn, conv, norm, name) if cnn else _not_run(conv, "cnn")]
+                error_finding(cnn, conv, norm, name) if cnn else _not_run(conv, "cnn"),
+                recall_finding(oe, retrieval, norm, name) if oe else _not_run(retrieval, "oe")]
 
     def speed_of(norm: str, name: str, say_not_run: bool) -> list:
         """Each experiment's finding on `norm`'s step time against LayerNorm's."""
@@ -250,7 +301,9 @@ def claims(folders: dict) -> list:
                 (transformer, tf, "transformer", lambda: nmt_speed_finding(
                     transformer, tf, norm, name, PAPER_SPEEDUP["transformer"][norm])),
                 (cnn, conv, "cnn", lambda: cnn_speed_finding(cnn, norm, name,
-                                                             PAPER_SPEEDUP["cnn"][norm]))):
+                                                             PAPER_SPEEDUP["cnn"][norm])),
+                (oe, "Order embeddings (Table 8)", "oe",
+                 lambda: oe_speed_finding(oe, norm, name, PAPER_SPEEDUP["oe"][norm]))):
             if rows:
                 findings.append(finding())
             elif say_not_run:
@@ -259,7 +312,8 @@ def claims(folders: dict) -> list:
 
     quality = Claim("RMSNorm's quality matches LayerNorm's.",
                     "test BLEU 22.4 against 22.6 (RNNSearch), 26.8 against 26.6 (Transformer); "
-                    "test error 8.83% against 10.49% (ConvPool-CNN-C).")
+                    "test error 8.83% against 10.49% (ConvPool-CNN-C); image retrieval R@1 39.0 "
+                    "against 38.4 (order embeddings).")
     quality.findings = quality_of("rmsnorm", "RMSNorm")
     if pre_norm:
         quality.findings.append(
@@ -268,15 +322,17 @@ def claims(folders: dict) -> list:
 
     speed = Claim("RMSNorm's training step is shorter than LayerNorm's.",
                   "speed-ups of 24.7% (RNNSearch in TensorFlow; 34.0% in Theano, 11.0% in "
-                  "PyTorch), 6.9% (Transformer) and 20.5% (ConvPool-CNN-C).")
+                  "PyTorch), 6.9% (Transformer), 20.5% (ConvPool-CNN-C) and 40.8% (order "
+                  "embeddings).")
     speed.findings = speed_of("rmsnorm", "RMSNorm", say_not_run=True)
     if mlp:
         speed.findings += [mlp_speed_finding(mlp, "128"), mlp_speed_finding(mlp, "4")]
 
     partial = Claim("pRMSNorm, the RMS of the first p of the units, keeps RMSNorm's quality and "
                     "is faster still.",
-                    "speed-ups of 25.9%, 9.3% and 23.1% (against RMSNorm's 24.7%, 6.9% and "
-                    "20.5%); BLEU 22.6 and 26.5, test error 10.37%.")
+                    "speed-ups of 25.9%, 9.3%, 23.1% and 63.9% (against RMSNorm's 24.7%, 6.9%, "
+                    "20.5% and 40.8%); BLEU 22.6 and 26.5, test error 10.37%, image retrieval "
+                    "R@1 39.0.")
     partial.findings = (quality_of("prmsnorm", "pRMSNorm") +
                         speed_of("prmsnorm", "pRMSNorm", say_not_run=False))
 
@@ -287,12 +343,14 @@ def claims(folders: dict) -> list:
     baseline = Claim("Without a norm, RNNSearch trains worse and the Transformer fails.",
                      "RNNSearch without a norm: BLEU 21.7 against 22.6, and more steps to a "
                      "given loss (Figure 1); the Transformer: training failed (BLEU 0); "
-                     "ConvPool-CNN-C: 8.96% test error, better than LayerNorm's 10.49%.")
+                     "ConvPool-CNN-C: 8.96% test error, better than LayerNorm's 10.49%; order "
+                     "embeddings: image retrieval R@1 37.6 against 38.4.")
     baseline.findings = [
         bleu_finding(gru, rnn, "none", "no norm") if gru else _not_run(rnn, "gru"),
         trained_finding(transformer, tf, "none", "the Transformer without a norm")
         if transformer else _not_run(tf, "transformer"),
         error_finding(cnn, conv, "none", "no norm") if cnn else _not_run(conv, "cnn"),
+        recall_finding(oe, retrieval, "none", "no norm") if oe else _not_run(retrieval, "oe"),
     ]
 
     invariant = Claim("RMSNorm is invariant to re-scaling its weights and inputs, not to "

@@ -66,6 +66,10 @@ def parse_args(argv):
     parser.add_argument("--cifar10", metavar="DIR",
                         help="CIFAR-10's binary version, for the image experiment instead of "
                              "Fashion-MNIST (required at the paper budget)")
+    parser.add_argument("--coco", metavar="DIR",
+                        help="MS-COCO as the order-embedding code has it (train.txt, val.txt, "
+                             "test.txt, images/10crop/*.npy), for the retrieval experiment "
+                             "instead of the corpus's task (required at the paper budget)")
     parser.add_argument("--fashion-mnist", metavar="DIR",
                         help="Fashion-MNIST's folder, if not Debian's dataset-fashion-mnist")
     parser.add_argument("--build-dir", default=os.path.join(REPOSITORY, "build", "release"),
@@ -93,6 +97,8 @@ def check_arguments(args, chosen: list) -> None:
             raise UsageError(f"--corpus '{args.corpus}' lacks {', '.join(missing)}")
     if args.cifar10 is not None and not os.path.isdir(args.cifar10):
         raise UsageError(f"--cifar10 '{args.cifar10}' is not a folder")
+    if args.coco is not None and not os.path.isdir(os.path.join(args.coco, "images")):
+        raise UsageError(f"--coco '{args.coco}' has no images/ folder of features")
     if args.fashion_mnist is not None and not os.path.isdir(args.fashion_mnist):
         raise UsageError(f"--fashion-mnist '{args.fashion_mnist}' is not a folder")
     if args.budget == "paper" and not args.report_only:
@@ -100,6 +106,9 @@ def check_arguments(args, chosen: list) -> None:
         if names & set(GROUPS["nmt"]) and args.corpus is None:
             raise UsageError("the paper budget trains the paper's models for 300k steps: give "
                              "it the paper's corpus (WMT14 English-German) with --corpus")
+        if "oe" in names and args.coco is None:
+            raise UsageError("the paper budget trains order embeddings at the paper's sizes: "
+                             "give it MS-COCO with --coco")
         if "cnn" in names and args.cifar10 is None:
             raise UsageError("the paper budget trains ConvPool-CNN-C for 200 epochs: give it "
                              "CIFAR-10 with --cifar10")
@@ -208,7 +217,8 @@ def main(argv=None) -> int:
     corpus = os.path.abspath(args.corpus or DEFAULT_CORPUS)
     inputs = Inputs(build=args.build_dir, out=args.out, budget=args.budget, device=args.device,
                     threads=args.threads, corpus=corpus,
-                    cifar10=os.path.abspath(args.cifar10) if args.cifar10 else None)
+                    cifar10=os.path.abspath(args.cifar10) if args.cifar10 else None,
+                    coco=os.path.abspath(args.coco) if args.coco else None)
     version = stamps.source_version(REPOSITORY)
     environment = dict(os.environ)
     if args.fashion_mnist:
@@ -223,7 +233,9 @@ def main(argv=None) -> int:
         if missing:
             raise UsageError(f"{args.build_dir} has no {', '.join(missing)}; build it, or leave "
                              "out --no-build")
-        if any(e.needs_corpus for e in to_run) and args.corpus is None:
+        # The retrieval experiment needs the corpus only when it is not given MS-COCO.
+        if any(e.needs_corpus and not (e.name == "oe" and args.coco) for e in to_run) \
+                and args.corpus is None:
             _stage(start, "data: scripts/build_corpus")
             subprocess.run([os.path.join(REPOSITORY, "scripts", "build_corpus"), "--out",
                             corpus], check=True)

@@ -121,6 +121,50 @@ class SpeedFindingTest(unittest.TestCase):
         self.assertIn("do not overlap", claims.cnn_speed_finding(rows, "rmsnorm", "RMSNorm", 20.5))
 
 
+OE_HEADER = ("norm,caption_r1,caption_r5,caption_r10,caption_mean_rank,image_r1,image_r5,"
+             "image_r10,image_mean_rank,test_images,test_captions,best_step,"
+             "seconds_per_100_steps,seconds_spread,saving_over_layernorm,other_cpu")
+
+
+def oe_row(norm, caption_r1, image_r1, captions, seconds, spread, others=""):
+    values = [norm, caption_r1, "", "", "", image_r1, "", "", "", captions, captions, "600",
+              seconds, spread, "", others]
+    return dict(zip(OE_HEADER.split(","), values))
+
+
+class RecallFindingTest(unittest.TestCase):
+    def test_a_difference_beyond_what_the_queries_leave_to_chance(self):
+        rows = [oe_row("layernorm", "40.5", "37.4", "5000", "14.25", "0.1"),
+                oe_row("none", "40.7", "33.7", "5000", "10.05", "0.1")]
+        text = claims.recall_finding(rows, "Order embeddings", "none", "no norm")
+        self.assertIn("no norm image R@1 33.7, LayerNorm 37.4 (-3.7 points; caption R@1 40.7 "
+                      "against 40.5)", text)
+        # 1.96 sqrt((0.337 0.663 + 0.374 0.626) / 5000) = 1.9 points
+        self.assertIn("beyond the ±1.9 points that 5000 queries leave to chance: no norm's "
+                      "recall lower", text)
+
+    def test_a_difference_within_it(self):
+        rows = [oe_row("layernorm", "40.5", "37.4", "5000", "14.25", "0.1"),
+                oe_row("rmsnorm", "41.7", "38.2", "5000", "14.15", "0.1")]
+        text = claims.recall_finding(rows, "Order embeddings", "rmsnorm", "RMSNorm")
+        self.assertIn("within the ±1.9 points", text)
+        self.assertIn("consistent with equal quality", text)
+
+    def test_no_retrieval_yet_decides_nothing(self):
+        rows = [oe_row("layernorm", "0.2", "0.1", "400", "1", "0"),
+                oe_row("rmsnorm", "0.5", "0.8", "400", "1", "0")]
+        self.assertIn("too short to decide",
+                      claims.recall_finding(rows, "OE", "rmsnorm", "RMSNorm"))
+
+    def test_the_speed_spread_is_the_range_over_the_median(self):
+        rows = [oe_row("layernorm", "40.5", "37.4", "5000", "14.0", "0.1", "0.036"),
+                oe_row("prmsnorm:0.0625", "42.7", "40.1", "5000", "11.0", "0.1", "0.0")]
+        text = claims.oe_speed_finding(rows, "prmsnorm", "pRMSNorm", 63.9)
+        self.assertIn("pRMSNorm 11.0 s / 100 steps, LayerNorm 14.0, a speed-up of 21.4% "
+                      "(paper: 63.9%)", text)
+        self.assertIn("the spreads of the two times do not overlap", text)
+
+
 class InvarianceFindingTest(unittest.TestCase):
     def test_agreement_and_a_difference(self):
         rows = [{"method": "RMSNorm", "transformation": "dataset re-scaling", "invariant": "yes",

@@ -55,7 +55,7 @@ class ReproduceTinyTest(unittest.TestCase):
                               capture_output=True, text=True)
 
     def test_the_whole_pipeline_at_the_tiny_budget(self):
-        experiments = ["invariance", "nmt"]
+        experiments = ["invariance", "nmt", "oe"]
         if has_fashion_mnist():
             experiments += ["mlp", "cnn"]
         else:
@@ -72,7 +72,7 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertIn("| ran |", text)
             self.assertIn("## The paper's claims, and what this run shows", text)
             tables = {"invariance": ["Table 1"], "nmt": ["Table 2", "Table 4", "Table 5"],
-                      "mlp": [], "cnn": ["Table 10"]}
+                      "mlp": [], "cnn": ["Table 10"], "oe": ["Table 7", "Table 8"]}
             for experiment in experiments:
                 for table in tables[experiment]:
                     self.assertRegex(text, rf"\| {table} \| \[[^]]+\]\(#", table)
@@ -80,8 +80,10 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertIn("## Table 4: test BLEU and training time", text)
             self.assertIn("(transformer_nmt-tiny/post_norm.png)", text)
             self.assertIn("All 30 cells measured agree with the paper's Table 1", text)
+            self.assertIn("Order embeddings: the RMSNorm paper's Table 7 in shape", text)
+            self.assertIn("Order embeddings (Table 7): RMSNorm image R@1", text)
             claims = text.split("## The paper's claims")[1].split("## The paper's tables")[0]
-            for name in ("gru", "transformer", "invariance") + (("cnn",) if has_fashion_mnist()
+            for name in ("gru", "transformer", "invariance", "oe") + (("cnn",) if has_fashion_mnist()
                                                                   else ()):
                 self.assertNotIn(f"not run (`scripts/reproduce {name}`)", claims)
             self.assertNotIn("no RMSNorm or no LayerNorm", claims)  # every table's rows found
