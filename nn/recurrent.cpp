@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "nn/norms/batch_norm.h"
 
 namespace normgrad::nn {
 
@@ -23,11 +24,6 @@ RecurrentCell::RecurrentCell(std::int64_t input_size, std::int64_t hidden_size, 
            "input_size and hidden_size must be positive, got ", input_size, " and ", hidden_size);
   NG_CHECK(is_floating(options.dtype), "RecurrentCell", "expects a floating-point dtype, got ",
            options.dtype);
-  // BatchNorm would normalise each step over the batch with running statistics shared by every
-  // step: recurrent batch norm, a different method, and not what the paper compares.
-  NG_CHECK(spec_.kind != NormKind::BatchNorm, "RecurrentCell", "norm '", spec_.str(),
-           "' is not supported in a recurrent cell; use none, layernorm, "
-           "rmsnorm, prmsnorm, l2norm or weightnorm");
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   const TensorOptions tensor_options{.dtype = options.dtype};
   const auto uniform = [&](const Shape& shape) {
@@ -92,7 +88,29 @@ Tensor RecurrentCell::project_state(const Tensor& h, const Tensor& state_dropout
 }
 
 std::shared_ptr<Norm> RecurrentCell::add_norm(const std::string& name, std::int64_t features) {
-  return register_module(name, make_norm(spec_, features, NormLayout::Features, options_.dtype));
+  if (spec_.kind != NormKind::BatchNorm)
+    return register_module(name, make_norm(spec_, features, NormLayout::Features, options_.dtype));
+  // Recurrent batch normalisation (Cooijmans et al. 2017): see RecurrentCellOptions.
+  return register_module(name,
+                         std::make_shared<RecurrentBatchNorm>(features, spec_, options_.dtype));
+}
+
+RecurrentBatchNorm::RecurrentBatchNorm(std::int64_t features, const NormSpec& spec, DType dtype)
+    : norm_(
+          register_module("norm", std::make_shared<BatchNorm1d>(
+                                      features, BatchNormOptions{.eps = spec.eps.value_or(1e-5),
+                                                                 .affine = spec.bias.value_or(true),
+                                                                 .track_running_stats = false,
+                                                                 .dtype = dtype}))) {
+  if (norm_->gain.defined()) init::constant_(norm_->gain, 0.1);
+}
+
+Tensor RecurrentBatchNorm::forward(const Tensor& x) {
+  // [..., F] as rows [N, F]: one step's batch, or every step's rows of the input side.
+  const std::int64_t features = norm_->num_features();
+  NG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == features, type_name(), "expects [..., ",
+           features, "], got ", x.defined() ? x.shape() : Shape{});
+  return norm_->forward(x.reshape({-1, features})).reshape(x.shape());
 }
 
 // ---- sequence_mask -------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 
 #include "core/generator.h"
 #include "nn/module.h"
+#include "nn/norms/batch_norm.h"
 #include "nn/norms/factory.h"
 #include "nn/norms/weight_norm.h"
 
@@ -31,8 +32,12 @@ namespace normgrad::nn {
 
 struct RecurrentCellOptions {
   // The normaliser of every norm slot of the cell (norms/factory.h), given as a spec string:
-  // none, layernorm, rmsnorm, prmsnorm[:p], l2norm, or weightnorm (which reparameterises W_ih
-  // and W_hh instead).
+  // none, layernorm, rmsnorm, prmsnorm[:p], l2norm, weightnorm (which reparameterises W_ih
+  // and W_hh instead), or batchnorm. BatchNorm in a cell is recurrent batch normalisation
+  // (Cooijmans et al. 2017) as the attentive reader's code runs it: each step's state side and
+  // cell are normalised over the rows that step computes, the input side over all steps' rows
+  // at once, always with those statistics (no running estimates: evaluation uses its own
+  // batch's, as that code validates), and the gains start at 0.1, as that paper advises.
   NormSpec norm{};
   bool bias = true;            // b_ih, added to the input side before its norm
   bool recurrent_bias = true;  // b_hh, added to the state side before its norm (as PyTorch)
@@ -92,6 +97,18 @@ class RecurrentCell : public Module {
   NormSpec spec_;
   Tensor weight_ih_, weight_hh_;  // plain weights, when not reparameterised
   std::shared_ptr<WeightNorm> weight_ih_norm_, weight_hh_norm_;
+};
+
+// The BatchNorm of a recurrent cell's norm slots (RecurrentCellOptions says what it does): a
+// BatchNorm1d without running estimates over the rows of its input [..., F], gains from 0.1.
+class RecurrentBatchNorm : public Norm {
+ public:
+  RecurrentBatchNorm(std::int64_t features, const NormSpec& spec, DType dtype);
+  std::string type_name() const override { return "RecurrentBatchNorm"; }
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  std::shared_ptr<BatchNorm1d> norm_;
 };
 
 struct RecurrentOutput {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/word_tokens.h"
 #include "helpers.h"
 #include "order_embedding/model.h"
 #include "order_embedding/model_folder.h"
@@ -201,9 +202,10 @@ TEST_CASE("Trainer: a resumed run ends exactly as an uninterrupted one, history 
 }
 
 TEST_CASE("prepare: tokens, fixed features and a split without repeats") {
-  CHECK(proxy_tokens("Can't open %s.") ==
+  CHECK(examples::word_tokens("Can't open %s.") ==
         std::vector<std::string>{"can", "'", "t", "open", "%", "s", "."});
-  CHECK(proxy_tokens("„Größe“ ÄNDERN") == std::vector<std::string>{"„", "größe", "“", "ändern"});
+  CHECK(examples::word_tokens("„Größe“ ÄNDERN") ==
+        std::vector<std::string>{"„", "größe", "“", "ändern"});
 
   const std::vector<std::vector<std::string>> training{{"die", "datei"}, {"die", "größe"}};
   const HashedFeatures features(training, 64);

@@ -20,8 +20,8 @@ constexpr DType f64 = DType::Float64;
 // [B] mask with row 1 skipping the step.
 Tensor step_mask(DType dtype = f64) { return tensor({1, 0, 1}, {.dtype = dtype}); }
 
-const std::vector<std::string> cell_norms = {"none",         "layernorm", "rmsnorm",
-                                             "prmsnorm:0.5", "l2norm",    "weightnorm"};
+const std::vector<std::string> cell_norms = {"none",   "layernorm",  "rmsnorm",  "prmsnorm:0.5",
+                                             "l2norm", "weightnorm", "batchnorm"};
 
 nn::RecurrentOptions layer_options(const std::string& norm, bool bidirectional,
                                    bool batch_first = false, bool fused = true) {
@@ -344,11 +344,37 @@ TEST_CASE("sequence_mask") {
   CHECK_ERROR(nn::sequence_mask(tensor({1.0}), 2), "sequence_mask", "int64");
 }
 
+TEST_CASE("batchnorm in a cell: each step over its own rows, no running estimates, gains 0.1") {
+  Generator generator(5);
+  nn::LstmCell cell(3, 4, {.norm = "batchnorm", .dtype = f64}, generator);
+  for (const auto& [name, parameter] : cell.named_parameters())
+    if (name.find("gain") != std::string::npos)
+      CHECK(all_close(parameter, std::vector<double>(parameter.numel(), 0.1), 0, 0));
+  CHECK(cell.named_buffers().empty());  // no running mean or variance anywhere
+  const Tensor x = leaf({5, 3}, 1), h = leaf({5, 4}, 2), c = leaf({5, 4}, 3);
+  const nn::LstmState train = cell.forward(x.detach(), {h.detach(), c.detach()});
+  // The state side of one step, normalised over the step's 5 rows: every column of
+  // (BN(W_hh h + b_hh) - bias) / gain has mean 0 and variance 1 over the batch.
+  const Tensor state_side = matmul(h.detach(), cell.weight_hh().t()) + cell.bias_hh;
+  std::shared_ptr<nn::Norm> state_norm;
+  for (const auto& [name, child] : cell.named_children())
+    if (name == "state_norm") state_norm = std::dynamic_pointer_cast<nn::Norm>(child);
+  REQUIRE(state_norm != nullptr);
+  Tensor bias;
+  for (const auto& [name, parameter] : state_norm->named_parameters())
+    if (name == "norm.bias") bias = parameter;
+  const Tensor standard = (state_norm->forward(state_side) - bias) / 0.1;
+  CHECK(all_close(mean(standard, {0}), std::vector<double>(16, 0.0), 0, 1e-9));
+  CHECK(all_close(var(standard, {0}, false, false), std::vector<double>(16, 1.0), 1e-3, 0));
+  // Evaluation uses the batch's own statistics too.
+  cell.eval();
+  const nn::LstmState evaluated = cell.forward(x.detach(), {h.detach(), c.detach()});
+  CHECK(all_close(evaluated.hidden, train.hidden, 0, 0));
+}
+
 TEST_CASE("recurrent layers refuse bad input with clear errors") {
   nn::Gru gru(3, 4);
   nn::Lstm lstm(3, 4, {.bidirectional = true});
-  CHECK_ERROR(nn::Gru(3, 4, {.cell = {.norm = "batchnorm"}}), "RecurrentCell", "batchnorm",
-              "layernorm");
   CHECK_ERROR(nn::Gru(3, 4, {.cell = {.norm = "rmsnrom"}}), "rmsnrom");
   CHECK_ERROR(nn::Gru(0, 4), "input_size");
   CHECK_ERROR(gru.forward(zeros({5, 2, 7})), "GRU", "[steps, batch, 3]", "[5, 2, 7]");

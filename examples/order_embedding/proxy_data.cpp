@@ -8,8 +8,8 @@
 #include <unordered_set>
 
 #include "common/text_file.h"
+#include "common/word_tokens.h"
 #include "data/text_file.h"
-#include "data/unicode_text.h"
 
 namespace order_embedding {
 
@@ -28,11 +28,6 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t salt) {
   return hash;
 }
 
-bool is_punctuation(char32_t c) {
-  static const std::u32string_view marks = U"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~“”„‚‘’«»‹›…–—·";
-  return marks.find(c) != std::u32string_view::npos;
-}
-
 std::string join(const std::vector<std::string>& words) {
   std::string text;
   for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
@@ -45,28 +40,6 @@ struct Pair {
 };
 
 }  // namespace
-
-std::vector<std::string> proxy_tokens(const std::string& text) {
-  const std::u32string lower = ng::data::python_lower(ng::data::decode_utf8(text, "a segment"));
-  std::vector<std::string> tokens;
-  std::u32string word;
-  const auto flush = [&] {
-    if (!word.empty()) tokens.push_back(ng::data::encode_utf8(word));
-    word.clear();
-  };
-  for (const char32_t c : lower) {
-    if (ng::data::is_python_space(c)) {
-      flush();
-    } else if (is_punctuation(c)) {
-      flush();
-      tokens.push_back(ng::data::encode_utf8(std::u32string(1, c)));
-    } else {
-      word += c;
-    }
-  }
-  flush();
-  return tokens;
-}
 
 HashedFeatures::HashedFeatures(const std::vector<std::vector<std::string>>& training_segments,
                                std::int64_t dim)
@@ -133,7 +106,7 @@ ProxySummary build_proxy_data(const ProxySettings& settings) {
              " lines but '", german.string(), "' has ", de.size());
     for (std::size_t i = 0; i < en.size(); ++i) {
       ++summary.segments;
-      Pair pair{proxy_tokens(en[i]), proxy_tokens(de[i]), 0};
+      Pair pair{examples::word_tokens(en[i]), examples::word_tokens(de[i]), 0};
       const auto words = static_cast<std::int64_t>(pair.english.size());
       if (words < settings.min_words || words > settings.max_words || pair.german.empty()) continue;
       const std::string english_text = join(pair.english), german_text = join(pair.german);

@@ -43,9 +43,6 @@ struct ProxySummary {
   std::int64_t train = 0, dev = 0, test = 0;
 };
 
-// Lowercased, with punctuation split from words: "Can't open %s." -> "can ' t open % s ."
-std::vector<std::string> proxy_tokens(const std::string& text);
-
 // The fixed "image" encoding: each word adds its idf to two buckets (two hashes of the word,
 // modulo dim), each pair of neighbouring words half their mean idf to one bucket; then the
 // vector is scaled to unit length (a segment without words stays 0). idf(w) =

@@ -1,0 +1,174 @@
+#include "local_task.h"
+
+#include <normgrad/normgrad.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/text_file.h"
+#include "common/word_tokens.h"
+#include "data/text_file.h"
+#include "question_file.h"
+
+namespace attentive_reader {
+
+namespace ng = normgrad;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Segment = std::vector<std::string>;
+
+std::vector<Segment> read_segments(const std::string& path) {
+  std::vector<Segment> segments;
+  for (const std::string& line : ng::data::read_text_lines(path))
+    segments.push_back(examples::word_tokens(line));
+  return segments;
+}
+
+bool only_letters(const std::string& word) {
+  // Bytes of multi-byte UTF-8 characters (umlauts and the like) count as letters.
+  return std::all_of(word.begin(), word.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte >= 0x80 || (byte >= 'a' && byte <= 'z');
+  });
+}
+
+class ContentWords {
+ public:
+  ContentWords(const std::vector<Segment>& training, std::int64_t stop_words) {
+    for (const Segment& segment : training)
+      for (const std::string& word : segment) ++count_[word];
+    std::vector<std::pair<std::int64_t, std::string>> by_count;
+    for (const auto& [word, count] : count_) by_count.emplace_back(-count, word);
+    std::sort(by_count.begin(), by_count.end());
+    for (std::size_t i = 0; i < by_count.size() && static_cast<std::int64_t>(i) < stop_words; ++i)
+      stop_.insert(by_count[i].second);
+  }
+  bool is_content(const std::string& word) const {
+    return word.size() >= 3 && only_letters(word) && stop_.count(word) == 0;
+  }
+  std::int64_t count(const std::string& word) const {
+    const auto found = count_.find(word);
+    return found == count_.end() ? 0 : found->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::int64_t> count_;
+  std::unordered_set<std::string> stop_;
+};
+
+// The split a window of the corpus goes to: a hash of its position, so that the same corpus
+// always gives the same split; 1 in 20 windows to validation and 1 in 20 to test.
+const char* split_of(std::size_t window, std::uint64_t seed) {
+  std::uint64_t hash = (window + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+  hash ^= hash >> 31;
+  hash *= 0xBF58476D1CE4E5B9ull;
+  hash ^= hash >> 27;
+  const std::uint64_t bucket = hash % 20;
+  return bucket == 0 ? "validation" : bucket == 1 ? "test" : "training";
+}
+
+// One question from a window: its document segments, then its query; nullopt when the query
+// shares no content word with the document.
+std::optional<Question> make_question(const std::vector<Segment>& segments, std::size_t first,
+                                      const ContentWords& words,
+                                      const LocalTaskSettings& settings) {
+  const auto window = static_cast<std::size_t>(settings.document_segments + 1);
+  const Segment& query_words = segments[first + window - 1];
+  Segment document;
+  for (std::size_t s = first; s + 1 < first + window; ++s)
+    document.insert(document.end(), segments[s].begin(), segments[s].end());
+  // The document's content words in order of first appearance.
+  std::vector<std::string> entities;
+  for (const std::string& word : document)
+    if (words.is_content(word) &&
+        std::find(entities.begin(), entities.end(), word) == entities.end())
+      entities.push_back(word);
+  // The answer: the query's rarest content word that the document holds.
+  std::string answer;
+  for (const std::string& word : query_words)
+    if (std::find(entities.begin(), entities.end(), word) != entities.end() &&
+        (answer.empty() || words.count(word) < words.count(answer)))
+      answer = word;
+  if (answer.empty()) return std::nullopt;
+  // A random numbering of the entities for this question.
+  std::vector<std::size_t> order(entities.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 random(settings.seed * 1000003 + first);
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random() % i]);
+  std::map<std::string, std::string> id_of;
+  Question question;
+  for (std::size_t i = 0; i < entities.size(); ++i) {
+    const std::string id = "@entity" + std::to_string(order[i]);
+    id_of[entities[i]] = id;
+    question.entities[id] = entities[i];
+  }
+  const auto anonymise = [&](const std::string& word) {
+    const auto found = id_of.find(word);
+    return found == id_of.end() ? word : found->second;
+  };
+  for (const std::string& word : document) question.document.push_back(anonymise(word));
+  bool placed = false;
+  for (const std::string& word : query_words) {
+    if (!placed && word == answer) {
+      question.query.push_back(kPlaceholder);
+      placed = true;
+    } else {
+      question.query.push_back(anonymise(word));
+    }
+  }
+  question.answer = id_of.at(answer);
+  question.url = "train.en:" + std::to_string(first + 1);
+  return question;
+}
+
+}  // namespace
+
+LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
+  NG_CHECK(
+      settings.document_segments >= 1 && settings.min_query_words >= 1 && settings.stop_words >= 0,
+      "attentive_reader", "a document needs at least one segment and a query one word");
+  const fs::path path = fs::path(settings.corpus) / "train.en";
+  NG_CHECK(fs::exists(path), "attentive_reader", "'", settings.corpus,
+           "' lacks train.en: give a folder of parallel text (scripts/build_corpus writes one)");
+  const std::vector<Segment> segments = read_segments(path.string());
+  const ContentWords words(segments, settings.stop_words);
+  const fs::path questions = fs::path(settings.out) / "questions";
+  for (const char* split : {"training", "validation", "test"})
+    fs::create_directories(questions / split);
+  LocalTaskSummary summary;
+  std::map<std::string, std::int64_t> written;
+  const auto window = static_cast<std::size_t>(settings.document_segments + 1);
+  for (std::size_t first = 0, index = 0; first + window <= segments.size();
+       first += window, ++index) {
+    if (static_cast<std::int64_t>(segments[first + window - 1].size()) < settings.min_query_words)
+      continue;
+    const std::optional<Question> question = make_question(segments, first, words, settings);
+    if (!question) {
+      ++summary.skipped;
+      continue;
+    }
+    const std::string split = split_of(index, settings.seed);
+    char name[32];
+    std::snprintf(name, sizeof name, "%07lld.question", static_cast<long long>(written[split]++));
+    examples::write_text_file((questions / split / name).string(), question_text(*question),
+                              "attentive_reader");
+  }
+  summary.training = written["training"];
+  summary.validation = written["validation"];
+  summary.test = written["test"];
+  NG_CHECK(summary.training >= 1 && summary.validation >= 1 && summary.test >= 1,
+           "attentive_reader", "'", path.string(), "' gave ", summary.training, " training, ",
+           summary.validation, " validation and ", summary.test,
+           " test questions: too little text for the task");
+  return summary;
+}
+
+}  // namespace attentive_reader
