@@ -110,7 +110,12 @@ Tensor RecurrentBatchNorm::forward(const Tensor& x) {
   const std::int64_t features = norm_->num_features();
   NG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == features, type_name(), "expects [..., ",
            features, "], got ", x.defined() ? x.shape() : Shape{});
-  return norm_->forward(x.reshape({-1, features})).reshape(x.shape());
+  const Tensor rows = x.reshape({-1, features});
+  // A step that computes one row (the last of a packed batch's longest sequence) has that row
+  // for its mean and no variance: normalised, it is 0, and the output is the bias.
+  if (rows.size(0) == 1)
+    return (norm_->bias.defined() ? x * 0.0 + norm_->bias : x * 0.0).reshape(x.shape());
+  return norm_->forward(rows).reshape(x.shape());
 }
 
 // ---- sequence_mask -------------------------------------------------------------------------

@@ -101,6 +101,7 @@ class RecurrentCell : public Module {
 
 // The BatchNorm of a recurrent cell's norm slots (RecurrentCellOptions says what it does): a
 // BatchNorm1d without running estimates over the rows of its input [..., F], gains from 0.1.
+// A single row normalises to 0 (it is its own mean), so its output is the bias.
 class RecurrentBatchNorm : public Norm {
  public:
   RecurrentBatchNorm(std::int64_t features, const NormSpec& spec, DType dtype);

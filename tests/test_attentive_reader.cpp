@@ -5,13 +5,17 @@
 #include <fstream>
 #include <set>
 
+#include "attentive_reader/batches.h"
 #include "attentive_reader/local_task.h"
+#include "attentive_reader/model.h"
 #include "attentive_reader/question_file.h"
+#include "attentive_reader/run.h"
 #include "helpers.h"
 #include "scratch_folder.h"
 
 using namespace normgrad;
 using namespace attentive_reader;
+using testing::all_close;
 namespace fs = std::filesystem;
 
 namespace {
@@ -124,4 +128,126 @@ TEST_CASE("the local cloze task: documents of neighbouring segments, anonymised 
   CHECK(answers.size() > 1);
   CHECK_ERROR(build_local_task({.corpus = folder / "nowhere", .out = folder / "x"}),
               "lacks train.en");
+}
+
+namespace {
+
+// Two small questions over the same words.
+std::vector<Question> two_questions() {
+  Question a = parse_question(kQuestion, "a");
+  Question b = a;
+  b.document = {"@entity1", "met", "@entity0", "in", "@entity0", "."};
+  b.query = {"@placeholder", "met", "@entity0"};
+  b.answer = "@entity1";
+  return {a, b};
+}
+
+}  // namespace
+
+TEST_CASE("ReaderVocabulary: entities first by number, then words seen twice or more") {
+  const std::vector<Question> questions = two_questions();
+  const ReaderVocabulary vocabulary = ReaderVocabulary::build(questions);
+  CHECK(vocabulary.entities() == 3);
+  CHECK(vocabulary.id("@entity0") == 2);
+  CHECK(vocabulary.id("@entity2") == 4);
+  CHECK(vocabulary.id("@entity3") == kUnknown);  // past the entities seen
+  CHECK(vocabulary.id("the") != kUnknown);       // in both questions' text
+  CHECK(vocabulary.id("monday") == kUnknown);    // seen once
+  CHECK(vocabulary.id("@placeholder") != kUnknown);
+  testing::ScratchFolder folder("ar_vocabulary");
+  fs::create_directories(folder.path);
+  vocabulary.save(folder / "vocabulary.txt");
+  const ReaderVocabulary loaded = ReaderVocabulary::load(folder / "vocabulary.txt");
+  CHECK(loaded.size() == vocabulary.size());
+  CHECK(loaded.id("the") == vocabulary.id("the"));
+  write_file(folder / "bad.txt", "words 3\nthe\n");
+  CHECK_ERROR(ReaderVocabulary::load(folder / "bad.txt"), "is not a reader vocabulary");
+}
+
+TEST_CASE("make_batch: time-first padded ids, lengths, answers, and renumbered entities") {
+  const std::vector<Question> questions = two_questions();
+  const ReaderVocabulary vocabulary = ReaderVocabulary::build(questions);
+  const QuestionBatch batch = make_batch(questions, {1, 0}, vocabulary);
+  CHECK(batch.document.shape() == Shape{18, 2});
+  CHECK(batch.document_lengths.to_vector<std::int64_t>() == std::vector<std::int64_t>{6, 18});
+  CHECK(batch.query_lengths.to_vector<std::int64_t>() == std::vector<std::int64_t>{3, 9});
+  CHECK(batch.answers.to_vector<std::int64_t>() == std::vector<std::int64_t>{3, 2});
+  const std::vector<std::int64_t> ids = batch.document.to_vector<std::int64_t>();
+  CHECK(ids[0] == 3);                 // question 1's first token, @entity1
+  CHECK(ids[6 * 2 + 0] == kPadding);  // past its 6 tokens
+  // Renumbering 0 -> 2, 1 -> 0, 2 -> 1 moves every entity id, answers included.
+  const QuestionBatch renumbered = make_batch(questions, {1, 0}, vocabulary, {2, 0, 1});
+  CHECK(renumbered.answers.to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 4});
+  CHECK(renumbered.document.to_vector<std::int64_t>()[0] == 2);
+  const std::vector<std::int64_t> permutation = random_permutation(50, 3);
+  std::vector<std::int64_t> sorted = permutation;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(sorted[static_cast<std::size_t>(i)] == i);
+  CHECK(permutation == random_permutation(50, 3));
+  CHECK_ERROR(make_batch(questions, {0}, vocabulary, {0, 1}), "permutation has 2 numbers");
+}
+
+TEST_CASE("the reader: logits over the vocabulary, attention only on a document's words") {
+  const std::vector<Question> questions = two_questions();
+  const ReaderVocabulary vocabulary = ReaderVocabulary::build(questions);
+  for (const std::string norm : {"none", "layernorm", "rmsnorm", "prmsnorm:0.25", "batchnorm"}) {
+    CAPTURE(norm);
+    AttentiveReader model({.norm = norm, .vocabulary = vocabulary.size(), .dim = 6, .seed = 2});
+    model.eval();
+    const QuestionBatch batch = make_batch(questions, {1, 0}, vocabulary);
+    const Tensor logits = model.forward(batch);
+    CHECK(logits.shape() == Shape{2, vocabulary.size()});
+    const Tensor attention = model.attention();
+    CHECK(attention.shape() == Shape{18, 2});
+    CHECK(all_close(sum(attention, {0}), {1.0, 1.0}, 1e-5, 1e-5));
+    // Question 1 has 6 words: no attention past them.
+    CHECK(sum(attention.narrow(0, 6, 12).select(1, 0)).item() == 0.0);
+    // Its logits do not depend on the padding that the longer question brings.
+    const Tensor alone = model.forward(make_batch(questions, {1}, vocabulary));
+    if (norm != "batchnorm")  // whose statistics are the batch's, by design
+      CHECK(all_close(alone.select(0, 0), logits.select(0, 0), 1e-4, 1e-5));
+  }
+  CHECK_ERROR(parse_model_norm("l2norm"), "the reader's LSTMs take");
+  CHECK(parse_model_norm("rmsnorm").bias == true);  // the gates' bias after the norms
+}
+
+TEST_CASE("the reader's Trainer: a resumed run ends as an uninterrupted one") {
+  testing::ScratchFolder folder("ar_resume");
+  for (const char* split : {"training", "validation"}) {
+    fs::create_directories(folder / ("data/questions/" + std::string(split)));
+    const std::vector<Question> questions = two_questions();
+    for (int i = 0; i < 6; ++i)
+      write_file(
+          folder / ("data/questions/" + std::string(split) + "/" + std::to_string(i) + ".question"),
+          question_text(questions[static_cast<std::size_t>(i % 2)]));
+  }
+  const RunConfig run{.model = {.norm = "layernorm", .dim = 4, .seed = 3},
+                      .data = {.folder = folder / "data"},
+                      .training = {.steps = 4, .batch_size = 2, .valid_every = 2, .seed = 5}};
+  std::FILE* log = std::tmpfile();
+  const std::vector<ValidationRecord> whole =
+      train_in_folder(ModelFolder(folder / "whole"), run, Device::cpu(), false, log);
+  REQUIRE(whole.size() == 2);
+  RunConfig half_run = run;
+  {
+    const ModelFolder half(folder / "half");
+    const RunData data = load_run_data(half, run.data);
+    half_run.model.vocabulary = data.vocabulary.size();
+    Trainer trainer(half_run.model, run.training, data.training, data.validation, data.vocabulary,
+                    Device::cpu());
+    trainer.run_to_validation();
+    half.write_config(half_run);
+    data.vocabulary.save(half.file("vocabulary.txt"));
+    trainer.save_state(half.file("state.safetensors"));
+  }
+  const std::vector<ValidationRecord> resumed =
+      train_in_folder(ModelFolder(folder / "half"), half_run, Device::cpu(), false, log);
+  std::fclose(log);
+  REQUIRE(resumed.size() == 2);
+  CHECK(resumed[1].train_loss == whole[1].train_loss);
+  CHECK(resumed[1].valid_loss == whole[1].valid_loss);
+  const std::vector<ValidationRecord> back = parse_history_csv(history_csv(whole));
+  CHECK(back[1].valid_error == whole[1].valid_error);
+  CHECK_ERROR(parse_history_csv("step,loss\n"), "does not start with its header");
+  CHECK(to_json(run_config_from_json(to_json(run))) == to_json(run));
 }

@@ -2,32 +2,142 @@
 // bidirectional attentive reader with the normaliser inside its LSTMs.
 //
 //   attentive_reader prepare --corpus out/corpus/debian-en-de --out out/ar-data
+//   attentive_reader train --data out/ar-data --out out/ar/rmsnorm --norm rmsnorm
+//   attentive_reader train --out out/ar/rmsnorm          # continues where that run stopped
+//   attentive_reader evaluate --model out/ar/rmsnorm     # the test error
+//
+// --data takes the CNN corpus's folder (cnn/, holding questions/{training,validation,test}) or
+// the folder `prepare` makes from a parallel corpus.
 #include <normgrad/normgrad.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
+#include "common/device_flag.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
 #include "local_task.h"
+#include "model_folder.h"
+#include "run.h"
 
 namespace ng = normgrad;
+namespace fs = std::filesystem;
 using namespace attentive_reader;
 
 namespace {
 
 constexpr const char* kProgram = "attentive_reader";
 
+struct CommonOptions {
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+struct TrainOptions {
+  std::string out = "out/attentive_reader/rmsnorm";
+  std::string data;
+  std::string norm = "rmsnorm";
+  std::int64_t dim = 240;
+  double dropout = 0.5;
+  std::int64_t steps = 100000, batch = 64, valid_every = 1000;
+  std::int64_t training_questions = 0, validation_questions = 0;
+  double lr = 8e-5, clip = 10;
+  std::uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+struct EvaluateOptions {
+  std::string model, data, split = "test";
+  std::int64_t questions = 0;
+};
+
+bool progress_bar(bool no_progress) { return !no_progress && ::isatty(2) == 1; }
+
+RunConfig run_from(const TrainOptions& o) {
+  RunConfig run;
+  run.model = {.norm = o.norm, .dim = o.dim, .dropout = o.dropout, .seed = o.seed};
+  run.data = {.folder = o.data.empty() ? o.data : fs::absolute(o.data).lexically_normal().string(),
+              .training_questions = o.training_questions,
+              .validation_questions = o.validation_questions};
+  run.training = {.steps = o.steps,
+                  .batch_size = o.batch,
+                  .learning_rate = o.lr,
+                  .clip = o.clip,
+                  .valid_every = o.valid_every,
+                  .seed = o.seed};
+  parse_model_norm(run.model.norm);
+  return run;
+}
+
+void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
+                    const ModelFolder& folder) {
+  const examples::FlagSettings flags{
+      {"--norm", "/model/norm"_json_pointer},
+      {"--dim", "/model/dim"_json_pointer},
+      {"--dropout", "/model/dropout"_json_pointer},
+      {"--seed", "/model/seed"_json_pointer},
+      {"--data", "/data/folder"_json_pointer},
+      {"--training-questions", "/data/training_questions"_json_pointer},
+      {"--validation-questions", "/data/validation_questions"_json_pointer},
+      {"--steps", "/training/steps"_json_pointer},
+      {"--batch", "/training/batch_size"_json_pointer},
+      {"--lr", "/training/learning_rate"_json_pointer},
+      {"--clip", "/training/clip"_json_pointer},
+      {"--valid-every", "/training/valid_every"_json_pointer}};
+  examples::check_same_run(
+      to_json(stored), to_json(asked), flags,
+      [&](const char* flag) { return command.count(flag) > 0; }, folder);
+}
+
+int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
+  const ng::Device device = examples::parse_device(common.device, kProgram);
+  const ModelFolder folder(o.out);
+  RunConfig run = run_from(o);
+  if (folder.has_config()) {
+    const RunConfig stored = folder.read_config();
+    check_same_run(stored, run, command, folder);
+    run = stored;
+  } else {
+    NG_CHECK(!o.data.empty(), kProgram, "--data is needed to start a run in '", o.out, "'");
+  }
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  train_in_folder(folder, run, device, progress_bar(o.no_progress), stdout);
+  return 0;
+}
+
+int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
+  const ng::Device device = examples::parse_device(common.device, kProgram);
+  const ModelFolder folder(o.model);
+  const RunConfig run = folder.read_config();
+  NG_CHECK(folder.has("model.safetensors"), kProgram, "'", o.model,
+           "' has no model.safetensors: train it to its first validation");
+  const ReaderVocabulary vocabulary = ReaderVocabulary::load(folder.file("vocabulary.txt"));
+  const std::vector<Question> questions =
+      load_questions(o.data.empty() ? run.data.folder : o.data, o.split, o.questions);
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  AttentiveReader model(run.model);
+  ng::nn::load(model, folder.file("model.safetensors"));
+  model.to(device);
+  const Evaluation result = evaluate_questions(model, questions, vocabulary, device);
+  std::printf("%s, %s split: error %.2f%% (loss %.4f) on %lld questions\n", o.model.c_str(),
+              o.split.c_str(), 100 * result.error, result.loss,
+              static_cast<long long>(result.questions));
+  return 0;
+}
+
 int prepare(const LocalTaskSettings& settings) {
   std::fprintf(stderr, "attentive_reader: building a cloze task from '%s'\n",
                settings.corpus.c_str());
   const LocalTaskSummary summary = build_local_task(settings);
-  std::printf("%lld training, %lld validation and %lld test questions (%lld windows skipped: "
-              "no shared content word) in %s/questions\n",
-              static_cast<long long>(summary.training), static_cast<long long>(summary.validation),
-              static_cast<long long>(summary.test), static_cast<long long>(summary.skipped),
-              settings.out.c_str());
+  std::printf(
+      "%lld training, %lld validation and %lld test questions (%lld windows skipped: "
+      "no shared content word) in %s/questions\n",
+      static_cast<long long>(summary.training), static_cast<long long>(summary.validation),
+      static_cast<long long>(summary.test), static_cast<long long>(summary.skipped),
+      settings.out.c_str());
   return 0;
 }
 
@@ -56,8 +166,73 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   prepare_command->add_option("--seed", p.seed, "the entities' numbering")->capture_default_str();
 
+  CommonOptions common;
+  const auto add_common = [&](CLI::App* command) {
+    command->add_option("--device", common.device, "cpu, cuda or cuda:N")->capture_default_str();
+    command
+        ->add_option("--threads", common.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
+        ->check(examples::kNonNegative);
+  };
+
+  TrainOptions t;
+  CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
+  train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")
+      ->capture_default_str();
+  train_command->add_option("--data", t.data,
+                            "the questions' folder (holding questions/training, validation, "
+                            "test), needed to start a run");
+  train_command
+      ->add_option("--norm", t.norm,
+                   "none, layernorm, rmsnorm, prmsnorm:0.0625, batchnorm, with options")
+      ->capture_default_str();
+  train_command->add_option("--dim", t.dim, "embedding, LSTM and attention size")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--dropout", t.dropout, "on the words and the answer's layer")
+      ->check(examples::kNonNegative)
+      ->capture_default_str();
+  train_command->add_option("--steps", t.steps, "training steps")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--batch", t.batch, "questions per batch")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--valid-every", t.valid_every, "steps between validations")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command
+      ->add_option("--training-questions", t.training_questions, "the first so many (0: all)")
+      ->check(examples::kNonNegative);
+  train_command
+      ->add_option("--validation-questions", t.validation_questions, "the first so many (0: all)")
+      ->check(examples::kNonNegative);
+  train_command->add_option("--lr", t.lr, "Adam's learning rate")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  train_command->add_option("--clip", t.clip, "the gradients' largest global norm (0: none)")
+      ->check(examples::kNonNegative)
+      ->capture_default_str();
+  train_command->add_option("--seed", t.seed, "initial weights, dropout, batches")
+      ->capture_default_str();
+  train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
+  add_common(train_command);
+
+  EvaluateOptions e;
+  CLI::App* evaluate_command =
+      app.add_subcommand("evaluate", "the error of a model folder's best weights on a split");
+  evaluate_command->add_option("--model", e.model, "the model folder")->required();
+  evaluate_command->add_option("--data", e.data, "the questions' folder, if not the trained one's");
+  evaluate_command->add_option("--split", e.split, "training, validation or test")
+      ->check(CLI::IsMember({"training", "validation", "test"}))
+      ->capture_default_str();
+  evaluate_command->add_option("--questions", e.questions, "the first so many (0: all)")
+      ->check(examples::kNonNegative);
+  add_common(evaluate_command);
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (*train_command) return train(t, common, *train_command);
+    if (*evaluate_command) return evaluate(e, common);
     return prepare(p);
   } catch (const ng::Error& error) {
     const std::string message = error.what();
