@@ -109,8 +109,8 @@ TEST_CASE("the local cloze task: documents of neighbouring segments, anonymised 
   }
   en << "An unfinished window.\n";
   en.close();
-  const LocalTaskSummary summary =
-      build_local_task({.corpus = folder / "corpus", .out = folder / "task", .stop_words = 5});
+  const LocalTaskSummary summary = build_local_task(
+      {.corpus = folder / "corpus", .out = folder / "task", .stop_words = 5, .query = "next"});
   CHECK(summary.training + summary.validation + summary.test == 60);
   CHECK(summary.validation >= 1);
   CHECK(summary.test >= 1);
@@ -128,6 +128,16 @@ TEST_CASE("the local cloze task: documents of neighbouring segments, anonymised 
   CHECK(answers.size() > 1);
   CHECK_ERROR(build_local_task({.corpus = folder / "nowhere", .out = folder / "x"}),
               "lacks train.en");
+
+  // An "inside" query is one of the document's own segments with the answer blanked.
+  build_local_task({.corpus = folder / "corpus", .out = folder / "inside", .stop_words = 5});
+  for (const Question& q : read_question_folder(folder / "inside/questions/training")) {
+    std::vector<std::string> filled = q.query;
+    std::replace(filled.begin(), filled.end(), std::string(kPlaceholder), q.answer);
+    const auto found =
+        std::search(q.document.begin(), q.document.end(), filled.begin(), filled.end());
+    CHECK(found != q.document.end());
+  }
 }
 
 namespace {

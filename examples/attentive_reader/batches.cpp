@@ -8,8 +8,9 @@ namespace attentive_reader {
 namespace ng = normgrad;
 
 QuestionBatch QuestionBatch::to(ng::Device device) const {
-  return {document.to(device), document_lengths.to(device), query.to(device),
-          query_lengths.to(device), answers.to(device)};
+  return {document.to(device), document_lengths.to(device),
+          query.to(device),    query_lengths.to(device),
+          answers.to(device),  candidates.defined() ? candidates.to(device) : ng::Tensor()};
 }
 
 std::vector<std::int64_t> random_permutation(std::int64_t count, std::uint64_t seed) {
@@ -24,7 +25,7 @@ std::vector<std::int64_t> random_permutation(std::int64_t count, std::uint64_t s
 QuestionBatch make_batch(const std::vector<Question>& questions,
                          const std::vector<std::int64_t>& indices,
                          const ReaderVocabulary& vocabulary,
-                         const std::vector<std::int64_t>& permutation) {
+                         const std::vector<std::int64_t>& permutation, bool candidates) {
   NG_CHECK(!indices.empty(), "attentive_reader", "a batch needs at least one question");
   NG_CHECK(
       permutation.empty() || static_cast<std::int64_t>(permutation.size()) == vocabulary.entities(),
@@ -60,7 +61,21 @@ QuestionBatch make_batch(const std::vector<Question>& questions,
   std::vector<std::int64_t> answers;
   for (const std::int64_t i : indices)
     answers.push_back(encode(questions[static_cast<std::size_t>(i)].answer));
-  return {document, document_lengths, query, query_lengths, ng::from_vector(answers, {batch})};
+  ng::Tensor mask;
+  if (candidates) {
+    const std::int64_t words = vocabulary.size();
+    std::vector<float> values(static_cast<std::size_t>(batch * words), 0.0f);
+    for (std::size_t b = 0; b < indices.size(); ++b)
+      for (const std::string& token : questions[static_cast<std::size_t>(indices[b])].document)
+        if (is_entity(token)) {
+          const std::int64_t id = encode(token);
+          if (id != kUnknown)
+            values[b * static_cast<std::size_t>(words) + static_cast<std::size_t>(id)] = 1.0f;
+        }
+    mask = ng::from_vector(values, {batch, words});
+  }
+  return {document, document_lengths, query, query_lengths, ng::from_vector(answers, {batch}),
+          mask};
 }
 
 }  // namespace attentive_reader

@@ -18,15 +18,19 @@ struct QuestionBatch {
   normgrad::Tensor document, document_lengths;  // int64 [Td, B] and [B]
   normgrad::Tensor query, query_lengths;        // int64 [Tq, B] and [B]
   normgrad::Tensor answers;                     // int64 [B]
+  // float [B, V]: 1 for the ids of each document's entities, 0 elsewhere; undefined unless
+  // asked for (a reader that answers among the document's entities needs it).
+  normgrad::Tensor candidates;
   QuestionBatch to(normgrad::Device device) const;
 };
 
 // Questions `indices` encoded; `permutation`, when not empty, maps entity number k to
-// permutation[k] (a permutation of 0 .. E-1).
+// permutation[k] (a permutation of 0 .. E-1); `candidates` adds the candidates mask.
 QuestionBatch make_batch(const std::vector<Question>& questions,
                          const std::vector<std::int64_t>& indices,
                          const ReaderVocabulary& vocabulary,
-                         const std::vector<std::int64_t>& permutation = {});
+                         const std::vector<std::int64_t>& permutation = {},
+                         bool candidates = false);
 
 // A permutation of 0 .. count-1 from a seed (Fisher-Yates on mt19937_64: the same everywhere).
 std::vector<std::int64_t> random_permutation(std::int64_t count, std::uint64_t seed);

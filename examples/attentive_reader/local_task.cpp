@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -11,7 +12,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "common/text_file.h"
 #include "common/word_tokens.h"
 #include "data/text_file.h"
 #include "question_file.h"
@@ -48,8 +48,10 @@ class ContentWords {
     std::vector<std::pair<std::int64_t, std::string>> by_count;
     for (const auto& [word, count] : count_) by_count.emplace_back(-count, word);
     std::sort(by_count.begin(), by_count.end());
-    for (std::size_t i = 0; i < by_count.size() && static_cast<std::int64_t>(i) < stop_words; ++i)
-      stop_.insert(by_count[i].second);
+    // At most a tenth of the words are stop words, so that a small corpus keeps content words.
+    const auto stop =
+        std::min<std::size_t>(static_cast<std::size_t>(stop_words), by_count.size() / 10);
+    for (std::size_t i = 0; i < stop; ++i) stop_.insert(by_count[i].second);
   }
   bool is_content(const std::string& word) const {
     return word.size() >= 3 && only_letters(word) && stop_.count(word) == 0;
@@ -75,15 +77,37 @@ const char* split_of(std::size_t window, std::uint64_t seed) {
   return bucket == 0 ? "validation" : bucket == 1 ? "test" : "training";
 }
 
-// One question from a window: its document segments, then its query; nullopt when the query
+// The segments a window takes: the document's, and the query's after them when it is the next.
+std::size_t window_size(const LocalTaskSettings& settings) {
+  return static_cast<std::size_t>(settings.document_segments) + (settings.query == "next" ? 1 : 0);
+}
+
+// The segment of a window that becomes the query: the one after the document, or one of the
+// document's own, drawn among those long enough.
+std::optional<std::size_t> query_segment(const std::vector<Segment>& segments, std::size_t first,
+                                         const LocalTaskSettings& settings) {
+  const std::size_t window = window_size(settings);
+  const auto long_enough = [&](std::size_t s) {
+    return static_cast<std::int64_t>(segments[s].size()) >= settings.min_query_words;
+  };
+  if (settings.query == "next")
+    return long_enough(first + window - 1) ? std::optional(first + window - 1) : std::nullopt;
+  std::vector<std::size_t> candidates;
+  for (std::size_t s = first; s < first + window; ++s)
+    if (long_enough(s)) candidates.push_back(s);
+  if (candidates.empty()) return std::nullopt;
+  std::mt19937_64 random(settings.seed * 7919 + first);
+  return candidates[random() % candidates.size()];
+}
+
+// One question from a window: its document segments, and its query; nullopt when the query
 // shares no content word with the document.
 std::optional<Question> make_question(const std::vector<Segment>& segments, std::size_t first,
-                                      const ContentWords& words,
+                                      std::size_t query_index, const ContentWords& words,
                                       const LocalTaskSettings& settings) {
-  const auto window = static_cast<std::size_t>(settings.document_segments + 1);
-  const Segment& query_words = segments[first + window - 1];
+  const Segment& query_words = segments[query_index];
   Segment document;
-  for (std::size_t s = first; s + 1 < first + window; ++s)
+  for (std::size_t s = first; s < first + static_cast<std::size_t>(settings.document_segments); ++s)
     document.insert(document.end(), segments[s].begin(), segments[s].end());
   // The document's content words in order of first appearance.
   std::vector<std::string> entities;
@@ -132,6 +156,8 @@ std::optional<Question> make_question(const std::vector<Segment>& segments, std:
 }  // namespace
 
 LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
+  NG_CHECK(settings.query == "inside" || settings.query == "next", "attentive_reader",
+           "--query must be inside or next, got '", settings.query, "'");
   NG_CHECK(
       settings.document_segments >= 1 && settings.min_query_words >= 1 && settings.stop_words >= 0,
       "attentive_reader", "a document needs at least one segment and a query one word");
@@ -140,17 +166,22 @@ LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
            "' lacks train.en: give a folder of parallel text (scripts/build_corpus writes one)");
   const std::vector<Segment> segments = read_segments(path.string());
   const ContentWords words(segments, settings.stop_words);
+  // Written into questions.partial/ and renamed to questions/ when whole: tens of thousands of
+  // small files, each plainly written (an fsync per file took minutes), and still no half set.
   const fs::path questions = fs::path(settings.out) / "questions";
+  const fs::path partial = fs::path(settings.out) / "questions.partial";
+  fs::remove_all(partial);
   for (const char* split : {"training", "validation", "test"})
-    fs::create_directories(questions / split);
+    fs::create_directories(partial / split);
   LocalTaskSummary summary;
   std::map<std::string, std::int64_t> written;
-  const auto window = static_cast<std::size_t>(settings.document_segments + 1);
+  const std::size_t window = window_size(settings);
   for (std::size_t first = 0, index = 0; first + window <= segments.size();
        first += window, ++index) {
-    if (static_cast<std::int64_t>(segments[first + window - 1].size()) < settings.min_query_words)
-      continue;
-    const std::optional<Question> question = make_question(segments, first, words, settings);
+    const std::optional<std::size_t> query = query_segment(segments, first, settings);
+    if (!query) continue;
+    const std::optional<Question> question =
+        make_question(segments, first, *query, words, settings);
     if (!question) {
       ++summary.skipped;
       continue;
@@ -158,8 +189,10 @@ LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
     const std::string split = split_of(index, settings.seed);
     char name[32];
     std::snprintf(name, sizeof name, "%07lld.question", static_cast<long long>(written[split]++));
-    examples::write_text_file((questions / split / name).string(), question_text(*question),
-                              "attentive_reader");
+    const fs::path file = partial / split / name;
+    std::ofstream out(file, std::ios::binary);
+    out << question_text(*question);
+    NG_CHECK(out.good(), "attentive_reader", "cannot write '", file.string(), "'");
   }
   summary.training = written["training"];
   summary.validation = written["validation"];
@@ -168,6 +201,8 @@ LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
            "attentive_reader", "'", path.string(), "' gave ", summary.training, " training, ",
            summary.validation, " validation and ", summary.test,
            " test questions: too little text for the task");
+  fs::remove_all(questions);
+  fs::rename(partial, questions);
   return summary;
 }
 

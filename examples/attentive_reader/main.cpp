@@ -5,6 +5,8 @@
 //   attentive_reader train --data out/ar-data --out out/ar/rmsnorm --norm rmsnorm
 //   attentive_reader train --out out/ar/rmsnorm          # continues where that run stopped
 //   attentive_reader evaluate --model out/ar/rmsnorm     # the test error
+//   attentive_reader experiment --corpus out/corpus/debian-en-de --budget demo   # Table 6
+//   attentive_reader time --out out/ar-time               # s per 100 steps, the paper's sizes
 //
 // --data takes the CNN corpus's folder (cnn/, holding questions/{training,validation,test}) or
 // the folder `prepare` makes from a parallel corpus.
@@ -17,11 +19,14 @@
 #include <string>
 
 #include "common/device_flag.h"
+#include "common/norm_timing.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
+#include "experiment.h"
 #include "local_task.h"
 #include "model_folder.h"
 #include "run.h"
+#include "timing.h"
 
 namespace ng = normgrad;
 namespace fs = std::filesystem;
@@ -42,6 +47,7 @@ struct TrainOptions {
   std::string norm = "rmsnorm";
   std::int64_t dim = 240;
   double dropout = 0.5;
+  std::string answers = "vocabulary";
   std::int64_t steps = 100000, batch = 64, valid_every = 1000;
   std::int64_t training_questions = 0, validation_questions = 0;
   double lr = 8e-5, clip = 10;
@@ -58,7 +64,8 @@ bool progress_bar(bool no_progress) { return !no_progress && ::isatty(2) == 1; }
 
 RunConfig run_from(const TrainOptions& o) {
   RunConfig run;
-  run.model = {.norm = o.norm, .dim = o.dim, .dropout = o.dropout, .seed = o.seed};
+  run.model = {
+      .norm = o.norm, .dim = o.dim, .dropout = o.dropout, .answers = o.answers, .seed = o.seed};
   run.data = {.folder = o.data.empty() ? o.data : fs::absolute(o.data).lexically_normal().string(),
               .training_questions = o.training_questions,
               .validation_questions = o.validation_questions};
@@ -78,6 +85,7 @@ void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::
       {"--norm", "/model/norm"_json_pointer},
       {"--dim", "/model/dim"_json_pointer},
       {"--dropout", "/model/dropout"_json_pointer},
+      {"--answers", "/model/answers"_json_pointer},
       {"--seed", "/model/seed"_json_pointer},
       {"--data", "/data/folder"_json_pointer},
       {"--training-questions", "/data/training_questions"_json_pointer},
@@ -128,6 +136,71 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
+struct ExperimentOptions {
+  std::string budget = "demo";
+  std::string out = "out/attentive_reader";
+  std::string data, corpus;
+  std::vector<std::string> norms = paper_norms();
+  std::int64_t steps = 0;  // 0: the budget's
+  std::uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+int experiment(const ExperimentOptions& o, const CommonOptions& common) {
+  const ng::Device device = examples::parse_device(common.device, kProgram);
+  const Budget budget = budget_named(o.budget);
+  for (const std::string& norm : o.norms) parse_model_norm(norm);
+  NG_CHECK(o.data.empty() != o.corpus.empty(), kProgram,
+           "experiment needs --data (a folder of questions) or --corpus (a parallel corpus to "
+           "build the local task from), one of them");
+  std::string data = o.data;
+  if (!o.corpus.empty()) {
+    // The local task, built once into the experiment's folder and reused after.
+    data = o.out + "/data";
+    if (!fs::exists(data + "/questions/test")) {
+      std::fprintf(stderr, "attentive_reader: building the cloze task from '%s' in '%s'\n",
+                   o.corpus.c_str(), data.c_str());
+      build_local_task({.corpus = o.corpus, .out = data});
+    }
+  }
+  ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
+  settings.base.model = {.dim = budget.dim, .answers = budget.answers, .seed = o.seed};
+  settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),
+                        .training_questions = budget.training_questions,
+                        .validation_questions = budget.validation_questions};
+  settings.base.training = {.steps = o.steps > 0 ? o.steps : budget.steps,
+                            .batch_size = budget.batch_size,
+                            .learning_rate = budget.learning_rate,
+                            .valid_every = budget.valid_every,
+                            .seed = o.seed};
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  run_experiment(settings, device, progress_bar(o.no_progress));
+  return 0;
+}
+
+int run_timing(const TimingSettings& settings, const std::string& out,
+               const CommonOptions& common) {
+  const ng::Device device = examples::parse_device(common.device, kProgram);
+  for (const std::string& norm : settings.norms) parse_model_norm(norm);
+  if (common.threads > 0) ng::set_num_threads(common.threads);
+  std::fprintf(stderr,
+               "attentive_reader: timing %zu norms at batch %lld, %lld units, %lld words on %s: "
+               "%lld rounds of %lld steps each\n",
+               settings.norms.size(), static_cast<long long>(settings.batch),
+               static_cast<long long>(settings.dim), static_cast<long long>(settings.vocabulary),
+               device.str().c_str(), static_cast<long long>(settings.rounds.rounds),
+               static_cast<long long>(settings.rounds.steps));
+  const std::vector<examples::NormTiming> timings = time_norms(settings, device, stderr);
+  const std::string table = examples::timing_markdown(timings, paper_table6());
+  std::printf("%s", table.c_str());
+  if (!out.empty()) {
+    const examples::RunFolder folder(out, kProgram);
+    folder.write_text("table6.csv", examples::timing_csv(timings));
+    folder.write_text("table6.md", table);
+  }
+  return 0;
+}
+
 int prepare(const LocalTaskSettings& settings) {
   std::fprintf(stderr, "attentive_reader: building a cloze task from '%s'\n",
                settings.corpus.c_str());
@@ -164,7 +237,14 @@ int main(int argc, char** argv) {
   prepare_command->add_option("--stop-words", p.stop_words, "the most frequent words, not entities")
       ->check(examples::kNonNegative)
       ->capture_default_str();
-  prepare_command->add_option("--seed", p.seed, "the entities' numbering")->capture_default_str();
+  prepare_command
+      ->add_option("--query", p.query,
+                   "inside (one of the document's segments) or next (the segment "
+                   "after it)")
+      ->check(CLI::IsMember({"inside", "next"}))
+      ->capture_default_str();
+  prepare_command->add_option("--seed", p.seed, "the entities' numbering and the query's segment")
+      ->capture_default_str();
 
   CommonOptions common;
   const auto add_common = [&](CLI::App* command) {
@@ -190,6 +270,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train_command->add_option("--dropout", t.dropout, "on the words and the answer's layer")
       ->check(examples::kNonNegative)
+      ->capture_default_str();
+  train_command
+      ->add_option("--answers", t.answers,
+                   "vocabulary (every word, as the paper's run) or document (the "
+                   "document's entities)")
+      ->check(CLI::IsMember({"vocabulary", "document"}))
       ->capture_default_str();
   train_command->add_option("--steps", t.steps, "training steps")
       ->check(examples::kPositive)
@@ -229,10 +315,69 @@ int main(int argc, char** argv) {
       ->check(examples::kNonNegative);
   add_common(evaluate_command);
 
+  ExperimentOptions x;
+  CLI::App* experiment_command = app.add_subcommand(
+      "experiment", "the paper's Table 6 in shape: every norm trained the same way, a report");
+  experiment_command->add_option("--data", x.data, "a folder of questions (the CNN corpus's)");
+  experiment_command->add_option(
+      "--corpus", x.corpus,
+      "or a parallel corpus (train.en): the local cloze task is built from it into OUT/data");
+  experiment_command
+      ->add_option("--budget", x.budget,
+                   "tiny (seconds, to check the pipeline), demo, long, or paper (the paper's "
+                   "sizes, 300k steps)")
+      ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}))
+      ->capture_default_str();
+  experiment_command->add_option("--steps", x.steps, "steps of every run (0: the budget's)")
+      ->check(examples::kNonNegative)
+      ->capture_default_str();
+  experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
+      ->capture_default_str();
+  experiment_command->add_option("--norms", x.norms, "the norms to compare")->capture_default_str();
+  experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
+  experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
+  add_common(experiment_command);
+
+  TimingSettings m;
+  std::string time_out;
+  CLI::App* time_command = app.add_subcommand(
+      "time",
+      "the paper's Table 6 in shape: seconds per 100 training steps of every norm at "
+      "the paper's sizes, on questions of the real data's shape");
+  time_command->add_option("--norms", m.norms, "the norms to time")->capture_default_str();
+  time_command->add_option("--steps", m.rounds.steps, "timed steps of each norm in each round")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--rounds", m.rounds.rounds, "rounds, the norms taking turns")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--warmup", m.rounds.warmup, "untimed steps of each norm first")
+      ->check(examples::kNonNegative)
+      ->capture_default_str();
+  time_command->add_option("--batch", m.batch, "questions per step")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--dim", m.dim, "embedding, LSTM and attention size")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--vocabulary", m.vocabulary, "words the answer layer scores")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--document-length", m.min_document, "the shortest document")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--max-document-length", m.max_document, "the longest document")
+      ->check(examples::kPositive)
+      ->capture_default_str();
+  time_command->add_option("--out", time_out, "a folder for table6.csv and table6.md");
+  add_common(time_command);
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train_command) return train(t, common, *train_command);
     if (*evaluate_command) return evaluate(e, common);
+    if (*experiment_command) return experiment(x, common);
+    if (*time_command) return run_timing(m, time_out, common);
     return prepare(p);
   } catch (const ng::Error& error) {
     const std::string message = error.what();

@@ -47,7 +47,8 @@ std::string describe(const ModelConfig& config) {
   std::ostringstream out;
   out.precision(17);
   out << "norm=" << parse_model_norm(config.norm).str() << " vocabulary=" << config.vocabulary
-      << " dim=" << config.dim << " dropout=" << config.dropout << " seed=" << config.seed;
+      << " dim=" << config.dim << " dropout=" << config.dropout << " answers=" << config.answers
+      << " seed=" << config.seed;
   return out.str();
 }
 
@@ -128,7 +129,11 @@ Tensor AttentiveReader::forward(const QuestionBatch& batch) {
   Tensor g =
       ng::tanh(out_context_->forward(context) + out_query_->forward(u) + out_mean_->forward(mean));
   g = ng::nn::functional::dropout(g, config_.dropout, is_training(), generator_);
-  return logits_->forward(g);
+  const Tensor logits = logits_->forward(g);
+  if (config_.answers == "vocabulary") return logits;
+  NG_CHECK(batch.candidates.defined(), "attentive_reader",
+           "a reader answering among the document's entities needs the batch's candidates");
+  return ng::masked_fill(logits, ng::eq(batch.candidates, 0.0), -1e30);
 }
 
 }  // namespace attentive_reader

@@ -38,6 +38,9 @@ struct ModelConfig {
   std::int64_t vocabulary = 0;   // ReaderVocabulary::size()
   std::int64_t dim = 240;
   double dropout = 0.5;
+  // Where the answer is chosen: "vocabulary" (every word, as the paper's run of the reader's
+  // code) or "document" (the document's entities only, the candidates CNN's questions have).
+  std::string answers = "vocabulary";
   std::uint64_t seed = 1;  // the initial weights and the dropout draws
 };
 
@@ -54,8 +57,9 @@ class AttentiveReader : public normgrad::nn::Module {
   std::string type_name() const override { return "AttentiveReader"; }
   const ModelConfig& config() const { return config_; }
 
-  // Logits over the vocabulary [B, V] for a batch on the model's device; dropout in training
-  // mode only.
+  // Logits over the vocabulary [B, V] for a batch on the model's device (with answers
+  // "document", -1e30 but for each document's entities: the batch needs its candidates);
+  // dropout in training mode only.
   normgrad::Tensor forward(const QuestionBatch& batch);
   // The attention over the document [Td, B] of the last forward pass (for looking at).
   const normgrad::Tensor& attention() const { return attention_; }

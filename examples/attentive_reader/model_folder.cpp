@@ -10,6 +10,7 @@ json to_json(const RunConfig& c) {
             {"vocabulary", c.model.vocabulary},
             {"dim", c.model.dim},
             {"dropout", c.model.dropout},
+            {"answers", c.model.answers},
             {"seed", c.model.seed}}},
           {"data",
            {{"folder", c.data.folder},
@@ -33,6 +34,7 @@ RunConfig run_config_from_json(const json& j) {
   get("model", "vocabulary", c.model.vocabulary);
   get("model", "dim", c.model.dim);
   get("model", "dropout", c.model.dropout);
+  get("model", "answers", c.model.answers);
   get("model", "seed", c.model.seed);
   get("data", "folder", c.data.folder);
   get("data", "training_questions", c.data.training_questions);

@@ -14,7 +14,7 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data) {
       load_questions(data.folder, "validation", data.validation_questions);
   ReaderVocabulary vocabulary = folder.has("vocabulary.txt")
                                     ? ReaderVocabulary::load(folder.file("vocabulary.txt"))
-                                    : ReaderVocabulary::build(training);
+                                    : ReaderVocabulary::build(training, 2, validation);
   return {std::move(training), std::move(validation), std::move(vocabulary)};
 }
 

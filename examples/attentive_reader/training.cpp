@@ -69,7 +69,9 @@ Evaluation evaluate_questions(AttentiveReader& model, const std::vector<Question
   for (std::int64_t first = 0; first < count; first += batch_size) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = first; i < std::min(count, first + batch_size); ++i) indices.push_back(i);
-    const QuestionBatch batch = make_batch(questions, indices, vocabulary).to(device);
+    const QuestionBatch batch =
+        make_batch(questions, indices, vocabulary, {}, model.config().answers == "document")
+            .to(device);
     const Tensor logits = model.forward(batch);
     loss_sum +=
         ng::nn::cross_entropy(logits, batch.answers, {.reduction = ng::nn::Reduction::Sum}).item();
@@ -150,8 +152,9 @@ ValidationRecord Trainer::run_to_validation(const StepCallback& on_step) {
         batch_questions(settings_, steps_done_, static_cast<std::int64_t>(training_.size()));
     const std::vector<std::int64_t> renumbering = random_permutation(
         vocabulary_.entities(), settings_.seed * 7777 + static_cast<std::uint64_t>(steps_done_));
-    const StepResult result =
-        step(make_batch(training_, indices, vocabulary_, renumbering).to(device_));
+    const StepResult result = step(make_batch(training_, indices, vocabulary_, renumbering,
+                                              model_->config().answers == "document")
+                                       .to(device_));
     NG_CHECK(std::isfinite(result.loss), "attentive_reader", "the loss became ", result.loss,
              " at step ", steps_done_ + 1);
     loss_sum += result.loss;

@@ -29,7 +29,8 @@ ReaderVocabulary::ReaderVocabulary(std::int64_t entities, std::vector<std::strin
 }
 
 ReaderVocabulary ReaderVocabulary::build(const std::vector<Question>& training,
-                                         std::int64_t min_count) {
+                                         std::int64_t min_count,
+                                         const std::vector<Question>& more) {
   std::map<std::string, std::int64_t> counts;
   std::int64_t entities = 0;
   const auto count = [&](const std::vector<std::string>& tokens) {
@@ -45,6 +46,10 @@ ReaderVocabulary ReaderVocabulary::build(const std::vector<Question>& training,
     count(question.query);
     entities = std::max(entities, entity_number(question.answer) + 1);
   }
+  for (const Question& question : more)
+    for (const auto* tokens : {&question.document, &question.query})
+      for (const std::string& token : *tokens)
+        if (is_entity(token)) entities = std::max(entities, entity_number(token) + 1);
   std::vector<std::pair<std::string, std::int64_t>> sorted;
   for (const auto& [word, n] : counts)
     if (n >= min_count) sorted.emplace_back(word, n);
@@ -52,6 +57,12 @@ ReaderVocabulary ReaderVocabulary::build(const std::vector<Question>& training,
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> words;
   for (auto& entry : sorted) words.push_back(std::move(entry.first));
+  return ReaderVocabulary(entities, std::move(words));
+}
+
+ReaderVocabulary ReaderVocabulary::of(std::int64_t entities, std::vector<std::string> words) {
+  NG_CHECK(entities >= 0, "attentive_reader", "a vocabulary needs 0 or more entities, got ",
+           entities);
   return ReaderVocabulary(entities, std::move(words));
 }
 

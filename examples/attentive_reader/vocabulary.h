@@ -23,7 +23,12 @@ inline constexpr std::int64_t kUnknown = 1;
 
 class ReaderVocabulary {
  public:
-  static ReaderVocabulary build(const std::vector<Question>& training, std::int64_t min_count = 2);
+  // Words from the training questions; entity numbers from those and `more` (the validation
+  // questions, whose entity numbers may run higher).
+  static ReaderVocabulary build(const std::vector<Question>& training, std::int64_t min_count = 2,
+                                const std::vector<Question>& more = {});
+  // A vocabulary of `entities` entity ids and these words (for timing on made-up questions).
+  static ReaderVocabulary of(std::int64_t entities, std::vector<std::string> words);
   // The entity count and the words, one a line after a first line "entities E"; an Error
   // naming the file when it is not one.
   static ReaderVocabulary load(const std::string& path);

@@ -7,6 +7,7 @@
 
 #include "common/cpu_share.h"
 #include "common/gnuplot.h"
+#include "common/norm_timing.h"
 #include "common/number_text.h"
 #include "run.h"
 
@@ -34,19 +35,6 @@ std::string metrics_cells(const RankingMetrics& m) {
          " | " + format_number("%.1f", m.recall_at[2]) + " | " + format_number("%.1f", m.mean_rank);
 }
 
-const ExperimentRun* layernorm_run(const std::vector<ExperimentRun>& runs) {
-  for (const ExperimentRun& run : runs)
-    if (parse_model_norm(run.norm).kind == ng::nn::NormKind::LayerNorm) return &run;
-  return nullptr;
-}
-
-std::optional<double> saving_over_layernorm(const std::vector<ExperimentRun>& runs,
-                                            const ExperimentRun& run) {
-  const ExperimentRun* layernorm = layernorm_run(runs);
-  if (layernorm == nullptr || layernorm == &run) return std::nullopt;
-  return 100 * (1 - seconds_per_100_steps(run) / seconds_per_100_steps(*layernorm));
-}
-
 const ValidationRecord& best_record(const ExperimentRun& run) {
   return *std::max_element(run.history.begin(), run.history.end(),
                            [](const ValidationRecord& a, const ValidationRecord& b) {
@@ -66,7 +54,7 @@ std::string table_csv(const std::vector<ExperimentRun>& runs) {
     for (const RankingMetrics* m : {&run.test.caption, &run.test.image})
       out << ',' << m->recall_at[0] << ',' << m->recall_at[1] << ',' << m->recall_at[2] << ','
           << m->mean_rank;
-    const auto saving = saving_over_layernorm(runs, run);
+    const auto saving = examples::saving_over_layernorm(runs, run);
     out << ',' << run.test_images << ',' << run.test_captions << ',' << best_record(run).step << ','
         << seconds_per_100_steps(run) << ',' << seconds_spread(run) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
@@ -162,21 +150,11 @@ std::vector<std::string> paper_norms() {
 }
 
 double seconds_spread(const ExperimentRun& run) {
-  std::vector<double> per_step;
-  for (std::size_t i = 0; i < run.history.size(); ++i) {
-    const double seconds = run.history[i].seconds - (i > 0 ? run.history[i - 1].seconds : 0.0);
-    const auto steps = run.history[i].step - (i > 0 ? run.history[i - 1].step : 0);
-    per_step.push_back(seconds / static_cast<double>(steps));
-  }
-  std::sort(per_step.begin(), per_step.end());
-  const std::size_t n = per_step.size();
-  const double median = n % 2 == 1 ? per_step[n / 2] : (per_step[n / 2 - 1] + per_step[n / 2]) / 2;
-  return median > 0 ? (per_step.back() - per_step.front()) / median : 0.0;
+  return examples::run_seconds_spread(run.history);
 }
 
 double seconds_per_100_steps(const ExperimentRun& run) {
-  const ValidationRecord& last = run.history.back();
-  return 100 * last.seconds / static_cast<double>(last.step);
+  return examples::run_seconds_per_100_steps(run.history);
 }
 
 std::string table_markdown(const std::vector<ExperimentRun>& runs) {
@@ -185,7 +163,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
          "steps | saving over LayerNorm |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ExperimentRun& run : runs) {
-    const auto saving = saving_over_layernorm(runs, run);
+    const auto saving = examples::saving_over_layernorm(runs, run);
     out << "| " << run.norm << " | " << metrics_cells(run.test.caption) << " | "
         << metrics_cells(run.test.image) << " | "
         << format_number("%.2f", seconds_per_100_steps(run)) << " | "

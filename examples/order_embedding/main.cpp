@@ -212,13 +212,14 @@ int run_timing(const TimingSettings& settings, const std::string& out,
                settings.norms.size(), static_cast<long long>(settings.batch),
                static_cast<long long>(settings.word_dim), static_cast<long long>(settings.dim),
                static_cast<long long>(settings.image_dim), device.str().c_str(),
-               static_cast<long long>(settings.rounds), static_cast<long long>(settings.steps));
-  const std::vector<NormTiming> timings = time_norms(settings, device, stderr);
-  const std::string table = timing_markdown(timings);
+               static_cast<long long>(settings.rounds.rounds),
+               static_cast<long long>(settings.rounds.steps));
+  const std::vector<examples::NormTiming> timings = time_norms(settings, device, stderr);
+  const std::string table = examples::timing_markdown(timings, paper_table8());
   std::printf("%s", table.c_str());
   if (!out.empty()) {
     const ModelFolder folder(out);
-    folder.write_text("table8.csv", timing_csv(timings));
+    folder.write_text("table8.csv", examples::timing_csv(timings));
     folder.write_text("table8.md", table);
   }
   return 0;
@@ -356,13 +357,13 @@ int main(int argc, char** argv) {
       "the paper's Table 8 in shape: seconds per 100 training steps of every norm at the "
       "paper's sizes, on inputs of the real data's shapes");
   time_command->add_option("--norms", m.norms, "the norms to time")->capture_default_str();
-  time_command->add_option("--steps", m.steps, "timed steps of each norm in each round")
+  time_command->add_option("--steps", m.rounds.steps, "timed steps of each norm in each round")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--rounds", m.rounds, "rounds, the norms taking turns")
+  time_command->add_option("--rounds", m.rounds.rounds, "rounds, the norms taking turns")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--warmup", m.warmup, "untimed steps of each norm first")
+  time_command->add_option("--warmup", m.rounds.warmup, "untimed steps of each norm first")
       ->check(examples::kNonNegative)
       ->capture_default_str();
   time_command->add_option("--batch", m.batch, "captions and images per step")

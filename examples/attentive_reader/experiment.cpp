@@ -1,0 +1,225 @@
+#include "experiment.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/cpu_share.h"
+#include "common/gnuplot.h"
+#include "common/norm_timing.h"
+#include "common/number_text.h"
+#include "common/run_folder.h"
+#include "run.h"
+#include "timing.h"
+
+namespace attentive_reader {
+
+namespace ng = normgrad;
+using examples::format_number;
+
+namespace {
+
+const ValidationRecord& best_record(const ExperimentRun& run) {
+  return *std::min_element(run.history.begin(), run.history.end(),
+                           [](const ValidationRecord& a, const ValidationRecord& b) {
+                             return a.valid_error < b.valid_error;
+                           });
+}
+
+std::string table_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "norm,valid_error,best_step,test_error,test_questions,seconds_per_100_steps,"
+         "seconds_spread,saving_over_layernorm,other_cpu\n";
+  for (const ExperimentRun& run : runs) {
+    const ValidationRecord& best = best_record(run);
+    const auto saving = examples::saving_over_layernorm(runs, run);
+    out << run.norm << ',' << best.valid_error << ',' << best.step << ',' << run.test.error << ','
+        << run.test.questions << ',' << seconds_per_100_steps(run) << ',' << seconds_spread(run)
+        << ',' << (saving ? format_number("%.3f", *saving) : "") << ','
+        << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
+  }
+  return out.str();
+}
+
+std::string curves_csv(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "norm,step,seconds,train_loss,train_error,valid_error,valid_loss\n";
+  for (const ExperimentRun& run : runs)
+    for (const ValidationRecord& r : run.history)
+      out << run.norm << ',' << r.step << ',' << r.seconds << ',' << r.train_loss << ','
+          << r.train_error << ',' << r.valid_error << ',' << r.valid_loss << '\n';
+  return out.str();
+}
+
+std::optional<std::string> draw_figure(const std::string& folder,
+                                       const std::vector<ExperimentRun>& runs) {
+  const auto terminal = examples::find_gnuplot_terminal();
+  if (!terminal) {
+    std::fprintf(stderr,
+                 "attentive_reader experiment: no gnuplot with a png or svg terminal; "
+                 "curves.csv has the curves\n");
+    return std::nullopt;
+  }
+  const std::string image = *terminal == "svg" ? "validation.svg" : "validation.png";
+  std::ostringstream script;
+  script << "# Draws curves.csv (written by attentive_reader experiment); run: gnuplot curves.gp\n"
+         << "set terminal " << *terminal << " size 800,500\nset termoption noenhanced\n"
+         << "set output " << examples::gnuplot_quoted(image) << "\n"
+         << "set datafile separator ','\nset key top right\nset grid\n"
+         << "set xlabel 'training steps'\nset ylabel 'validation error (%)'\n"
+         << "set title 'The attentive reader: validation error (the paper\\'s Figure 5)'\nplot ";
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv")
+           << " using (strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm)
+           << " ? $2 : NaN):(100 * $6) with linespoints title "
+           << examples::gnuplot_quoted(runs[i].norm);
+  script << "\n";
+  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
+  if (!drawn.ok) {
+    std::fprintf(stderr, "attentive_reader experiment: gnuplot failed: %s\n", drawn.output.c_str());
+    return std::nullopt;
+  }
+  return image;
+}
+
+}  // namespace
+
+Budget budget_named(const std::string& name) {
+  if (name == "tiny")
+    return {.name = name,
+            .dim = 8,
+            .steps = 20,
+            .valid_every = 10,
+            .batch_size = 8,
+            .learning_rate = 1e-3,
+            .answers = "document",
+            .training_questions = 200,
+            .validation_questions = 50};
+  if (name == "demo")
+    return {.name = name,
+            .dim = 64,
+            .steps = 1000,
+            .valid_every = 250,
+            .batch_size = 32,
+            .learning_rate = 2e-3,
+            .answers = "document"};
+  if (name == "long")
+    return {.name = name,
+            .dim = 128,
+            .steps = 6000,
+            .valid_every = 500,
+            .batch_size = 64,
+            .learning_rate = 1e-3,
+            .answers = "document"};
+  if (name == "paper")
+    return {.name = name,
+            .dim = 240,
+            .steps = 300000,
+            .valid_every = 1000,
+            .batch_size = 64,
+            .learning_rate = 8e-5,
+            .answers = "vocabulary"};
+  throw ng::Error("attentive_reader: --budget must be tiny, demo, long or paper, got '" + name +
+                  "'");
+}
+
+std::vector<std::string> paper_norms() {
+  return {"none", "batchnorm", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
+}
+
+double seconds_per_100_steps(const ExperimentRun& run) {
+  return examples::run_seconds_per_100_steps(run.history);
+}
+
+double seconds_spread(const ExperimentRun& run) {
+  return examples::run_seconds_spread(run.history);
+}
+
+std::string table_markdown(const std::vector<ExperimentRun>& runs) {
+  std::ostringstream out;
+  out << "| model | lowest validation error | at step | test error | s / 100 steps | saving over "
+         "LayerNorm | paper: s / 100 steps |\n|---|---|---|---|---|---|---|\n";
+  for (const ExperimentRun& run : runs) {
+    const ValidationRecord& best = best_record(run);
+    const auto saving = examples::saving_over_layernorm(runs, run);
+    const auto paper = paper_table6().find(ng::nn::NormSpec::parse(run.norm).str());
+    out << "| " << run.norm << " | " << format_number("%.2f%%", 100 * best.valid_error) << " | "
+        << best.step << " | " << format_number("%.2f%%", 100 * run.test.error) << " | "
+        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << (saving ? format_number("%.1f%%", *saving) : "–") << " | "
+        << (paper != paper_table6().end() ? format_number("%.0f", paper->second) : "–") << " |\n";
+  }
+  return out.str();
+}
+
+std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
+                                          bool progress_bar) {
+  NG_CHECK(!settings.norms.empty(), "attentive_reader", "the experiment needs at least one norm");
+  std::vector<std::pair<ModelFolder, RunConfig>> plan;
+  for (const std::string& norm : settings.norms) {
+    RunConfig run = settings.base;
+    run.model.norm = norm;
+    parse_model_norm(norm);
+    const ModelFolder folder(settings.out + "/" + examples::run_folder_name(norm));
+    if (folder.has_config()) {
+      const RunConfig stored = folder.read_config();
+      run.model.vocabulary = stored.model.vocabulary;  // found by the first run
+      NG_CHECK(to_json(stored) == to_json(run), "attentive_reader", "'", folder.path(),
+               "' holds another run than this experiment's: remove it, or give another --out");
+    }
+    plan.emplace_back(folder, run);
+  }
+  const std::vector<Question> test = load_questions(settings.base.data.folder, "test");
+  std::vector<ExperimentRun> runs;
+  for (const auto& [folder, run] : plan) {
+    std::printf("== %s\n", run.model.norm.c_str());
+    const examples::OtherProcessesMeter meter;
+    ExperimentRun result{.norm = run.model.norm,
+                         .history = train_in_folder(folder, run, device, progress_bar, stdout),
+                         .test = {},
+                         .other_cpu = meter.fraction()};
+    const RunConfig stored = folder.read_config();
+    AttentiveReader model(stored.model);
+    ng::nn::load(model, folder.file("model.safetensors"));
+    model.to(device);
+    result.test = evaluate_questions(model, test,
+                                     ReaderVocabulary::load(folder.file("vocabulary.txt")), device);
+    std::printf("%s: test error %.2f%% on %lld questions\n", run.model.norm.c_str(),
+                100 * result.test.error, static_cast<long long>(result.test.questions));
+    runs.push_back(std::move(result));
+  }
+
+  const examples::RunFolder out(settings.out, "attentive_reader");
+  const RunConfig& base = settings.base;
+  out.write_text("table6.csv", table_csv(runs));
+  out.write_text("curves.csv", curves_csv(runs));
+  const auto figure = draw_figure(settings.out, runs);
+  const std::string table = table_markdown(runs);
+  std::ostringstream report;
+  report << "# The attentive reader: the RMSNorm paper's Table 6 in shape\n\n"
+         << "Written by `attentive_reader experiment` on " << examples::today_utc() << ", budget "
+         << settings.budget << ": questions '" << base.data.folder << "', " << base.model.dim
+         << " units, " << base.training.steps << " steps of batches of " << base.training.batch_size
+         << " at learning rate " << base.training.learning_rate << ", answers among "
+         << (base.model.answers == "document" ? "the document's entities" : "the whole vocabulary")
+         << ", validation every " << base.training.valid_every << " steps, seed " << base.model.seed
+         << ", on " << device.str() << ".\n\n"
+         << table << "\n"
+         << "The test error is that of each run's weights at its lowest validation error. Seconds "
+            "per 100 steps: training alone, over the whole run. The paper's column is the CNN "
+            "corpus at its sizes, on a GPU of 2019 in Theano: the shape of the comparison is "
+            "what carries over, not the values; the paper reports no error, only the curves of "
+            "its Figure 5.\n";
+  for (const ExperimentRun& run : runs)
+    if (run.other_cpu)
+      report << "\n- " << run.norm << ": other processes took "
+             << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
+  report << "\n";
+  if (figure) report << "\n![validation error](" << *figure << ")\n";
+  out.write_text("report.md", report.str());
+  std::printf("\n%s\nreport: %s/report.md\n", table.c_str(), settings.out.c_str());
+  return runs;
+}
+
+}  // namespace attentive_reader
