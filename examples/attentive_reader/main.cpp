@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/command_flags.h"
 #include "common/device_flag.h"
 #include "common/norm_timing.h"
 #include "common/number_checks.h"
@@ -36,10 +37,7 @@ namespace {
 
 constexpr const char* kProgram = "attentive_reader";
 
-struct CommonOptions {
-  std::string device = "cpu";
-  int threads = 0;
-};
+using CommonOptions = examples::DeviceFlags;
 
 struct TrainOptions {
   std::string out = "out/attentive_reader/rmsnorm";
@@ -136,14 +134,8 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
-struct ExperimentOptions {
-  std::string budget = "demo";
-  std::string out = "out/attentive_reader";
+struct ExperimentOptions : examples::ExperimentFlags {
   std::string data, corpus;
-  std::vector<std::string> norms = paper_norms();
-  std::int64_t steps = 0;  // 0: the budget's
-  std::uint64_t seed = 1;
-  bool no_progress = false;
 };
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
@@ -247,12 +239,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   CommonOptions common;
-  const auto add_common = [&](CLI::App* command) {
-    command->add_option("--device", common.device, "cpu, cuda or cuda:N")->capture_default_str();
-    command
-        ->add_option("--threads", common.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
-        ->check(examples::kNonNegative);
-  };
+  const auto add_common = [&](CLI::App* command) { examples::add_device_flags(command, common); };
 
   TrainOptions t;
   CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
@@ -316,26 +303,18 @@ int main(int argc, char** argv) {
   add_common(evaluate_command);
 
   ExperimentOptions x;
+  x.out = "out/attentive_reader";
+  x.norms = paper_norms();
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 6 in shape: every norm trained the same way, a report");
   experiment_command->add_option("--data", x.data, "a folder of questions (the CNN corpus's)");
   experiment_command->add_option(
       "--corpus", x.corpus,
       "or a parallel corpus (train.en): the local cloze task is built from it into OUT/data");
-  experiment_command
-      ->add_option("--budget", x.budget,
-                   "tiny (seconds, to check the pipeline), demo, long, or paper (the paper's "
-                   "sizes, 300k steps)")
-      ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}))
-      ->capture_default_str();
-  experiment_command->add_option("--steps", x.steps, "steps of every run (0: the budget's)")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
-  experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
-      ->capture_default_str();
-  experiment_command->add_option("--norms", x.norms, "the norms to compare")->capture_default_str();
-  experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
-  experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
+  examples::add_experiment_flags(
+      experiment_command, x, {"tiny", "demo", "long", "paper"},
+      "tiny (seconds, to check the pipeline), demo, long, or paper (the paper's "
+      "sizes, 300k steps)");
   add_common(experiment_command);
 
   TimingSettings m;
@@ -344,16 +323,7 @@ int main(int argc, char** argv) {
       "time",
       "the paper's Table 6 in shape: seconds per 100 training steps of every norm at "
       "the paper's sizes, on questions of the real data's shape");
-  time_command->add_option("--norms", m.norms, "the norms to time")->capture_default_str();
-  time_command->add_option("--steps", m.rounds.steps, "timed steps of each norm in each round")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time_command->add_option("--rounds", m.rounds.rounds, "rounds, the norms taking turns")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time_command->add_option("--warmup", m.rounds.warmup, "untimed steps of each norm first")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
+  examples::add_rounds_flags(time_command, m.norms, m.rounds);
   time_command->add_option("--batch", m.batch, "questions per step")
       ->check(examples::kPositive)
       ->capture_default_str();

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/command_flags.h"
 #include "common/device_flag.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
@@ -32,10 +33,7 @@ using namespace convpool_cnn_c;
 
 namespace {
 
-struct CommonOptions {
-  std::string device = "cpu";
-  int threads = 0;
-};
+using CommonOptions = examples::DeviceFlags;
 
 struct TrainOptions {
   std::string out = "out/convpool_cnn_c/rmsnorm";
@@ -170,12 +168,7 @@ int main(int argc, char** argv) {
   CommonOptions common;
   TrainOptions t;
   EvaluateOptions e;
-  const auto add_common = [&](CLI::App* command) {
-    command->add_option("--device", common.device, "cpu, cuda or cuda:N")->capture_default_str();
-    command
-        ->add_option("--threads", common.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
-        ->check(examples::kNonNegative);
-  };
+  const auto add_common = [&](CLI::App* command) { examples::add_device_flags(command, common); };
 
   CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
   train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/command_flags.h"
 #include "common/device_flag.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
@@ -36,10 +37,7 @@ namespace {
 
 constexpr const char* kProgram = "order_embedding";
 
-struct CommonOptions {
-  std::string device = "cpu";
-  int threads = 0;
-};
+using CommonOptions = examples::DeviceFlags;
 
 struct TrainOptions {
   std::string out = "out/order_embedding/rmsnorm";
@@ -153,14 +151,8 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
-struct ExperimentOptions {
-  std::string budget = "demo";
-  std::string out = "out/order_embedding";
+struct ExperimentOptions : examples::ExperimentFlags {
   std::string data, corpus, features;
-  std::vector<std::string> norms = paper_norms();
-  std::int64_t steps = 0;  // 0: the budget's
-  std::uint64_t seed = 1;
-  bool no_progress = false;
 };
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
@@ -234,12 +226,7 @@ int main(int argc, char** argv) {
       "norm in the caption GRU: the RMSNorm paper's Tables 7 and 8"};
   app.require_subcommand(1);
   CommonOptions common;
-  const auto add_common = [&](CLI::App* command) {
-    command->add_option("--device", common.device, "cpu, cuda or cuda:N")->capture_default_str();
-    command
-        ->add_option("--threads", common.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
-        ->check(examples::kNonNegative);
-  };
+  const auto add_common = [&](CLI::App* command) { examples::add_device_flags(command, common); };
 
   ProxySettings p;
   CLI::App* prepare_command =
@@ -326,6 +313,8 @@ int main(int argc, char** argv) {
   add_common(evaluate_command);
 
   ExperimentOptions x;
+  x.out = "out/order_embedding";
+  x.norms = paper_norms();
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 7 in shape: every norm trained the same way, a report");
   experiment_command->add_option("--data", x.data, "the data set's folder");
@@ -334,20 +323,10 @@ int main(int argc, char** argv) {
       "or a parallel corpus ({train,dev,test}.{en,de}): the local task is built from it into "
       "OUT/data");
   experiment_command->add_option("--features", x.features, "its feature set under images/");
-  experiment_command
-      ->add_option("--budget", x.budget,
-                   "tiny (seconds, to check the pipeline), demo (GRU 256, 600 steps), long (GRU "
-                   "512, 3000 steps) or paper (the paper's sizes, 30000 steps)")
-      ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}))
-      ->capture_default_str();
-  experiment_command->add_option("--steps", x.steps, "steps of every run (0: the budget's)")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
-  experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
-      ->capture_default_str();
-  experiment_command->add_option("--norms", x.norms, "the norms to compare")->capture_default_str();
-  experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
-  experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
+  examples::add_experiment_flags(
+      experiment_command, x, {"tiny", "demo", "long", "paper"},
+      "tiny (seconds, to check the pipeline), demo (GRU 256, 600 steps), long (GRU "
+      "512, 3000 steps) or paper (the paper's sizes, 30000 steps)");
   add_common(experiment_command);
 
   TimingSettings m;
@@ -356,16 +335,7 @@ int main(int argc, char** argv) {
       "time",
       "the paper's Table 8 in shape: seconds per 100 training steps of every norm at the "
       "paper's sizes, on inputs of the real data's shapes");
-  time_command->add_option("--norms", m.norms, "the norms to time")->capture_default_str();
-  time_command->add_option("--steps", m.rounds.steps, "timed steps of each norm in each round")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time_command->add_option("--rounds", m.rounds.rounds, "rounds, the norms taking turns")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time_command->add_option("--warmup", m.rounds.warmup, "untimed steps of each norm first")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
+  examples::add_rounds_flags(time_command, m.norms, m.rounds);
   time_command->add_option("--batch", m.batch, "captions and images per step")
       ->check(examples::kPositive)
       ->capture_default_str();

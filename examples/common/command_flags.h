@@ -1,0 +1,70 @@
+#pragma once
+// CLI11 flags that several programs' subcommands share: the device and threads, the flags of an
+// `experiment` (budget, steps, output folder, norms, seed, progress) and the rounds of a `time`.
+//
+//   examples::DeviceFlags device;
+//   examples::add_device_flags(train_command, device);
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/norm_timing.h"
+#include "common/number_checks.h"
+
+namespace examples {
+
+struct DeviceFlags {
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+inline void add_device_flags(CLI::App* command, DeviceFlags& flags) {
+  command->add_option("--device", flags.device, "cpu, cuda or cuda:N")->capture_default_str();
+  command->add_option("--threads", flags.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
+      ->check(kNonNegative);
+}
+
+struct ExperimentFlags {
+  std::string budget = "demo";
+  std::string out;
+  std::vector<std::string> norms;
+  std::int64_t steps = 0;  // 0: the budget's
+  std::uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+// --budget (one of `budgets`, described by `budget_help`), --steps, --out, --norms, --seed,
+// --no-progress.
+inline void add_experiment_flags(CLI::App* command, ExperimentFlags& flags,
+                                 const std::vector<std::string>& budgets,
+                                 const std::string& budget_help) {
+  command->add_option("--budget", flags.budget, budget_help)
+      ->check(CLI::IsMember(budgets))
+      ->capture_default_str();
+  command->add_option("--steps", flags.steps, "steps of every run (0: the budget's)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  command->add_option("--out", flags.out, "the experiment's folder, a model folder per norm")
+      ->capture_default_str();
+  command->add_option("--norms", flags.norms, "the norms to compare")->capture_default_str();
+  command->add_option("--seed", flags.seed, "the same for every run")->capture_default_str();
+  command->add_flag("--no-progress", flags.no_progress, "no progress line on a terminal");
+}
+
+// --norms (to time), --steps, --rounds, --warmup.
+inline void add_rounds_flags(CLI::App* command, std::vector<std::string>& norms, Rounds& rounds) {
+  command->add_option("--norms", norms, "the norms to time")->capture_default_str();
+  command->add_option("--steps", rounds.steps, "timed steps of each norm in each round")
+      ->check(kPositive)
+      ->capture_default_str();
+  command->add_option("--rounds", rounds.rounds, "rounds, the norms taking turns")
+      ->check(kPositive)
+      ->capture_default_str();
+  command->add_option("--warmup", rounds.warmup, "untimed steps of each norm first")
+      ->check(kNonNegative)
+      ->capture_default_str();
+}
+
+}  // namespace examples
