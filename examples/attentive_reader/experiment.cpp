@@ -54,33 +54,15 @@ std::string curves_csv(const std::vector<ExperimentRun>& runs) {
 
 std::optional<std::string> draw_figure(const std::string& folder,
                                        const std::vector<ExperimentRun>& runs) {
-  const auto terminal = examples::find_gnuplot_terminal();
-  if (!terminal) {
-    std::fprintf(stderr,
-                 "attentive_reader experiment: no gnuplot with a png or svg terminal; "
-                 "curves.csv has the curves\n");
-    return std::nullopt;
-  }
-  const std::string image = *terminal == "svg" ? "validation.svg" : "validation.png";
-  std::ostringstream script;
-  script << "# Draws curves.csv (written by attentive_reader experiment); run: gnuplot curves.gp\n"
-         << "set terminal " << *terminal << " size 800,500\nset termoption noenhanced\n"
-         << "set output " << examples::gnuplot_quoted(image) << "\n"
-         << "set datafile separator ','\nset key top right\nset grid\n"
-         << "set xlabel 'training steps'\nset ylabel 'validation error (%)'\n"
-         << "set title 'The attentive reader: validation error (the paper\\'s Figure 5)'\nplot ";
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv")
-           << " using (strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm)
-           << " ? $2 : NaN):(100 * $6) with linespoints title "
-           << examples::gnuplot_quoted(runs[i].norm);
-  script << "\n";
-  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
-  if (!drawn.ok) {
-    std::fprintf(stderr, "attentive_reader experiment: gnuplot failed: %s\n", drawn.output.c_str());
-    return std::nullopt;
-  }
-  return image;
+  std::vector<std::string> norms;
+  for (const ExperimentRun& run : runs) norms.push_back(run.norm);
+  const std::string body =
+      "set key top right\nset grid\nset xlabel 'training steps'\n"
+      "set ylabel 'validation error (%)'\n"
+      "set title " +
+      examples::gnuplot_quoted("The attentive reader: validation error (the paper's Figure 5)") +
+      "\n" + examples::plot_per_norm(norms, "2", "(100 * $6)");
+  return examples::draw_curves(folder, "attentive_reader", "validation", 800, 500, body);
 }
 
 }  // namespace

@@ -65,4 +65,45 @@ GnuplotRun run_gnuplot(const std::string& folder, const std::string& script_name
   return run;
 }
 
+std::optional<std::string> draw_curves(const std::string& folder, const std::string& program,
+                                       const std::string& name, int width, int height,
+                                       const std::string& body) {
+  const auto terminal = find_gnuplot_terminal();
+  if (!terminal) {
+    std::fprintf(stderr,
+                 "%s experiment: no gnuplot with a png or svg terminal; curves.csv has "
+                 "the curves\n",
+                 program.c_str());
+    return std::nullopt;
+  }
+  const std::string image = name + (*terminal == "svg" ? ".svg" : ".png");
+  std::ostringstream script;
+  script << "# Draws curves.csv (written by " << program << " experiment); run: gnuplot curves.gp\n"
+         << "set terminal " << *terminal << " size " << width << "," << height << "\n"
+         << "set termoption noenhanced\n"
+         << "set output " << gnuplot_quoted(image) << "\n"
+         << "set datafile separator ','\n"
+         << body;
+  const GnuplotRun drawn = run_gnuplot(folder, "curves.gp", script.str());
+  if (!drawn.ok) {
+    std::fprintf(stderr, "%s experiment: gnuplot failed: %s\n", program.c_str(),
+                 drawn.output.c_str());
+    return std::nullopt;
+  }
+  return image;
+}
+
+std::string plot_per_norm(const std::vector<std::string>& norms, const std::string& x,
+                          const std::string& y, const std::string& style) {
+  const auto column = [](const std::string& expression) {
+    return expression.front() == '(' ? expression : "$" + expression;
+  };
+  std::string plot = "plot ";
+  for (std::size_t i = 0; i < norms.size(); ++i)
+    plot += (i == 0 ? "" : ", ") + gnuplot_quoted("curves.csv") + " using (strcol(1) eq " +
+            gnuplot_quoted(norms[i]) + " ? " + column(x) + " : NaN):" + column(y) + " with " +
+            style + " title " + gnuplot_quoted(norms[i]);
+  return plot + "\n";
+}
+
 }  // namespace examples

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace examples {
 
@@ -28,5 +29,19 @@ struct GnuplotRun {
 // normgrad::Error when the script cannot be written.
 GnuplotRun run_gnuplot(const std::string& folder, const std::string& script_name,
                        const std::string& script);
+
+// Draws a figure from the curves.csv that an experiment of `program` wrote in `folder`: writes
+// curves.gp there, the lines that pick the terminal, the size, plain (not enhanced) text, the
+// output `name`.png (or .svg) and the CSV separator, followed by `body`, and runs gnuplot.
+// Returns the image's file name; nullopt, with a message on stderr, when gnuplot is missing or
+// fails (the CSV files are there either way).
+std::optional<std::string> draw_curves(const std::string& folder, const std::string& program,
+                                       const std::string& name, int width, int height,
+                                       const std::string& body);
+
+// A `plot` command of one curve per norm from curves.csv, whose column 1 names the norm: `x`
+// against `y`, each a gnuplot using-expression such as "2" or "(100 * $6)".
+std::string plot_per_norm(const std::vector<std::string>& norms, const std::string& x,
+                          const std::string& y, const std::string& style = "linespoints");
 
 }  // namespace examples

@@ -81,39 +81,17 @@ std::string table_csv(const std::vector<ExperimentRun>& runs, std::int64_t test_
 // training_error.png: training error against epochs and against seconds, every norm.
 std::optional<std::string> draw_figure(const std::string& folder,
                                        const std::vector<ExperimentRun>& runs) {
-  const auto terminal = examples::find_gnuplot_terminal();
-  if (!terminal) {
-    std::fprintf(stderr,
-                 "convpool_cnn_c experiment: no gnuplot with a png or svg terminal; "
-                 "curves.csv has the curves\n");
-    return std::nullopt;
-  }
-  const std::string image = *terminal == "svg" ? "training_error.svg" : "training_error.png";
-  std::ostringstream script;
-  script << "# Draws curves.csv (written by convpool_cnn_c experiment); run: gnuplot curves.gp\n"
-         << "set datafile separator ','\n"
-         << "set terminal " << *terminal << " size 1200,450\n"
-         << "set output " << examples::gnuplot_quoted(image) << "\n"
-         << "set multiplot layout 1,2 title "
-         << examples::gnuplot_quoted("ConvPool-CNN-C: training error (noise and dropout on)")
-         << "\n"
-         << "set ylabel 'training error'\nset key top right\nset grid\n";
-  for (const auto& [column, label] : {std::pair{2, "epoch"}, std::pair{3, "training seconds"}}) {
-    script << "set xlabel '" << label << "'\nplot ";
-    for (std::size_t i = 0; i < runs.size(); ++i)
-      script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv") << " using ("
-             << "strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm) << " ? $" << column
-             << " : NaN):5 with linespoints lw 1.5 title "
-             << examples::gnuplot_quoted(runs[i].norm);
-    script << "\n";
-  }
-  script << "unset multiplot\n";
-  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
-  if (!drawn.ok) {
-    std::fprintf(stderr, "convpool_cnn_c experiment: gnuplot failed: %s\n", drawn.output.c_str());
-    return std::nullopt;
-  }
-  return image;
+  std::vector<std::string> norms;
+  for (const ExperimentRun& run : runs) norms.push_back(run.norm);
+  std::string body =
+      "set multiplot layout 1,2 title " +
+      examples::gnuplot_quoted("ConvPool-CNN-C: training error (noise and dropout on)") +
+      "\nset ylabel 'training error'\nset key top right\nset grid\n";
+  for (const auto& [column, label] : {std::pair{"2", "epoch"}, std::pair{"3", "training seconds"}})
+    body += std::string("set xlabel '") + label + "'\n" +
+            examples::plot_per_norm(norms, column, "5", "linespoints lw 1.5");
+  return examples::draw_curves(folder, "convpool_cnn_c", "training_error", 1200, 450,
+                               body + "unset multiplot\n");
 }
 
 }  // namespace

@@ -141,9 +141,9 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
   ExperimentResults results;
   results.budget = options.budget;
   // One tokenizer for every run, trained once, and the test set.
-  const auto inputs = nmt::prepare_experiment(
-      options.out, options.corpus, options.settings.model.vocabulary_size,
-      options.budget.test_sentences, experiment_program, options.messages);
+  const auto inputs =
+      nmt::prepare_experiment(options.out, options.corpus, options.settings.model.vocabulary_size,
+                              options.budget.test_sentences, experiment_program, options.messages);
   const std::string& tokenizer_path = inputs.tokenizer;
   const nmt::TestSet& test = inputs.test;
   const auto tokenizer = ng::data::SubwordTokenizer::load(tokenizer_path);

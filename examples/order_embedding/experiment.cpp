@@ -81,38 +81,17 @@ std::string curves_csv(const std::vector<ExperimentRun>& runs) {
 // gnuplot is missing or fails (the CSV is there either way).
 std::optional<std::string> draw_figure(const std::string& folder,
                                        const std::vector<ExperimentRun>& runs) {
-  const auto terminal = examples::find_gnuplot_terminal();
-  if (!terminal) {
-    std::fprintf(stderr,
-                 "order_embedding experiment: no gnuplot with a png or svg terminal; "
-                 "curves.csv has the curves\n");
-    return std::nullopt;
-  }
-  const std::string image = *terminal == "svg" ? "validation.svg" : "validation.png";
-  std::ostringstream script;
-  script << "# Draws curves.csv (written by order_embedding experiment); run: gnuplot curves.gp\n"
-         << "set terminal " << *terminal << " size 1100,420\n"
-         << "set termoption noenhanced\n"
-         << "set output " << examples::gnuplot_quoted(image) << "\n"
-         << "set datafile separator ','\nset key bottom right\nset grid\n"
-         << "set xlabel 'training steps'\nset multiplot layout 1,2\n";
-  for (const auto& [column, title] : {std::pair{7, "dev image retrieval R@1 (%)"},
-                                      std::pair{9, "dev image retrieval R@10 (%)"}}) {
-    script << "set title " << examples::gnuplot_quoted(title) << "\nplot ";
-    for (std::size_t i = 0; i < runs.size(); ++i)
-      script << (i == 0 ? "" : ", ") << examples::gnuplot_quoted("curves.csv")
-             << " using (strcol(1) eq " << examples::gnuplot_quoted(runs[i].norm)
-             << " ? $2 : NaN):" << column << " with linespoints title "
-             << examples::gnuplot_quoted(runs[i].norm);
-    script << "\n";
-  }
-  script << "unset multiplot\n";
-  const auto drawn = examples::run_gnuplot(folder, "curves.gp", script.str());
-  if (!drawn.ok) {
-    std::fprintf(stderr, "order_embedding experiment: gnuplot failed: %s\n", drawn.output.c_str());
-    return std::nullopt;
-  }
-  return image;
+  std::vector<std::string> norms;
+  for (const ExperimentRun& run : runs) norms.push_back(run.norm);
+  std::string body =
+      "set key bottom right\nset grid\nset xlabel 'training steps'\n"
+      "set multiplot layout 1,2\n";
+  for (const auto& [column, title] : {std::pair{"7", "dev image retrieval R@1 (%)"},
+                                      std::pair{"9", "dev image retrieval R@10 (%)"}})
+    body += "set title " + examples::gnuplot_quoted(title) + "\n" +
+            examples::plot_per_norm(norms, "2", column);
+  return examples::draw_curves(folder, "order_embedding", "validation", 1100, 420,
+                               body + "unset multiplot\n");
 }
 
 }  // namespace
