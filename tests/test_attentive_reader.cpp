@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "attentive_reader/baselines.h"
 #include "attentive_reader/batches.h"
 #include "attentive_reader/local_task.h"
 #include "attentive_reader/model.h"
@@ -110,7 +111,7 @@ TEST_CASE("the local cloze task: documents of neighbouring segments, anonymised 
   en << "An unfinished window.\n";
   en.close();
   const LocalTaskSummary summary = build_local_task(
-      {.corpus = folder / "corpus", .out = folder / "task", .stop_words = 5, .query = "next"});
+      {.corpus = folder / "corpus", .out = folder / "task", .common_words = 5, .query = "next"});
   CHECK(summary.training + summary.validation + summary.test == 60);
   CHECK(summary.validation >= 1);
   CHECK(summary.test >= 1);
@@ -130,14 +131,19 @@ TEST_CASE("the local cloze task: documents of neighbouring segments, anonymised 
               "lacks train.en");
 
   // An "inside" query is one of the document's own segments with the answer blanked.
-  build_local_task({.corpus = folder / "corpus", .out = folder / "inside", .stop_words = 5});
+  // The most frequent words ("failed" is third) stay words; the rarer ones become entities.
+  build_local_task({.corpus = folder / "corpus", .out = folder / "inside", .common_words = 5});
+  std::int64_t common_seen = 0;
   for (const Question& q : read_question_folder(folder / "inside/questions/training")) {
+    common_seen += std::count(q.document.begin(), q.document.end(), "failed");
+    for (const auto& [id, word] : q.entities) CHECK(word != "failed");
     std::vector<std::string> filled = q.query;
     std::replace(filled.begin(), filled.end(), std::string(kPlaceholder), q.answer);
     const auto found =
         std::search(q.document.begin(), q.document.end(), filled.begin(), filled.end());
     CHECK(found != q.document.end());
   }
+  CHECK(common_seen > 0);
 }
 
 namespace {
@@ -153,6 +159,25 @@ std::vector<Question> two_questions() {
 }
 
 }  // namespace
+
+TEST_CASE("baseline_errors: a guess among the entities, and the most frequent one") {
+  const auto question = [](std::vector<std::string> document, std::string answer) {
+    Question q;
+    q.document = std::move(document);
+    q.answer = std::move(answer);
+    return q;
+  };
+  // Guessed right with chance 1/2, 1/3 and 1/2; the most frequent entity is right in the first
+  // (twice against once), wrong in the second, and right in the third by appearing first.
+  const BaselineErrors errors =
+      baseline_errors({question({"@entity0", "x", "@entity1", "@entity1"}, "@entity1"),
+                       question({"@entity2", "@entity3", "@entity4", "@entity3"}, "@entity2"),
+                       question({"@entity5", "y", "@entity6"}, "@entity5")});
+  CHECK(errors.guess == doctest::Approx(1.0 - (1.0 / 2 + 1.0 / 3 + 1.0 / 2) / 3));
+  CHECK(errors.frequent == doctest::Approx(1.0 / 3));
+  CHECK_ERROR(baseline_errors({}), "at least one question");
+  CHECK_ERROR(baseline_errors({question({"no", "entities"}, "@entity0")}), "without entities");
+}
 
 TEST_CASE("ReaderVocabulary: entities first by number, then words seen twice or more") {
   const std::vector<Question> questions = two_questions();

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "helpers.h"
 #include "run_program.h"
@@ -53,6 +54,10 @@ TEST_CASE("attentive_reader runs its experiment on a corpus, evaluates and times
   int rows = -1;  // the header
   while (std::getline(table, line)) ++rows;
   CHECK(rows == 5);
+  std::ifstream report_file(out + "/report.md");
+  const std::string report((std::istreambuf_iterator<char>(report_file)), {});
+  CHECK(report.find("Answering without reading, on the test questions: a guess") !=
+        std::string::npos);
 
   const auto evaluated =
       run_program(program + " evaluate --model " + out + "/layernorm --threads 1");

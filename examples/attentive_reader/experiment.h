@@ -7,10 +7,11 @@
 //   table6.csv    one row per norm: the lowest validation error and its step, the test error
 //                 and the test questions, seconds per 100 steps and the spread of the
 //                 intervals between validations, the saving over LayerNorm, other processes'
-//                 CPU share
+//                 CPU share, and the test errors of answering without reading (baselines.h)
 //   curves.csv    every validation of every run: norm, step, seconds, training loss and error,
 //                 validation error and loss
-//   curves.gp, validation.png   validation error against steps (the paper's Figure 5)
+//   curves.gp, validation.png   validation error against steps (the paper's Figure 5), with
+//                 the most frequent entity's error
 //   report.md     the table beside the paper's, and the figure
 
 #include <optional>
@@ -28,9 +29,14 @@ namespace attentive_reader {
 struct Budget {
   std::string name;
   std::int64_t dim = 240, steps = 0, valid_every = 1000, batch_size = 64;
-  double learning_rate = 8e-5;
+  double learning_rate = 8e-5, dropout = 0.5;
   std::string answers = "vocabulary";
   std::int64_t training_questions = 0, validation_questions = 0;
+  // The local task's documents, in segments of the corpus (when built by the experiment).
+  std::int64_t document_segments = 4;
+  // CPU threads when --threads does not say (0: every core). At 64 units a step's products are
+  // too small to share: one thread took 21-27 s for 300 LayerNorm steps where two took 37-38.
+  int threads = 0;
 };
 Budget budget_named(const std::string& name);  // an Error for another name
 

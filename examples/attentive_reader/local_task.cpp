@@ -40,21 +40,21 @@ bool only_letters(const std::string& word) {
   });
 }
 
-class ContentWords {
+class EntityWords {
  public:
-  ContentWords(const std::vector<Segment>& training, std::int64_t stop_words) {
+  EntityWords(const std::vector<Segment>& training, std::int64_t common_words) {
     for (const Segment& segment : training)
       for (const std::string& word : segment) ++count_[word];
     std::vector<std::pair<std::int64_t, std::string>> by_count;
     for (const auto& [word, count] : count_) by_count.emplace_back(-count, word);
     std::sort(by_count.begin(), by_count.end());
-    // At most a tenth of the words are stop words, so that a small corpus keeps content words.
-    const auto stop =
-        std::min<std::size_t>(static_cast<std::size_t>(stop_words), by_count.size() / 10);
-    for (std::size_t i = 0; i < stop; ++i) stop_.insert(by_count[i].second);
+    // At most a tenth of the words are common, so that a small corpus keeps entities.
+    const auto common =
+        std::min<std::size_t>(static_cast<std::size_t>(common_words), by_count.size() / 10);
+    for (std::size_t i = 0; i < common; ++i) common_.insert(by_count[i].second);
   }
-  bool is_content(const std::string& word) const {
-    return word.size() >= 3 && only_letters(word) && stop_.count(word) == 0;
+  bool is_entity(const std::string& word) const {
+    return word.size() >= 3 && only_letters(word) && common_.count(word) == 0;
   }
   std::int64_t count(const std::string& word) const {
     const auto found = count_.find(word);
@@ -63,7 +63,7 @@ class ContentWords {
 
  private:
   std::unordered_map<std::string, std::int64_t> count_;
-  std::unordered_set<std::string> stop_;
+  std::unordered_set<std::string> common_;
 };
 
 // The split a window of the corpus goes to: a hash of its position, so that the same corpus
@@ -103,7 +103,7 @@ std::optional<std::size_t> query_segment(const std::vector<Segment>& segments, s
 // One question from a window: its document segments, and its query; nullopt when the query
 // shares no content word with the document.
 std::optional<Question> make_question(const std::vector<Segment>& segments, std::size_t first,
-                                      std::size_t query_index, const ContentWords& words,
+                                      std::size_t query_index, const EntityWords& words,
                                       const LocalTaskSettings& settings) {
   const Segment& query_words = segments[query_index];
   Segment document;
@@ -112,7 +112,7 @@ std::optional<Question> make_question(const std::vector<Segment>& segments, std:
   // The document's content words in order of first appearance.
   std::vector<std::string> entities;
   for (const std::string& word : document)
-    if (words.is_content(word) &&
+    if (words.is_entity(word) &&
         std::find(entities.begin(), entities.end(), word) == entities.end())
       entities.push_back(word);
   // The answer: the query's rarest content word that the document holds.
@@ -158,14 +158,14 @@ std::optional<Question> make_question(const std::vector<Segment>& segments, std:
 LocalTaskSummary build_local_task(const LocalTaskSettings& settings) {
   NG_CHECK(settings.query == "inside" || settings.query == "next", "attentive_reader",
            "--query must be inside or next, got '", settings.query, "'");
-  NG_CHECK(
-      settings.document_segments >= 1 && settings.min_query_words >= 1 && settings.stop_words >= 0,
-      "attentive_reader", "a document needs at least one segment and a query one word");
+  NG_CHECK(settings.document_segments >= 1 && settings.min_query_words >= 1 &&
+               settings.common_words >= 0,
+           "attentive_reader", "a document needs at least one segment and a query one word");
   const fs::path path = fs::path(settings.corpus) / "train.en";
   NG_CHECK(fs::exists(path), "attentive_reader", "'", settings.corpus,
            "' lacks train.en: give a folder of parallel text (scripts/build_corpus writes one)");
   const std::vector<Segment> segments = read_segments(path.string());
-  const ContentWords words(segments, settings.stop_words);
+  const EntityWords words(segments, settings.common_words);
   // Written into questions.partial/ and renamed to questions/ when whole: tens of thousands of
   // small files, each plainly written (an fsync per file took minutes), and still no half set.
   const fs::path questions = fs::path(settings.out) / "questions";

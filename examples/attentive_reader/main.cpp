@@ -152,11 +152,13 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
     if (!fs::exists(data + "/questions/test")) {
       std::fprintf(stderr, "attentive_reader: building the cloze task from '%s' in '%s'\n",
                    o.corpus.c_str(), data.c_str());
-      build_local_task({.corpus = o.corpus, .out = data});
+      build_local_task(
+          {.corpus = o.corpus, .out = data, .document_segments = budget.document_segments});
     }
   }
   ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
-  settings.base.model = {.dim = budget.dim, .answers = budget.answers, .seed = o.seed};
+  settings.base.model = {
+      .dim = budget.dim, .dropout = budget.dropout, .answers = budget.answers, .seed = o.seed};
   settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),
                         .training_questions = budget.training_questions,
                         .validation_questions = budget.validation_questions};
@@ -165,7 +167,8 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
                             .learning_rate = budget.learning_rate,
                             .valid_every = budget.valid_every,
                             .seed = o.seed};
-  if (common.threads > 0) ng::set_num_threads(common.threads);
+  const int threads = common.threads > 0 ? common.threads : budget.threads;
+  if (threads > 0) ng::set_num_threads(threads);
   run_experiment(settings, device, progress_bar(o.no_progress));
   return 0;
 }
@@ -226,7 +229,9 @@ int main(int argc, char** argv) {
   prepare_command->add_option("--min-query-words", p.min_query_words, "the shortest query")
       ->check(examples::kPositive)
       ->capture_default_str();
-  prepare_command->add_option("--stop-words", p.stop_words, "the most frequent words, not entities")
+  prepare_command
+      ->add_option("--common-words", p.common_words,
+                   "the most frequent words, kept as words (rarer ones are entities)")
       ->check(examples::kNonNegative)
       ->capture_default_str();
   prepare_command

@@ -70,6 +70,10 @@ def parse_args(argv):
                         help="MS-COCO as the order-embedding code has it (train.txt, val.txt, "
                              "test.txt, images/10crop/*.npy), for the retrieval experiment "
                              "instead of the corpus's task (required at the paper budget)")
+    parser.add_argument("--cnn-questions", metavar="DIR",
+                        help="the CNN corpus's questions (questions/training, validation, test "
+                             "of *.question files), for the reading experiment instead of the "
+                             "corpus's cloze task (required at the paper budget)")
     parser.add_argument("--fashion-mnist", metavar="DIR",
                         help="Fashion-MNIST's folder, if not Debian's dataset-fashion-mnist")
     parser.add_argument("--build-dir", default=os.path.join(REPOSITORY, "build", "release"),
@@ -99,6 +103,9 @@ def check_arguments(args, chosen: list) -> None:
         raise UsageError(f"--cifar10 '{args.cifar10}' is not a folder")
     if args.coco is not None and not os.path.isdir(os.path.join(args.coco, "images")):
         raise UsageError(f"--coco '{args.coco}' has no images/ folder of features")
+    if args.cnn_questions is not None and \
+            not os.path.isdir(os.path.join(args.cnn_questions, "questions")):
+        raise UsageError(f"--cnn-questions '{args.cnn_questions}' has no questions/ folder")
     if args.fashion_mnist is not None and not os.path.isdir(args.fashion_mnist):
         raise UsageError(f"--fashion-mnist '{args.fashion_mnist}' is not a folder")
     if args.budget == "paper" and not args.report_only:
@@ -109,6 +116,9 @@ def check_arguments(args, chosen: list) -> None:
         if "oe" in names and args.coco is None:
             raise UsageError("the paper budget trains order embeddings at the paper's sizes: "
                              "give it MS-COCO with --coco")
+        if "reader" in names and args.cnn_questions is None:
+            raise UsageError("the paper budget trains the attentive reader at the paper's "
+                             "sizes: give it the CNN corpus with --cnn-questions")
         if "cnn" in names and args.cifar10 is None:
             raise UsageError("the paper budget trains ConvPool-CNN-C for 200 epochs: give it "
                              "CIFAR-10 with --cifar10")
@@ -218,7 +228,8 @@ def main(argv=None) -> int:
     inputs = Inputs(build=args.build_dir, out=args.out, budget=args.budget, device=args.device,
                     threads=args.threads, corpus=corpus,
                     cifar10=os.path.abspath(args.cifar10) if args.cifar10 else None,
-                    coco=os.path.abspath(args.coco) if args.coco else None)
+                    coco=os.path.abspath(args.coco) if args.coco else None,
+                    cnn=os.path.abspath(args.cnn_questions) if args.cnn_questions else None)
     version = stamps.source_version(REPOSITORY)
     environment = dict(os.environ)
     if args.fashion_mnist:
@@ -233,8 +244,9 @@ def main(argv=None) -> int:
         if missing:
             raise UsageError(f"{args.build_dir} has no {', '.join(missing)}; build it, or leave "
                              "out --no-build")
-        # The retrieval experiment needs the corpus only when it is not given MS-COCO.
-        if any(e.needs_corpus and not (e.name == "oe" and args.coco) for e in to_run) \
+        # The retrieval and reading experiments need the corpus only when not given their data.
+        own_data = {"oe": args.coco, "reader": args.cnn_questions}
+        if any(e.needs_corpus and not own_data.get(e.name) for e in to_run) \
                 and args.corpus is None:
             _stage(start, "data: scripts/build_corpus")
             subprocess.run([os.path.join(REPOSITORY, "scripts", "build_corpus"), "--out",

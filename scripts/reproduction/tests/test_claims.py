@@ -83,6 +83,27 @@ class ErrorFindingTest(unittest.TestCase):
         self.assertIn("consistent with equal quality", text)
 
 
+class ReaderErrorFindingTest(unittest.TestCase):
+    def rows(self, error_ln, error, frequent):
+        return [{"norm": "layernorm", "test_error": str(error_ln), "test_questions": "2000",
+                 "test_frequent_error": str(frequent)},
+                {"norm": "none", "test_error": str(error), "test_questions": "2000",
+                 "test_frequent_error": str(frequent)}]
+
+    def test_questions_count_the_chance(self):
+        # 1.96 sqrt((0.3 0.7 + 0.25 0.75) / 2000) = 2.763 points
+        text = claims.error_finding(self.rows(0.25, 0.30, 0.5), "Reader", "none", "no norm",
+                                    "questions")
+        self.assertIn("no norm 30.00% test error, LayerNorm 25.00% (+5.00 points)", text)
+        self.assertIn("beyond the ±2.76 points that 2000 test questions leave to chance", text)
+
+    def test_runs_no_better_than_counting_decide_nothing(self):
+        text = claims.error_finding(self.rows(0.52, 0.55, 0.51), "Reader", "none", "no norm",
+                                    "questions")
+        self.assertIn("neither below the 51.00% of answering with the most frequent entity: "
+                      "too short to decide", text)
+
+
 class SpeedFindingTest(unittest.TestCase):
     def test_spreads_that_do_not_overlap(self):
         text = claims.speed_finding("GRU", "RMSNorm", claims.Timing(100, 95, 105, 0),
@@ -159,7 +180,8 @@ class RecallFindingTest(unittest.TestCase):
     def test_the_speed_spread_is_the_range_over_the_median(self):
         rows = [oe_row("layernorm", "40.5", "37.4", "5000", "14.0", "0.1", "0.036"),
                 oe_row("prmsnorm:0.0625", "42.7", "40.1", "5000", "11.0", "0.1", "0.0")]
-        text = claims.oe_speed_finding(rows, "prmsnorm", "pRMSNorm", 63.9)
+        text = claims.per_100_steps_speed_finding(rows, "Order embeddings", "prmsnorm",
+                                                  "pRMSNorm", 63.9)
         self.assertIn("pRMSNorm 11.0 s / 100 steps, LayerNorm 14.0, a speed-up of 21.4% "
                       "(paper: 63.9%)", text)
         self.assertIn("the spreads of the two times do not overlap", text)

@@ -55,7 +55,7 @@ class ReproduceTinyTest(unittest.TestCase):
                               capture_output=True, text=True)
 
     def test_the_whole_pipeline_at_the_tiny_budget(self):
-        experiments = ["invariance", "nmt", "oe"]
+        experiments = ["invariance", "nmt", "oe", "reader"]
         if has_fashion_mnist():
             experiments += ["mlp", "cnn"]
         else:
@@ -72,7 +72,8 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertIn("| ran |", text)
             self.assertIn("## The paper's claims, and what this run shows", text)
             tables = {"invariance": ["Table 1"], "nmt": ["Table 2", "Table 4", "Table 5"],
-                      "mlp": [], "cnn": ["Table 10"], "oe": ["Table 7", "Table 8"]}
+                      "mlp": [], "cnn": ["Table 10"], "oe": ["Table 7", "Table 8"],
+                      "reader": ["Table 6"]}
             for experiment in experiments:
                 for table in tables[experiment]:
                     self.assertRegex(text, rf"\| {table} \| \[[^]]+\]\(#", table)
@@ -82,9 +83,12 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertIn("All 30 cells measured agree with the paper's Table 1", text)
             self.assertIn("Order embeddings: the RMSNorm paper's Table 7 in shape", text)
             self.assertIn("Order embeddings (Table 7): RMSNorm image R@1", text)
+            self.assertIn("The attentive reader: the RMSNorm paper's Table 6 in shape", text)
+            self.assertIn("The attentive reader (Figure 5): RMSNorm", text)
+            self.assertIn("The attentive reader: RMSNorm", text)  # its speed
             claims = text.split("## The paper's claims")[1].split("## The paper's tables")[0]
-            for name in ("gru", "transformer", "invariance", "oe") + (("cnn",) if has_fashion_mnist()
-                                                                  else ()):
+            for name in ("gru", "transformer", "invariance", "oe", "reader") + (
+                    ("cnn",) if has_fashion_mnist() else ()):
                 self.assertNotIn(f"not run (`scripts/reproduce {name}`)", claims)
             self.assertNotIn("no RMSNorm or no LayerNorm", claims)  # every table's rows found
             if has_fashion_mnist():
@@ -116,7 +120,10 @@ class ReproduceTinyTest(unittest.TestCase):
                     (["--device", "gpu"], "--device must be cpu or cuda"),
                     (["--corpus", scratch, "gru"], "lacks train.en"),
                     (["--threads", "0"], "--threads must be positive"),
-                    (["--budget", "paper", "cnn"], "give it CIFAR-10 with --cifar10")):
+                    (["--budget", "paper", "cnn"], "give it CIFAR-10 with --cifar10"),
+                    (["--budget", "paper", "reader"], "give it the CNN corpus with "
+                                                      "--cnn-questions"),
+                    (["--cnn-questions", scratch, "reader"], "has no questions/ folder")):
                 result = self.reproduce("--out", os.path.join(scratch, "out"), *arguments)
                 self.assertEqual(2, result.returncode, arguments)
                 self.assertIn(message, result.stderr)

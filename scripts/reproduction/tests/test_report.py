@@ -60,7 +60,8 @@ class WriteReportTest(unittest.TestCase):
         self.assertIn("| Table 1 | [The invariance report](#the-invariance-report) |", text)
         self.assertIn("| Table 2 | not run: `scripts/reproduce gru` |", text)
         self.assertIn("| Table 10 | not run: `scripts/reproduce cnn` |", text)
-        self.assertIn("| Table 6 | not reproduced: ", text)
+        self.assertIn("| Table 6 | not run: `scripts/reproduce reader` |", text)
+        self.assertIn("| Figure 3 | not reproduced: ", text)
         self.assertIn("## The transformer report\n\n![figure](transformer_nmt/figure.png)", text)
         self.assertNotIn("The gru report", text)
 
