@@ -58,6 +58,12 @@ TEST_CASE("attentive_reader runs its experiment on a corpus, evaluates and times
   const std::string report((std::istreambuf_iterator<char>(report_file)), {});
   CHECK(report.find("Answering without reading, on the test questions: a guess") !=
         std::string::npos);
+  // The budget times each norm's step after the runs (at small sizes when tiny).
+  CHECK(report.find("## Table 6 at the paper's sizes") != std::string::npos);
+  std::ifstream timed_table(out + "/table6_paper_sizes.csv");
+  int timed_rows = -1;
+  while (std::getline(timed_table, line)) ++timed_rows;
+  CHECK(timed_rows == 5);
 
   const auto evaluated =
       run_program(program + " evaluate --model " + out + "/layernorm --threads 1");

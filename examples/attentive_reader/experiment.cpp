@@ -87,7 +87,15 @@ Budget budget_named(const std::string& name) {
             .answers = "document",
             .training_questions = 200,
             .validation_questions = 50,
-            .threads = 1};
+            .threads = 1,
+            .timing = TimingSettings{.batch = 3,
+                                     .dim = 4,
+                                     .vocabulary = 600,
+                                     .min_document = 5,
+                                     .max_document = 9,
+                                     .min_query = 2,
+                                     .max_query = 4,
+                                     .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}};
   // The demo's documents are 2 segments (20 tokens on average), on which the reader learns
   // within its minutes; on 4 it needed thousands of steps more to leave the frequent entity.
   if (name == "demo")
@@ -100,7 +108,8 @@ Budget budget_named(const std::string& name) {
             .dropout = 0.1,
             .answers = "document",
             .document_segments = 2,
-            .threads = 1};
+            .threads = 1,
+            .timing = TimingSettings{}};
   if (name == "long")
     return {.name = name,
             .dim = 128,
@@ -109,7 +118,8 @@ Budget budget_named(const std::string& name) {
             .batch_size = 64,
             .learning_rate = 1e-3,
             .dropout = 0.1,
-            .answers = "document"};
+            .answers = "document",
+            .timing = TimingSettings{.rounds = {.steps = 5, .rounds = 3, .warmup = 1}}};
   if (name == "paper")
     return {.name = name,
             .dim = 240,
@@ -117,7 +127,8 @@ Budget budget_named(const std::string& name) {
             .valid_every = 1000,
             .batch_size = 64,
             .learning_rate = 8e-5,
-            .answers = "vocabulary"};
+            .answers = "vocabulary",
+            .timing = TimingSettings{}};
   throw ng::Error("attentive_reader: --budget must be tiny, demo, long or paper, got '" + name +
                   "'");
 }
@@ -192,6 +203,17 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
   }
 
   const examples::RunFolder out(settings.out, "attentive_reader");
+  std::vector<examples::NormTiming> paper_sizes;
+  if (settings.timing) {
+    TimingSettings timing = *settings.timing;
+    timing.norms = settings.norms;
+    std::printf("== each norm's step at batch %lld, %lld units, %lld words\n",
+                static_cast<long long>(timing.batch), static_cast<long long>(timing.dim),
+                static_cast<long long>(timing.vocabulary));
+    std::fflush(stdout);
+    paper_sizes = time_norms(timing, device, stdout);
+    out.write_text("table6_paper_sizes.csv", examples::timing_csv(paper_sizes));
+  }
   const RunConfig& base = settings.base;
   out.write_text("table6.csv", table_csv(runs, test_baseline));
   out.write_text("curves.csv", curves_csv(runs));
@@ -226,6 +248,19 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
              << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
   report << "\n";
   if (figure) report << "\n![validation error](" << *figure << ")\n";
+  if (settings.timing) {
+    const TimingSettings& t = *settings.timing;
+    report << "\n## Table 6 at the paper's sizes\n\n"
+           << "Each norm's training step on made-up questions of the real data's shape: batch "
+           << t.batch << ", " << t.dim << " units, " << t.vocabulary << " words of which "
+           << t.entities << " entity ids, documents of " << t.min_document << " to "
+           << t.max_document << " tokens and queries of " << t.min_query << " to " << t.max_query
+           << ", answers over the whole vocabulary; " << t.rounds.rounds << " rounds of "
+           << t.rounds.steps << " timed steps after " << t.rounds.warmup
+           << " untimed, the norms taking turns. The spread is the range of the steps over their "
+              "median.\n\n"
+           << examples::timing_markdown(paper_sizes, paper_table6());
+  }
   out.write_text("report.md", report.str());
   std::printf("\n%s\nreport: %s/report.md\n", table.c_str(), settings.out.c_str());
   return runs;

@@ -12,7 +12,10 @@
 //                 validation error and loss
 //   curves.gp, validation.png   validation error against steps (the paper's Figure 5), with
 //                 the most frequent entity's error
-//   report.md     the table beside the paper's, and the figure
+//   table6_paper_sizes.csv   when the budget times them: each norm's training step at the
+//                 paper's sizes (timing.h; the tiny budget's are small), seconds per 100 steps
+//                 and the range of the steps over their median
+//   report.md     the tables beside the paper's, and the figure
 
 #include <optional>
 #include <string>
@@ -20,6 +23,7 @@
 
 #include "local_task.h"
 #include "model_folder.h"
+#include "timing.h"
 #include "training.h"
 
 namespace attentive_reader {
@@ -37,6 +41,8 @@ struct Budget {
   // CPU threads when --threads does not say (0: every core). At 64 units a step's products are
   // too small to share: one thread took 21-27 s for 300 LayerNorm steps where two took 37-38.
   int threads = 0;
+  // The training step timed at these sizes after the runs (Table 6 proper), if at all.
+  std::optional<TimingSettings> timing;
 };
 Budget budget_named(const std::string& name);  // an Error for another name
 
@@ -55,6 +61,7 @@ struct ExperimentSettings {
   RunConfig base{};  // everything but the norm
   std::string out = "out/attentive_reader";
   std::string budget;
+  std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
 };
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,

@@ -156,7 +156,8 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
           {.corpus = o.corpus, .out = data, .document_segments = budget.document_segments});
     }
   }
-  ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
+  ExperimentSettings settings{
+      .norms = o.norms, .out = o.out, .budget = budget.name, .timing = budget.timing};
   settings.base.model = {
       .dim = budget.dim, .dropout = budget.dropout, .answers = budget.answers, .seed = o.seed};
   settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),

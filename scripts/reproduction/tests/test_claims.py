@@ -187,6 +187,24 @@ class RecallFindingTest(unittest.TestCase):
         self.assertIn("the spreads of the two times do not overlap", text)
 
 
+class ReaderSpeedTest(unittest.TestCase):
+    def test_the_paper_sizes_timing_is_preferred(self):
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "table6.csv"), "w", encoding="utf-8") as f:
+                f.write("norm,test_error,test_questions,seconds_per_100_steps,seconds_spread\n"
+                        "layernorm,0.3,2000,7.5,0.2\nrmsnorm,0.3,2000,7.9,0.2\n")
+            with open(os.path.join(folder, "table6_paper_sizes.csv"), "w",
+                      encoding="utf-8") as f:
+                f.write("norm,seconds_per_100_steps,spread,timed_steps\n"
+                        "layernorm,100,0.1,10\nrmsnorm,80,0.1,10\n")
+            speed = claims.claims({"reader": folder})[1]
+            finding = [f for f in speed.findings if f.startswith("The attentive reader")]
+            # 100 +- 5 against 80 +- 4: apart.
+            self.assertEqual(["The attentive reader at the paper's sizes: RMSNorm 80.0 s / 100 "
+                              "steps, LayerNorm 100.0, a speed-up of 20.0% (paper: 15.1%); the "
+                              "spreads of the two times do not overlap."], finding)
+
+
 class InvarianceFindingTest(unittest.TestCase):
     def test_agreement_and_a_difference(self):
         rows = [{"method": "RMSNorm", "transformation": "dataset re-scaling", "invariant": "yes",
