@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "helpers.h"
 #include "run_program.h"
@@ -63,6 +64,14 @@ TEST_CASE("order_embedding prepares data, runs its experiment, continues and eva
   int rows = 0;
   while (std::getline(table, line)) ++rows;
   CHECK(rows == 4);
+  // The budget times each norm's step after the runs (at small sizes when tiny).
+  std::ifstream timed_table(out + "/table8_paper_sizes.csv");
+  int timed_rows = -1;  // the header
+  while (std::getline(timed_table, line)) ++timed_rows;
+  CHECK(timed_rows == 4);
+  std::ifstream report_file(out + "/report.md");
+  const std::string report((std::istreambuf_iterator<char>(report_file)), {});
+  CHECK(report.find("## Table 8 at the paper's sizes") != std::string::npos);
   // A second run takes the finished runs as they are.
   const auto again = run_program(program + " experiment --budget tiny --data " +
                                  (scratch / "data") + " --out " + out + " --threads 1");

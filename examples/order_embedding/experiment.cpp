@@ -10,6 +10,7 @@
 #include "common/norm_timing.h"
 #include "common/number_text.h"
 #include "run.h"
+#include "timing.h"
 
 namespace order_embedding {
 
@@ -113,13 +114,34 @@ Budget budget_named(const std::string& name) {
                            .dev_pairs = 10,
                            .test_pairs = 20,
                            .min_words = 3,
-                           .max_words = 40}};
+                           .max_words = 40},
+            .timing = TimingSettings{.batch = 4,
+                                     .word_dim = 4,
+                                     .dim = 8,
+                                     .image_dim = 16,
+                                     .vocabulary = 50,
+                                     .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}};
   if (name == "demo")
-    return {.name = name, .word_dim = 128, .dim = 256, .steps = 600, .valid_every = 150};
+    return {.name = name,
+            .word_dim = 128,
+            .dim = 256,
+            .steps = 600,
+            .valid_every = 150,
+            .timing = TimingSettings{}};
   if (name == "long")
-    return {.name = name, .word_dim = 300, .dim = 512, .steps = 3000, .valid_every = 300};
+    return {.name = name,
+            .word_dim = 300,
+            .dim = 512,
+            .steps = 3000,
+            .valid_every = 300,
+            .timing = TimingSettings{.rounds = {.steps = 10, .rounds = 3, .warmup = 2}}};
   if (name == "paper")
-    return {.name = name, .word_dim = 300, .dim = 1024, .steps = 30000, .valid_every = 300};
+    return {.name = name,
+            .word_dim = 300,
+            .dim = 1024,
+            .steps = 30000,
+            .valid_every = 300,
+            .timing = TimingSettings{}};
   throw ng::Error("order_embedding: --budget must be tiny, demo, long or paper, got '" + name +
                   "'");
 }
@@ -201,6 +223,17 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
   }
 
   const ModelFolder out(settings.out);
+  std::vector<examples::NormTiming> paper_sizes;
+  if (settings.timing) {
+    TimingSettings timing = *settings.timing;
+    timing.norms = settings.norms;
+    std::printf("== each norm's step at batch %lld, GRU %lld, images %lld\n",
+                static_cast<long long>(timing.batch), static_cast<long long>(timing.dim),
+                static_cast<long long>(timing.image_dim));
+    std::fflush(stdout);
+    paper_sizes = time_norms(timing, device, stdout);
+    out.write_text("table8_paper_sizes.csv", examples::timing_csv(paper_sizes));
+  }
   const RunConfig& base = settings.base;
   out.write_text("table7.csv", table_csv(runs));
   out.write_text("curves.csv", curves_csv(runs));
@@ -232,6 +265,17 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
              << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
   report << "\n";
   if (figure) report << "\n![dev image retrieval](" << *figure << ")\n";
+  if (settings.timing) {
+    const TimingSettings& t = *settings.timing;
+    report << "\n## Table 8 at the paper's sizes\n\n"
+           << "Each norm's training step on made-up captions of COCO's lengths: batch " << t.batch
+           << ", words " << t.word_dim << ", GRU " << t.dim << ", images " << t.image_dim
+           << ", a vocabulary of " << t.vocabulary << "; " << t.rounds.rounds << " rounds of "
+           << t.rounds.steps << " timed steps after " << t.rounds.warmup
+           << " untimed, the norms taking turns. The spread is the range of the steps over their "
+              "median.\n\n"
+           << examples::timing_markdown(paper_sizes, paper_table8());
+  }
   out.write_text("report.md", report.str());
   std::printf("\n%s\nreport: %s/report.md\n", table.c_str(), settings.out.c_str());
   return runs;

@@ -11,7 +11,10 @@
 //                 CPU share
 //   curves.csv    every validation of every run: norm, step, seconds, loss, dev retrieval
 //   curves.gp, validation.png   dev image retrieval R@1 and R@10 against steps (Figure 6)
-//   report.md     the table beside the paper's, and the figure
+//   table8_paper_sizes.csv   when the budget times them: each norm's training step at the
+//                 paper's sizes (timing.h; the tiny budget's are small), seconds per 100 steps
+//                 and the range of the steps over their median
+//   report.md     the tables beside the paper's, and the figure
 
 #include <optional>
 #include <string>
@@ -19,6 +22,7 @@
 
 #include "model_folder.h"
 #include "proxy_data.h"
+#include "timing.h"
 #include "training.h"
 
 namespace order_embedding {
@@ -30,6 +34,7 @@ struct Budget {
   std::int64_t word_dim = 0, dim = 0, steps = 0, valid_every = 0, batch_size = 128;
   std::int64_t train_images = 0, dev_images = 1000, test_images = 0, fold_images = 1000;
   ProxySettings local_task{};  // how `--corpus` builds the local task (corpus and out aside)
+  std::optional<TimingSettings> timing;  // the step timed at these sizes after the runs (Table 8)
 };
 Budget budget_named(const std::string& name);  // an Error for another name
 
@@ -50,6 +55,7 @@ struct ExperimentSettings {
   std::string out = "out/order_embedding";
   std::string budget;  // its name, for the report
   std::int64_t test_images = 0, fold_images = 1000;
+  std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
 };
 
 // A run's folder name: the spec with its separators made '-'.

@@ -179,7 +179,8 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
                               .out = o.out,
                               .budget = budget.name,
                               .test_images = budget.test_images,
-                              .fold_images = budget.fold_images};
+                              .fold_images = budget.fold_images,
+                              .timing = budget.timing};
   settings.base.model = {.word_dim = budget.word_dim, .dim = budget.dim, .seed = o.seed};
   settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),
                         .features = o.features,

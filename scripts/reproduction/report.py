@@ -14,7 +14,7 @@ from .experiments import EXPERIMENTS, NOT_REPRODUCED, Experiment, Inputs
 
 BUDGET_WORDS = {
     "tiny": "tiny (a few steps of tiny models: it checks the pipeline and measures nothing)",
-    "demo": "demo (small models for minutes each: about 40 minutes on 2 CPU cores)",
+    "demo": "demo (small models for minutes each: about 45 minutes on 2 CPU cores)",
     "long": "long (the demo's models trained about ten times longer)",
     "paper": "paper (the paper's model sizes and step counts)",
 }

@@ -86,6 +86,7 @@ class ReproduceTinyTest(unittest.TestCase):
             self.assertIn("The attentive reader: the RMSNorm paper's Table 6 in shape", text)
             self.assertIn("The attentive reader (Figure 5): RMSNorm", text)
             self.assertIn("The attentive reader at the paper's sizes: RMSNorm", text)
+            self.assertIn("Order embeddings at the paper's sizes: RMSNorm", text)
             claims = text.split("## The paper's claims")[1].split("## The paper's tables")[0]
             for name in ("gru", "transformer", "invariance", "oe", "reader") + (
                     ("cnn",) if has_fashion_mnist() else ()):
