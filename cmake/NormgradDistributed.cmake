@@ -1,0 +1,46 @@
+# The optional distributed component: process groups over MPI for CPU tensors (NCCL for CUDA
+# tensors to come). NORMGRAD_DISTRIBUTED is AUTO (use MPI when it is found), ON (require it) or
+# OFF. With it, distributed/*.cpp is compiled and linked with MPI's library; without it,
+# distributed/no_mpi.cpp, a stand-in whose every use is an Error saying how to get it.
+
+set(NORMGRAD_DISTRIBUTED AUTO CACHE STRING "Build the distributed component: AUTO, ON or OFF")
+set_property(CACHE NORMGRAD_DISTRIBUTED PROPERTY STRINGS AUTO ON OFF)
+if(NOT NORMGRAD_DISTRIBUTED MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR
+          "normgrad: NORMGRAD_DISTRIBUTED must be AUTO, ON or OFF, got '${NORMGRAD_DISTRIBUTED}'")
+endif()
+
+set(NORMGRAD_WITH_MPI OFF)
+if(NOT NORMGRAD_DISTRIBUTED STREQUAL "OFF")
+  # MPI's C interface, compiled as C++: MPI_CXX_SKIP_MPICXX leaves out the C++ bindings that
+  # MPI 3 deprecated (OpenMPI's and MPICH's headers would otherwise pull them in).
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI COMPONENTS CXX QUIET)
+  if(MPI_CXX_FOUND)
+    set(NORMGRAD_WITH_MPI ON)
+    message(STATUS "normgrad: distributed component on: MPI ${MPI_CXX_VERSION}, launcher "
+                   "${MPIEXEC_EXECUTABLE}")
+  elseif(NORMGRAD_DISTRIBUTED STREQUAL "ON")
+    message(FATAL_ERROR "normgrad: NORMGRAD_DISTRIBUTED=ON but no MPI was found. Install it "
+                        "(Debian: libopenmpi-dev openmpi-bin), or configure with "
+                        "-DNORMGRAD_DISTRIBUTED=OFF.")
+  else()
+    message(STATUS "normgrad: distributed component off: no MPI found "
+                   "(Debian: libopenmpi-dev openmpi-bin)")
+  endif()
+else()
+  message(STATUS "normgrad: distributed component off (NORMGRAD_DISTRIBUTED=OFF)")
+endif()
+
+# Adds the distributed component's sources to the library, or its stand-in.
+function(normgrad_add_distributed target)
+  if(NORMGRAD_WITH_MPI)
+    file(GLOB distributed_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/distributed/*.cpp)
+    list(FILTER distributed_sources EXCLUDE REGEX "no_mpi\\.cpp$")
+    target_sources(${target} PRIVATE ${distributed_sources})
+    target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
+    target_compile_definitions(${target} PRIVATE NORMGRAD_WITH_MPI=1)
+  else()
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/distributed/no_mpi.cpp)
+  endif()
+endfunction()

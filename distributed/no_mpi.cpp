@@ -1,0 +1,27 @@
+// The stand-in for the distributed component, compiled when normgrad is configured without
+// MPI: nothing is available, and asking for the process group says how to get one.
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "distributed/process_group.h"
+
+namespace normgrad::distributed {
+
+bool is_available() { return false; }
+
+ProcessGroup& ProcessGroup::world() {
+  throw Error(
+      "distributed: this build of normgrad has no distributed component (install MPI, e.g. "
+      "Debian's libopenmpi-dev and openmpi-bin, and configure with -DNORMGRAD_DISTRIBUTED=ON)");
+}
+
+// Unreachable without a group; defined so that the class links the same in every build.
+void ProcessGroup::all_reduce(const Tensor&, ReduceOp) const { world(); }
+void ProcessGroup::broadcast(const Tensor&, int) const { world(); }
+Tensor ProcessGroup::all_gather(const Tensor&) const { return world(), Tensor(); }
+void ProcessGroup::barrier() const { world(); }
+void ProcessGroup::abort(int code) const { std::_Exit(code); }
+void ProcessGroup::check_agreement(const char*, const Tensor&, int) const { world(); }
+
+}  // namespace normgrad::distributed
