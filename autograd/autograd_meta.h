@@ -3,8 +3,12 @@
 // leaves), the Node that produced it (for results of ops) and, for leaves, the
 // AccumulateGrad node that all uses of the leaf share.
 
+#include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 #include "core/tensor.h"
 
@@ -15,6 +19,9 @@ struct AutogradMeta {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<AccumulateGrad> grad_accumulator;
+  // Leaves only: run after each pass's gradient is accumulated (autograd/hooks.h), with ids.
+  std::vector<std::pair<std::uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;
+  std::uint64_t last_hook_id = 0;
 };
 
 // The meta of a tensor, created on first use.

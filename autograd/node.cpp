@@ -104,6 +104,9 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   } else {
     meta.grad.add_(grad_output);
   }
+  // A copy of the list: a hook may add or remove hooks.
+  const auto hooks = meta.post_accumulate_hooks;
+  for (const auto& entry : hooks) entry.second(leaf);
   return {};
 }
 
