@@ -60,6 +60,8 @@ TEST_CASE("attentive_reader runs its experiment on a corpus, evaluates and times
         std::string::npos);
   // The budget times each norm's step after the runs (at small sizes when tiny).
   CHECK(report.find("## Table 6 at the paper's sizes") != std::string::npos);
+  CHECK(report.find("; 1 rounds of 1 timed steps after 0 untimed, the norms taking turns.") !=
+        std::string::npos);
   std::ifstream timed_table(out + "/table6_paper_sizes.csv");
   int timed_rows = -1;
   while (std::getline(timed_table, line)) ++timed_rows;

@@ -255,10 +255,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
            << t.batch << ", " << t.dim << " units, " << t.vocabulary << " words of which "
            << t.entities << " entity ids, documents of " << t.min_document << " to "
            << t.max_document << " tokens and queries of " << t.min_query << " to " << t.max_query
-           << ", answers over the whole vocabulary; " << t.rounds.rounds << " rounds of "
-           << t.rounds.steps << " timed steps after " << t.rounds.warmup
-           << " untimed, the norms taking turns. The spread is the range of the steps over their "
-              "median.\n\n"
+           << ", answers over the whole vocabulary; " << examples::rounds_text(t.rounds) << "\n\n"
            << examples::timing_markdown(paper_sizes, paper_table6());
   }
   out.write_text("report.md", report.str());

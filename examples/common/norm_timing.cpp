@@ -104,4 +104,12 @@ std::string timing_csv(const std::vector<NormTiming>& timings) {
   return out.str();
 }
 
+std::string rounds_text(const Rounds& rounds) {
+  std::ostringstream out;
+  out << rounds.rounds << " rounds of " << rounds.steps << " timed steps after " << rounds.warmup
+      << " untimed, the norms taking turns. The spread is the range of the steps over their "
+         "median.";
+  return out.str();
+}
+
 }  // namespace examples

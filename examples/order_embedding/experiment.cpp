@@ -270,10 +270,8 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
     report << "\n## Table 8 at the paper's sizes\n\n"
            << "Each norm's training step on made-up captions of COCO's lengths: batch " << t.batch
            << ", words " << t.word_dim << ", GRU " << t.dim << ", images " << t.image_dim
-           << ", a vocabulary of " << t.vocabulary << "; " << t.rounds.rounds << " rounds of "
-           << t.rounds.steps << " timed steps after " << t.rounds.warmup
-           << " untimed, the norms taking turns. The spread is the range of the steps over their "
-              "median.\n\n"
+           << ", a vocabulary of " << t.vocabulary << "; " << examples::rounds_text(t.rounds)
+           << "\n\n"
            << examples::timing_markdown(paper_sizes, paper_table8());
   }
   out.write_text("report.md", report.str());
