@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace testing {
@@ -25,6 +26,17 @@ inline ProgramResult run_program(const std::string& command) {
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// Checks that `program arguments` is refused before any work: a non-zero exit, `message` in
+// what it printed, and nothing at `untouched` (where the run would have written).
+inline void check_refused(const std::string& program, const std::string& arguments,
+                          const char* message, const std::string& untouched) {
+  const ProgramResult result = run_program(program + " " + arguments);
+  INFO(arguments << "\n" << result.output);
+  CHECK(result.status != 0);
+  CHECK(result.output.find(message) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(untouched));
 }
 
 }  // namespace testing

@@ -13,6 +13,7 @@
 
 #ifdef NORMGRAD_ATTENTIVE_READER_PROGRAM
 
+using testing::check_refused;
 using testing::run_program;
 using testing::ScratchFolder;
 namespace fs = std::filesystem;
@@ -90,11 +91,7 @@ TEST_CASE("attentive_reader refuses bad flags, specs, data and folders before an
   ScratchFolder scratch("attentive_reader_cli_bad");
   const std::string program = NORMGRAD_ATTENTIVE_READER_PROGRAM;
   const auto refused = [&](const std::string& arguments, const char* message) {
-    const auto result = run_program(program + " " + arguments);
-    INFO(arguments << "\n" << result.output);
-    CHECK(result.status != 0);
-    CHECK(result.output.find(message) != std::string::npos);
-    CHECK_FALSE(fs::exists(scratch / "out"));
+    check_refused(program, arguments, message, scratch / "out");
   };
   const std::string out = " --out " + (scratch / "out");
   refused("train" + out, "--data is needed");

@@ -12,6 +12,7 @@
 #include "scratch_folder.h"
 
 using namespace normgrad;
+using testing::check_refused;
 using testing::run_program;
 using testing::ScratchFolder;
 
@@ -98,11 +99,7 @@ TEST_CASE("convpool_cnn_c refuses bad flags, specs, data and folders before any 
   ScratchFolder scratch("convpool_cli_bad");
   const std::string program = NORMGRAD_CONVPOOL_CNN_C_PROGRAM;
   const auto refused = [&](const std::string& arguments, const char* message) {
-    const auto result = run_program(program + " " + arguments);
-    INFO(arguments << "\n" << result.output);
-    CHECK(result.status != 0);
-    CHECK(result.output.find(message) != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(scratch / "out"));
+    check_refused(program, arguments, message, scratch / "out");
   };
   const std::string out = " --out " + (scratch / "out");
   refused("train" + out + " --norm groupnorm", "unknown normaliser 'groupnorm'");

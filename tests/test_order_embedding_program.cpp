@@ -13,6 +13,7 @@
 
 #ifdef NORMGRAD_ORDER_EMBEDDING_PROGRAM
 
+using testing::check_refused;
 using testing::run_program;
 using testing::ScratchFolder;
 namespace fs = std::filesystem;
@@ -101,11 +102,7 @@ TEST_CASE("order_embedding refuses bad flags, specs, data and folders before any
   ScratchFolder scratch("order_embedding_cli_bad");
   const std::string program = NORMGRAD_ORDER_EMBEDDING_PROGRAM;
   const auto refused = [&](const std::string& arguments, const char* message) {
-    const auto result = run_program(program + " " + arguments);
-    INFO(arguments << "\n" << result.output);
-    CHECK(result.status != 0);
-    CHECK(result.output.find(message) != std::string::npos);
-    CHECK_FALSE(fs::exists(scratch / "out"));
+    check_refused(program, arguments, message, scratch / "out");
   };
   const std::string out = " --out " + (scratch / "out");
   refused("train" + out, "--data is needed");
