@@ -1,24 +1,48 @@
-// The backward pass, in three steps:
+// The backward pass, in four steps:
 //   1. walk the graph from the root and count, for every node, how many edges point at it;
 //   2. starting from the root, run a node once all the gradients flowing into it have
 //      arrived (its count drops to zero), summing gradients that arrive along several edges;
-//   3. hand each result to the nodes of its inputs; leaves end in AccumulateGrad.
+//   3. hand each result to the nodes of its inputs; leaves end in AccumulateGrad;
+//   4. run the callbacks that hooks queued during the pass (queue_callback).
 // This is Kahn's topological order. Ready nodes are taken newest first, which follows the
 // forward pass backwards, so that long chains free their buffers early.
 
 #include "autograd/engine.h"
 
+#include <functional>
 #include <queue>
 #include <unordered_map>
+#include <vector>
 
 #include "autograd/autograd_meta.h"
 #include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad::autograd {
 
 namespace {
+
+// The callbacks queued during this thread's current backward pass (queue_callback), or null
+// outside one.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+
+// Makes `callbacks` the current pass's queue, and the previous one current again at the end
+// (a hook may run a backward pass of its own).
+class CallbackQueue {
+ public:
+  explicit CallbackQueue(std::vector<std::function<void()>>& callbacks)
+      : previous_(queued_callbacks) {
+    queued_callbacks = &callbacks;
+  }
+  ~CallbackQueue() { queued_callbacks = previous_; }
+  CallbackQueue(const CallbackQueue&) = delete;
+  CallbackQueue& operator=(const CallbackQueue&) = delete;
+
+ private:
+  std::vector<std::function<void()>>* previous_;
+};
 
 struct NewestFirst {
   bool operator()(const Node* a, const Node* b) const {
@@ -69,6 +93,13 @@ Tensor initial_gradient(const Tensor& root, const Tensor& gradient) {
 
 }  // namespace
 
+void queue_callback(std::function<void()> callback) {
+  NG_CHECK(queued_callbacks != nullptr, "queue_callback",
+           "there is no backward pass running to queue it to (call it from a hook)");
+  NG_CHECK(callback != nullptr, "queue_callback", "the callback is empty");
+  queued_callbacks->push_back(std::move(callback));
+}
+
 void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   std::shared_ptr<Node> root_node = gradient_edge(root);
   NG_CHECK(root_node != nullptr, "backward",
@@ -76,6 +107,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
            "computed from had requires_grad set (or it was computed under NoGradGuard)");
   NoGradGuard no_grad;  // backward passes do not record graphs of their own
   Tensor root_gradient = initial_gradient(root, gradient);
+
+  std::vector<std::function<void()>> callbacks;
+  const CallbackQueue queue(callbacks);
 
   std::unordered_map<Node*, int> dependencies = count_dependencies(root_node.get());
   std::unordered_map<Node*, Tensor> pending;  // gradients summed so far, per node
@@ -119,6 +153,11 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       }
       if (--dependencies[next] == 0) ready.push(next);
     }
+  }
+  // By index: a callback may queue another, which grows the vector.
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    const std::function<void()> callback = callbacks[i];
+    callback();
   }
 }
 

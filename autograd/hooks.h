@@ -28,4 +28,10 @@ std::uint64_t register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumul
 // Removes the hook with that id; an Error if `leaf` has none such.
 void remove_post_accumulate_grad_hook(const Tensor& leaf, std::uint64_t id);
 
+// Queues `callback` to run when the backward pass now running has finished, after every
+// node, in the order queued (a callback may queue more). Called from a hook: data-parallel
+// training waits there for the gradients it is still exchanging, so that they are final when
+// backward() returns. An Error outside a backward pass. A pass that throws drops its queue.
+void queue_callback(std::function<void()> callback);
+
 }  // namespace normgrad::autograd

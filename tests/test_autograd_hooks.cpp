@@ -59,3 +59,31 @@ TEST_CASE("post-accumulate hooks: several in order, removal, and refusals") {
               "does not require grad");
   CHECK_ERROR(autograd::register_post_accumulate_grad_hook(w, nullptr), "the hook is empty");
 }
+
+TEST_CASE("queue_callback runs after the pass, and only within one") {
+  CHECK_ERROR(autograd::queue_callback([] {}), "queue_callback", "no backward pass");
+  Tensor w = ones({2}).requires_grad_();
+  std::vector<std::string> events;
+  autograd::register_post_accumulate_grad_hook(w, [&](const Tensor&) {
+    events.push_back("hook");
+    autograd::queue_callback([&] {
+      events.push_back("callback");
+      autograd::queue_callback([&] { events.push_back("queued by a callback"); });
+    });
+  });
+  (w * 3.0).sum().backward();
+  events.push_back("after backward");
+  CHECK(events ==
+        std::vector<std::string>{"hook", "callback", "queued by a callback", "after backward"});
+  // A hook that throws ends its pass, and the callbacks queued in it are dropped.
+  Tensor v = ones({1}).requires_grad_();
+  autograd::register_post_accumulate_grad_hook(v, [&](const Tensor&) {
+    autograd::queue_callback([&] { events.push_back("dropped"); });
+    throw Error("the hook stops");
+  });
+  CHECK_ERROR((v * 2.0).sum().backward(), "the hook stops");
+  events.clear();
+  (w * 3.0).sum().backward();
+  CHECK(events == std::vector<std::string>{"hook", "callback", "queued by a callback"});
+  CHECK_ERROR(autograd::queue_callback([] {}), "no backward pass");
+}
