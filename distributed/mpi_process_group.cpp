@@ -1,13 +1,18 @@
 // ProcessGroup over MPI, for CPU tensors. MPI's errors are returned rather than fatal
-// (MPI_ERRORS_RETURN), and every call's result is checked.
+// (MPI_ERRORS_RETURN), and every call's result is checked. Every collective is MPI's
+// non-blocking one (MPI_Iallreduce, ...) followed by a wait that polls it against the group's
+// timeout, so that no call waits forever for a rank that has stopped.
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -88,11 +93,26 @@ char* bytes_of(const Tensor& tensor) {
   return nullptr;
 }
 
+// Set when a collective timed out: MPI_Finalize would then wait for the rank that stopped, so
+// the process ends without it (mpirun then ends the other ranks).
+std::atomic<bool> stopped{false};
+
 void finalize_at_exit() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+  if (initialized && !finalized && !stopped.load()) MPI_Finalize();
+}
+
+// Reads NORMGRAD_DISTRIBUTED_TIMEOUT (seconds), or keeps `fallback`.
+std::chrono::milliseconds timeout_from_environment(std::chrono::milliseconds fallback) {
+  const char* text = std::getenv("NORMGRAD_DISTRIBUTED_TIMEOUT");
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  NG_CHECK(end != text && *end == '\0' && seconds > 0, "distributed",
+           "NORMGRAD_DISTRIBUTED_TIMEOUT must be a positive number of seconds, got '", text, "'");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
 // Runs `call(offset, count)` over [0, total) in pieces whose count fits MPI's int.
@@ -104,7 +124,83 @@ template <class Call> void in_pieces(std::int64_t total, Call&& call) {
 
 }  // namespace
 
+// The requests of one collective (one per piece of a large tensor), and what to do once they
+// have completed.
+struct Work::State {
+  std::vector<MPI_Request> requests;
+  std::function<void()> on_completion;
+  const char* call = "";
+  int rank = 0, size = 1;
+  std::chrono::milliseconds timeout{0};
+  bool complete = false;
+};
+
+Work::Work() = default;
+Work::Work(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Work::Work(Work&&) noexcept = default;
+
+Work& Work::operator=(Work&& other) noexcept {
+  if (this != &other) {
+    Work finished_first(std::move(*this));  // waits for this one's collective, if any
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Work::~Work() {
+  if (!state_ || state_->complete) return;
+  try {
+    wait();
+  } catch (const Error&) {
+    // A destructor cannot throw; the group has stopped, and its next use says so.
+  }
+}
+
+bool Work::done() {
+  if (!state_ || state_->complete) return true;
+  int flag = 0;
+  check(MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &flag,
+                    MPI_STATUSES_IGNORE),
+        state_->call, state_->rank, state_->size);
+  if (!flag) return false;
+  state_->complete = true;
+  if (state_->on_completion) state_->on_completion();
+  return true;
+}
+
+void Work::wait() {
+  if (!state_) return;
+  const auto deadline = std::chrono::steady_clock::now() + state_->timeout;
+  while (!done()) {
+    if (stopped.load()) {  // another collective timed out: this one will not complete either
+      state_->complete = true;
+      throw Error(detail::concat("distributed: ", state_->call, " on rank ", state_->rank, " of ",
+                                 state_->size,
+                                 ": the group stopped when an earlier collective timed out"));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      stopped = true;
+      state_->complete = true;  // abandoned: never waited for again
+      throw Error(detail::concat(
+          "distributed: ", state_->call, " on rank ", state_->rank, " of ", state_->size,
+          " did not complete within ", state_->timeout.count() / 1000.0,
+          " s: another rank has stopped, or calls other collectives than this one; the group "
+          "is stopped (NORMGRAD_DISTRIBUTED_TIMEOUT sets the wait, in seconds)"));
+    }
+    std::this_thread::yield();
+  }
+}
+
 bool is_available() { return true; }
+
+ProcessGroup::ProcessGroup(int rank, int size)
+    : rank_(rank), size_(size), timeout_(timeout_from_environment(std::chrono::minutes(10))) {}
+
+void ProcessGroup::set_timeout(std::chrono::milliseconds timeout) {
+  NG_CHECK(timeout.count() > 0, "distributed: set_timeout", "the timeout must be positive, got ",
+           timeout.count(), " ms");
+  timeout_ = timeout;
+}
 
 ProcessGroup& ProcessGroup::world() {
   static ProcessGroup* group = [] {
@@ -126,12 +222,47 @@ ProcessGroup& ProcessGroup::world() {
   return *group;
 }
 
+// Builds the Work of requests just started, and waits for them.
+struct WorkMaker {
+  static Work make(const ProcessGroup& group, const char* call, std::vector<MPI_Request> requests,
+                   std::function<void()> on_completion = {}) {
+    auto state = std::make_unique<Work::State>();
+    state->requests = std::move(requests);
+    state->on_completion = std::move(on_completion);
+    state->call = call;
+    state->rank = group.rank();
+    state->size = group.size();
+    state->timeout = group.timeout();
+    return Work(std::move(state));
+  }
+};
+
+namespace {
+
+// Throws unless the group can still be used.
+void check_not_stopped(const char* call, int rank, int size) {
+  if (stopped.load())
+    throw Error(detail::concat("distributed: ", call, " on rank ", rank, " of ", size,
+                               ": the group stopped when an earlier collective timed out"));
+}
+
+// Starts one request with `start(&request)`, checked, and waits for it.
+template <class Start> void run(const ProcessGroup& group, const char* call, Start&& start) {
+  check_not_stopped(call, group.rank(), group.size());
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(start(&request), call, group.rank(), group.size());
+  WorkMaker::make(group, call, {request}).wait();
+}
+
+}  // namespace
+
 void ProcessGroup::check_agreement(const char* call, const Tensor& tensor, int root) const {
   const Signature mine = signature_of(tensor, root);
   std::vector<std::int64_t> all(static_cast<std::size_t>(kSignature * size_));
-  check(MPI_Allgather(mine.data(), kSignature, MPI_INT64_T, all.data(), kSignature, MPI_INT64_T,
-                      MPI_COMM_WORLD),
-        "MPI_Allgather", rank_, size_);
+  run(*this, "MPI_Iallgather", [&](MPI_Request* request) {
+    return MPI_Iallgather(mine.data(), kSignature, MPI_INT64_T, all.data(), kSignature, MPI_INT64_T,
+                          MPI_COMM_WORLD, request);
+  });
   bool agree = true;
   std::ostringstream ranks;
   for (int r = 0; r < size_; ++r) {
@@ -153,26 +284,39 @@ void ProcessGroup::check_agreement(const char* call, const Tensor& tensor, int r
 
 void ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op) const {
   check_agreement("all_reduce", tensor);
+  all_reduce_async(tensor, op).wait();
+}
+
+Work ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp op) const {
+  check_not_stopped("all_reduce", rank_, size_);
+  NG_CHECK(tensor.defined() && tensor.device().is_cpu() && tensor.is_contiguous(),
+           "distributed: all_reduce", "needs a contiguous CPU tensor");
   NG_CHECK(op == ReduceOp::Sum || is_floating(tensor.dtype()), "distributed: all_reduce",
            "the mean of int64 tensors is not an int64; sum them instead");
   char* data = bytes_of(tensor);
   const auto bytes = static_cast<std::int64_t>(element_size(tensor.dtype()));
+  std::vector<MPI_Request> requests;
   in_pieces(tensor.numel(), [&](std::int64_t offset, int count) {
-    check(MPI_Allreduce(MPI_IN_PLACE, data + offset * bytes, count, mpi_type(tensor.dtype()),
-                        MPI_SUM, MPI_COMM_WORLD),
-          "MPI_Allreduce", rank_, size_);
+    requests.push_back(MPI_REQUEST_NULL);
+    check(MPI_Iallreduce(MPI_IN_PLACE, data + offset * bytes, count, mpi_type(tensor.dtype()),
+                         MPI_SUM, MPI_COMM_WORLD, &requests.back()),
+          "MPI_Iallreduce", rank_, size_);
   });
+  std::function<void()> scale;
   if (op == ReduceOp::Mean && size_ > 1) {
-    const double scale = 1.0 / size_;
-    if (tensor.dtype() == DType::Float32) {
-      float* values = tensor.data_ptr<float>();
-      for (std::int64_t i = 0; i < tensor.numel(); ++i)
-        values[i] = static_cast<float>(values[i] * scale);
-    } else {
-      double* values = tensor.data_ptr<double>();
-      for (std::int64_t i = 0; i < tensor.numel(); ++i) values[i] *= scale;
-    }
+    scale = [tensor, size = size_] {
+      const double factor = 1.0 / size;
+      if (tensor.dtype() == DType::Float32) {
+        float* values = tensor.data_ptr<float>();
+        for (std::int64_t i = 0; i < tensor.numel(); ++i)
+          values[i] = static_cast<float>(values[i] * factor);
+      } else {
+        double* values = tensor.data_ptr<double>();
+        for (std::int64_t i = 0; i < tensor.numel(); ++i) values[i] *= factor;
+      }
+    };
   }
+  return WorkMaker::make(*this, "MPI_Iallreduce", std::move(requests), std::move(scale));
 }
 
 void ProcessGroup::broadcast(const Tensor& tensor, int root) const {
@@ -180,8 +324,10 @@ void ProcessGroup::broadcast(const Tensor& tensor, int root) const {
   char* data = bytes_of(tensor);
   const auto bytes = static_cast<std::int64_t>(element_size(tensor.dtype()));
   in_pieces(tensor.numel(), [&](std::int64_t offset, int count) {
-    check(MPI_Bcast(data + offset * bytes, count, mpi_type(tensor.dtype()), root, MPI_COMM_WORLD),
-          "MPI_Bcast", rank_, size_);
+    run(*this, "MPI_Ibcast", [&](MPI_Request* request) {
+      return MPI_Ibcast(data + offset * bytes, count, mpi_type(tensor.dtype()), root,
+                        MPI_COMM_WORLD, request);
+    });
   });
 }
 
@@ -194,14 +340,16 @@ Tensor ProcessGroup::all_gather(const Tensor& tensor) const {
   Tensor gathered = empty(shape, {.dtype = tensor.dtype()});
   const char* data = bytes_of(tensor);
   const auto count = static_cast<int>(tensor.numel());
-  check(MPI_Allgather(data, count, mpi_type(tensor.dtype()), bytes_of(gathered), count,
-                      mpi_type(tensor.dtype()), MPI_COMM_WORLD),
-        "MPI_Allgather", rank_, size_);
+  run(*this, "MPI_Iallgather", [&](MPI_Request* request) {
+    return MPI_Iallgather(data, count, mpi_type(tensor.dtype()), bytes_of(gathered), count,
+                          mpi_type(tensor.dtype()), MPI_COMM_WORLD, request);
+  });
   return gathered;
 }
 
 void ProcessGroup::barrier() const {
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", rank_, size_);
+  run(*this, "MPI_Ibarrier",
+      [&](MPI_Request* request) { return MPI_Ibarrier(MPI_COMM_WORLD, request); });
 }
 
 void ProcessGroup::abort(int code) const {

@@ -13,6 +13,8 @@
 // same functions; there is_available() is false and world() throws an Error saying how to get
 // it. A process started without mpirun is a group of one.
 
+#include <chrono>
+#include <memory>
 #include <string>
 
 #include "core/tensor.h"
@@ -24,6 +26,31 @@ namespace normgrad::distributed {
 bool is_available();
 
 enum class ReduceOp { Sum, Mean };
+
+// A collective started with ProcessGroup::all_reduce_async and not yet waited for. The
+// collective advances while the program computes, as long as it asks done() now and then (MPI
+// advances it inside its calls); wait() returns when it is complete. Not copyable: one owner
+// waits.
+class Work {
+ public:
+  Work();
+  Work(Work&&) noexcept;
+  Work& operator=(Work&&) noexcept;
+  ~Work();  // waits for a collective still in flight (MPI still writes into its tensor)
+
+  // Whether the collective has completed (for a Mean, the tensor is then scaled). Never
+  // blocks.
+  bool done();
+  // Returns once the collective has completed; an Error if it has not after the group's
+  // timeout (a rank has stopped, or calls other collectives).
+  void wait();
+
+ private:
+  friend struct WorkMaker;  // where the backend builds one
+  struct State;
+  explicit Work(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 class ProcessGroup {
  public:
@@ -38,6 +65,12 @@ class ProcessGroup {
   // result. A contiguous CPU tensor of float32, float64 or int64 (Mean: floating only).
   void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) const;
 
+  // all_reduce, started and returned at once: the caller computes and then waits on the Work.
+  // `tensor` must stay alive and untouched until then. Unlike the other calls it does not
+  // first check that the ranks agree (that check would wait for every rank): the caller must
+  // know they do, as DataParallel does after comparing the ranks' models once.
+  Work all_reduce_async(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) const;
+
   // Copies rank `root`'s `tensor` into every other rank's, in place.
   void broadcast(const Tensor& tensor, int root = 0) const;
 
@@ -47,16 +80,25 @@ class ProcessGroup {
   // Returns when every rank has called it.
   void barrier() const;
 
+  // How long a collective may wait for the other ranks before it throws an Error: 10 minutes
+  // unless the environment's NORMGRAD_DISTRIBUTED_TIMEOUT gives seconds. A rank that stops
+  // (an error, a crash, a different sequence of calls) otherwise leaves the others waiting
+  // forever. After a timeout the group refuses further calls, and the process ends without
+  // MPI's finalisation (which would wait for the stopped rank): mpirun then ends the others.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds timeout);
+
   // Ends the job on every rank with `code` (mpirun reports it), for a rank that cannot go on
   // while others wait in a collective. Does not return.
   [[noreturn]] void abort(int code) const;
 
  private:
-  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  ProcessGroup(int rank, int size);
   // Throws on every rank unless all agree on `tensor`'s dtype and shape (and on `root`).
   void check_agreement(const char* call, const Tensor& tensor, int root = 0) const;
 
   int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace normgrad::distributed
