@@ -1,7 +1,8 @@
 # The optional distributed component: process groups over MPI for CPU tensors (NCCL for CUDA
 # tensors to come). NORMGRAD_DISTRIBUTED is AUTO (use MPI when it is found), ON (require it) or
 # OFF. With it, distributed/*.cpp is compiled and linked with MPI's library; without it,
-# distributed/no_mpi.cpp, a stand-in whose every use is an Error saying how to get it.
+# distributed/no_mpi.cpp stands in for the mpi_*.cpp files, and every use of the process group
+# is an Error saying how to get it.
 
 set(NORMGRAD_DISTRIBUTED AUTO CACHE STRING "Build the distributed component: AUTO, ON or OFF")
 set_property(CACHE NORMGRAD_DISTRIBUTED PROPERTY STRINGS AUTO ON OFF)
@@ -32,15 +33,17 @@ else()
   message(STATUS "normgrad: distributed component off (NORMGRAD_DISTRIBUTED=OFF)")
 endif()
 
-# Adds the distributed component's sources to the library, or its stand-in.
+# Adds the distributed component's sources to the library: with MPI, every distributed/*.cpp
+# but the stand-in no_mpi.cpp; without, the stand-in in place of the mpi_*.cpp files (the rest,
+# such as DataParallel, only call the process group, whose every use is then an Error).
 function(normgrad_add_distributed target)
+  file(GLOB distributed_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/distributed/*.cpp)
   if(NORMGRAD_WITH_MPI)
-    file(GLOB distributed_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/distributed/*.cpp)
-    list(FILTER distributed_sources EXCLUDE REGEX "no_mpi\\.cpp$")
-    target_sources(${target} PRIVATE ${distributed_sources})
+    list(FILTER distributed_sources EXCLUDE REGEX "/no_mpi\\.cpp$")
     target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
     target_compile_definitions(${target} PRIVATE NORMGRAD_WITH_MPI=1)
   else()
-    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/distributed/no_mpi.cpp)
+    list(FILTER distributed_sources EXCLUDE REGEX "/mpi_[^/]*\\.cpp$")
   endif()
+  target_sources(${target} PRIVATE ${distributed_sources})
 endfunction()
