@@ -18,11 +18,12 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, DataLoaderOptions options)
            " and targets ", targets_.shape(), " differ in their number of examples");
   NG_CHECK(options_.batch_size > 0, "DataLoader", "batch_size must be positive, got ",
            options_.batch_size);
+  check_shard(options_.shard, "DataLoader");
 }
 
 std::int64_t DataLoader::batches_per_epoch() const {
   const std::int64_t n = size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  return (options_.drop_last ? n / b : (n + b - 1) / b) / options_.shard.count;
 }
 
 Batch Epoch::operator[](std::size_t i) const {
@@ -50,7 +51,7 @@ Epoch DataLoader::epoch() {
         std::vector<std::int64_t>(order.begin() + first, order.begin() + first + count), {count});
     batches.push_back(index);
   }
-  return Epoch(inputs_, targets_, std::move(batches));
+  return Epoch(inputs_, targets_, take_shard(std::move(batches), options_.shard, "DataLoader"));
 }
 
 }  // namespace normgrad::data

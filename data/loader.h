@@ -13,6 +13,7 @@
 
 #include "core/generator.h"
 #include "core/tensor.h"
+#include "data/shards.h"
 
 namespace normgrad::data {
 
@@ -21,6 +22,8 @@ struct DataLoaderOptions {
   bool shuffle = true;
   bool drop_last = false;  // leave out a last batch smaller than batch_size
   std::uint64_t seed = 0;
+  // This process's share of each epoch's batches, in data-parallel training (data/shards.h).
+  Shard shard{};
 };
 
 using Batch = std::pair<Tensor, Tensor>;  // (inputs, targets)

@@ -45,6 +45,7 @@ TranslationBatches::TranslationBatches(const ParallelDataset& dataset, BatchingO
         options.max_sentences, " and max_tokens ", options.max_tokens));
   }
   if (dataset.size() == 0) throw Error("TranslationBatches: the dataset has no pairs");
+  check_shard(options.shard, "TranslationBatches");
   load_plan(0);
 }
 
@@ -101,7 +102,7 @@ std::vector<std::vector<std::size_t>> TranslationBatches::epoch_plan(std::int64_
       std::swap(plan[i - 1], plan[state % i]);
     }
   }
-  return plan;
+  return take_shard(std::move(plan), options_.shard, "TranslationBatches");
 }
 
 void TranslationBatches::load_plan(std::int64_t epoch) {

@@ -20,6 +20,7 @@
 
 #include "core/tensor.h"
 #include "data/parallel_dataset.h"
+#include "data/shards.h"
 
 namespace normgrad::data {
 
@@ -32,6 +33,9 @@ struct BatchingOptions {
   // results back in corpus order with TranslationBatch::pairs).
   bool shuffle = true;
   std::uint64_t seed = 0;
+  // This process's share of each epoch's batches, in data-parallel training (data/shards.h):
+  // every process plans the same epoch and takes its own batches of it.
+  Shard shard{};
 };
 
 // What a model takes. Sources end with eos; the decoder reads bos + target and predicts
@@ -70,7 +74,7 @@ class TranslationBatches {
   // Resumes at a position saved with position(). An Error if batch is beyond its epoch.
   void seek(BatchPosition position);
 
-  // The batches of an epoch, as lists of pair indices.
+  // The batches of an epoch (this shard's share), as lists of pair indices.
   std::vector<std::vector<std::size_t>> epoch_plan(std::int64_t epoch) const;
   std::int64_t batches_per_epoch() const { return static_cast<std::int64_t>(current_plan_.size()); }
   // Padding's share of all token slots in an epoch's batches: (padded - real) / padded.

@@ -147,3 +147,36 @@ TEST_CASE("DataLoader: every example once per epoch, a new seeded order each epo
   CHECK_ERROR(data::DataLoader(inputs, targets.narrow(0, 0, 9)), "DataLoader", "[10, 2]", "[9]");
   CHECK_ERROR(data::DataLoader(inputs, targets, {.batch_size = 0}), "DataLoader", "batch_size");
 }
+
+TEST_CASE("DataLoader: shards split each epoch's batches, none shared, as many each") {
+  const Tensor inputs = arange(0, 10).to(DType::Float64).unsqueeze(1);
+  const Tensor targets = arange(0, 10).to(DType::Int64);
+  // 10 examples in batches of 3: 4 batches, 2 per shard; the same seed on both shards.
+  std::vector<std::int64_t> seen;
+  std::vector<std::int64_t> whole;
+  data::DataLoader unsharded(inputs, targets, {.batch_size = 3, .seed = 9});
+  for (const auto& [x, y] : unsharded.epoch())
+    for (std::int64_t v : y.to_vector<std::int64_t>()) whole.push_back(v);
+  for (const std::int64_t index : {0, 1}) {
+    data::DataLoader loader(inputs, targets,
+                            {.batch_size = 3, .seed = 9, .shard = {.count = 2, .index = index}});
+    CHECK(loader.batches_per_epoch() == 2);
+    const data::Epoch epoch = loader.epoch();
+    REQUIRE(epoch.size() == 2);
+    // Shard k takes batches k and k + 2 of the unsharded epoch.
+    for (std::size_t i = 0; i < epoch.size(); ++i) {
+      const std::vector<std::int64_t> batch = epoch[i].second.to_vector<std::int64_t>();
+      const auto first = static_cast<std::ptrdiff_t>(3 * (index + 2 * static_cast<int>(i)));
+      CHECK(batch == std::vector<std::int64_t>(
+                         whole.begin() + first,
+                         whole.begin() + std::min<std::ptrdiff_t>(first + 3, std::ssize(whole))));
+      seen.insert(seen.end(), batch.begin(), batch.end());
+    }
+  }
+  CHECK(std::set<std::int64_t>(seen.begin(), seen.end()).size() == seen.size());
+  CHECK(seen.size() == 10);  // batches 0 to 3: 3 + 3 + 3 + 1 images
+  CHECK_ERROR(data::DataLoader(inputs, targets, {.shard = {.count = 0}}), "DataLoader",
+              "shard 0 of 0");
+  data::DataLoader too_few(inputs, targets, {.batch_size = 10, .shard = {.count = 3, .index = 1}});
+  CHECK_ERROR(too_few.epoch(), "DataLoader", "an epoch has 1 batches, fewer than the 3 shards");
+}

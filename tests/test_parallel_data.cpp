@@ -259,6 +259,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("TranslationBatches: shards take disjoint, equal shares of every epoch's batches") {
+  const auto corpus = testing::small_parallel_corpus("batches_shards", 500);
+  const auto dataset = data::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
+                                                   {.use_cache = false});
+  const data::BatchingOptions whole{.max_sentences = 16, .seed = 5};
+  const data::TranslationBatches unsharded(dataset, whole);
+  for (const std::int64_t count : {2, 3}) {
+    INFO(count << " shards");
+    for (const std::int64_t epoch : {0, 1}) {
+      const auto plan = unsharded.epoch_plan(epoch);
+      std::vector<std::vector<std::size_t>> dealt;
+      for (std::int64_t index = 0; index < count; ++index) {
+        data::BatchingOptions options = whole;
+        options.shard = {.count = count, .index = index};
+        const data::TranslationBatches batches(dataset, options);
+        const auto share = batches.epoch_plan(epoch);
+        CHECK(std::ssize(share) == std::ssize(plan) / count);
+        CHECK(batches.batches_per_epoch() == std::ssize(plan) / count);
+        // Batch i of shard k is batch k + i * count of the whole plan.
+        for (std::size_t i = 0; i < share.size(); ++i)
+          CHECK(share[i] == plan[static_cast<std::size_t>(index) + i * count]);
+        dealt.insert(dealt.end(), share.begin(), share.end());
+      }
+      // Together the shards cover the plan but its last (size mod count) batches, once each.
+      std::sort(dealt.begin(), dealt.end());
+      auto covered = std::vector(plan.begin(), plan.begin() + std::ssize(plan) / count * count);
+      std::sort(covered.begin(), covered.end());
+      CHECK(dealt == covered);
+    }
+  }
+  CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 16, .shard = {2, 2}}),
+              "TranslationBatches", "shard 2 of 2");
+  CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 1000, .shard = {2, 0}}),
+              "an epoch has 1 batches, fewer than the 2 shards");
+}
+
 TEST_CASE("TranslationBatch holds padded ids with bos and eos, lengths and padding masks") {
   const auto source = temporary("tiny.en");
   const auto target = temporary("tiny.de");
