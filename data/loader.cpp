@@ -23,7 +23,10 @@ DataLoader::DataLoader(Tensor inputs, Tensor targets, DataLoaderOptions options)
 
 std::int64_t DataLoader::batches_per_epoch() const {
   const std::int64_t n = size(), b = options_.batch_size;
-  return (options_.drop_last ? n / b : (n + b - 1) / b) / options_.shard.count;
+  const std::int64_t batches = options_.drop_last ? n / b : (n + b - 1) / b;
+  const Shard& shard = options_.shard;
+  return shard.equal ? batches / shard.count
+                     : (batches - shard.index + shard.count - 1) / shard.count;
 }
 
 Batch Epoch::operator[](std::size_t i) const {

@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
 #include "core/error.h"
+#include "distributed/collectives.h"
 
 namespace normgrad::distributed {
 
@@ -82,29 +83,6 @@ std::string differences(const Entries& first, const Entries& theirs, int r) {
   return text;
 }
 
-// Every rank's `text`, in rank order.
-std::vector<std::string> gather_text(const ProcessGroup& group, const std::string& text) {
-  const Tensor length =
-      group.all_gather(from_vector(std::vector<std::int64_t>{std::ssize(text)}, {1}));
-  std::int64_t longest = 0;
-  for (const std::int64_t n : length.to_vector<std::int64_t>()) longest = std::max(longest, n);
-  std::vector<std::int64_t> codes(static_cast<std::size_t>(longest), 0);
-  std::transform(text.begin(), text.end(), codes.begin(),
-                 [](char c) { return static_cast<unsigned char>(c); });
-  const std::vector<std::int64_t> all =
-      group.all_gather(from_vector(codes, {longest})).to_vector<std::int64_t>();
-  const std::vector<std::int64_t> lengths = length.to_vector<std::int64_t>();
-  std::vector<std::string> texts;
-  for (int r = 0; r < group.size(); ++r) {
-    std::string theirs;
-    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(r) * longest;
-    std::transform(begin, begin + lengths[static_cast<std::size_t>(r)], std::back_inserter(theirs),
-                   [](std::int64_t c) { return static_cast<char>(c); });
-    texts.push_back(std::move(theirs));
-  }
-  return texts;
-}
-
 }  // namespace
 
 DataParallel::DataParallel(nn::Module& module, DataParallelOptions options)
@@ -136,7 +114,7 @@ DataParallel::~DataParallel() {
 }
 
 void DataParallel::check_models_agree() const {
-  const std::vector<std::string> all = gather_text(group_, to_text(describe_state(module_)));
+  const std::vector<std::string> all = all_gather_text(group_, to_text(describe_state(module_)));
   const Entries first = from_text(all[0]);
   std::string found;
   for (int r = 1; r < group_.size(); ++r) {

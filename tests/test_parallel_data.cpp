@@ -289,6 +289,18 @@ TEST_CASE("TranslationBatches: shards take disjoint, equal shares of every epoch
       CHECK(dealt == covered);
     }
   }
+  // Unequal shares (evaluation): every batch dealt, the first shards one more.
+  const auto plan = unsharded.epoch_plan(0);
+  std::size_t dealt = 0;
+  for (const std::int64_t index : {0, 1, 2}) {
+    const data::TranslationBatches share(
+        dataset,
+        {.max_sentences = 16, .seed = 5, .shard = {.count = 3, .index = index, .equal = false}});
+    CHECK(std::ssize(share.epoch_plan(0)) ==
+          (std::ssize(plan) + 2 - index) / 3);  // ceil((size - index) / 3)
+    dealt += share.epoch_plan(0).size();
+  }
+  CHECK(dealt == plan.size());
   CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 16, .shard = {2, 2}}),
               "TranslationBatches", "shard 2 of 2");
   CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 1000, .shard = {2, 0}}),

@@ -17,6 +17,7 @@
 
 #include "common/command_flags.h"
 #include "common/device_flag.h"
+#include "common/distributed_run.h"
 #include "common/number_checks.h"
 #include "common/wait_policy.h"
 #include "data.h"
@@ -45,6 +46,7 @@ struct TrainOptions {
   double lr = 0;
   std::uint64_t seed = 1;
   bool no_progress = false;
+  bool distributed = false;
 };
 
 struct ExperimentOptions {
@@ -114,8 +116,10 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
     run = stored;
   }
   if (common.threads > 0) ng::set_num_threads(common.threads);
+  const examples::DistributedRun job =
+      examples::join_job(o.distributed, common.threads, "convpool_cnn_c");
   train_in_folder(folder, run, device, !o.no_progress && ProgressDisplay::stderr_is_terminal(),
-                  stdout);
+                  stdout, job.shard());
   return 0;
 }
 
@@ -208,6 +212,7 @@ int main(int argc, char** argv) {
   train_command->add_option("--seed", t.seed, "initial weights, noise, dropout and batch order")
       ->capture_default_str();
   train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
+  examples::add_distributed_flag(train_command, t.distributed);
   add_common(train_command);
 
   CLI::App* evaluate_command =
@@ -253,6 +258,6 @@ int main(int argc, char** argv) {
     const std::string message = error.what();
     const bool named = message.rfind("convpool_cnn_c", 0) == 0;
     std::fprintf(stderr, "%s%s\n", named ? "" : "convpool_cnn_c: ", message.c_str());
-    return 1;
+    return examples::end_job(1);
   }
 }

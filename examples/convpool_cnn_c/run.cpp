@@ -15,47 +15,58 @@ ng::data::ZcaWhitening load_whitening(const ModelFolder& folder) {
 }
 
 std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunConfig& run,
-                                         ng::Device device, bool progress_bar, std::FILE* log) {
+                                         ng::Device device, bool progress_bar, std::FILE* log,
+                                         const ng::data::Shard& shard) {
+  const bool writes = shard.index == 0;
+  if (!writes) {  // the other ranks train in silence
+    progress_bar = false;
+    log = nullptr;
+  }
+  const auto print = [&](auto... values) {
+    if (log != nullptr) std::fprintf(log, values...);
+  };
   std::optional<ng::data::ZcaWhitening> whitening;
   if (fs::exists(folder.file("whitening.safetensors"))) whitening = load_whitening(folder);
-  std::fprintf(stderr, "convpool_cnn_c: %s, %s: preparing the images%s\n",
-               dataset_name(run.data.kind).c_str(), run.model.norm.c_str(),
-               whitening ? "" : " and fitting the ZCA whitening");
+  if (writes)
+    std::fprintf(stderr, "convpool_cnn_c: %s, %s: preparing the images%s\n",
+                 dataset_name(run.data.kind).c_str(), run.model.norm.c_str(),
+                 whitening ? "" : " and fitting the ZCA whitening");
   const PreparedData data = prepare_data(run.data, whitening);
-  Trainer trainer(run.model, run.training, data, device);
-  if (!folder.has_config()) folder.write_config(run);
-  if (!whitening)
+  // Every rank meets the others here (DataParallel) before rank 0 writes anything.
+  Trainer trainer(run.model, run.training, data, device, shard);
+  if (writes && !folder.has_config()) folder.write_config(run);
+  if (writes && !whitening)
     ng::nn::save_tensors(data.whitening->state(), folder.file("whitening.safetensors"));
   if (fs::exists(folder.file("state.safetensors"))) {
     trainer.load_state(folder.file("state.safetensors"));
-    std::fprintf(stderr, "convpool_cnn_c: continuing '%s' after epoch %lld of %lld\n",
-                 folder.path().c_str(), static_cast<long long>(trainer.epochs_done()),
-                 static_cast<long long>(run.training.epochs));
+    if (writes)
+      std::fprintf(stderr, "convpool_cnn_c: continuing '%s' after epoch %lld of %lld\n",
+                   folder.path().c_str(), static_cast<long long>(trainer.epochs_done()),
+                   static_cast<long long>(run.training.epochs));
   }
-  std::fprintf(log,
-               "%s: %lld parameters, %lld training and %lld test images, %lld batches an epoch\n",
-               run.model.norm.c_str(), static_cast<long long>(count_parameters(trainer.model())),
-               static_cast<long long>(data.train.images.size(0)),
-               static_cast<long long>(data.test.images.size(0)),
-               static_cast<long long>(trainer.batches_per_epoch()));
+  print("%s: %lld parameters, %lld training and %lld test images, %lld batches an epoch\n",
+        run.model.norm.c_str(), static_cast<long long>(count_parameters(trainer.model())),
+        static_cast<long long>(data.train.images.size(0)),
+        static_cast<long long>(data.test.images.size(0)),
+        static_cast<long long>(trainer.batches_per_epoch()));
   ProgressDisplay progress(
       progress_bar, (run.training.epochs - trainer.epochs_done()) * trainer.batches_per_epoch());
   while (!trainer.finished()) {
     const EpochRecord r = trainer.run_epoch([&](const StepReport& step) { progress.update(step); });
-    trainer.save_state(folder.file("state.safetensors"));
-    ng::nn::save(trainer.model(), folder.file("model.safetensors"));
-    folder.write_text("train.csv", history_csv(trainer.history()));
+    if (writes) {
+      trainer.save_state(folder.file("state.safetensors"));
+      ng::nn::save(trainer.model(), folder.file("model.safetensors"));
+      folder.write_text("train.csv", history_csv(trainer.history()));
+    }
     progress.clear();
-    std::fprintf(log,
-                 "epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
-                 static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
-                 r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
-    std::fflush(log);
+    print("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
+          static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
+          r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
+    if (log != nullptr) std::fflush(log);
   }
   const EpochRecord& last = trainer.history().back();
-  std::fprintf(log, "%s: test error %.2f%% after %lld epochs; model folder %s\n",
-               run.model.norm.c_str(), 100 * last.test_error, static_cast<long long>(last.epoch),
-               folder.path().c_str());
+  print("%s: test error %.2f%% after %lld epochs; model folder %s\n", run.model.norm.c_str(),
+        100 * last.test_error, static_cast<long long>(last.epoch), folder.path().c_str());
   return trainer.history();
 }
 

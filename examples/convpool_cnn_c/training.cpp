@@ -24,6 +24,13 @@ std::int64_t mistakes(const Tensor& logits, const Tensor& labels) {
       ng::ne(ng::argmax(logits, 1), labels).to(ng::DType::Float64).sum().item());
 }
 
+// Each value summed over the ranks of a data-parallel job.
+std::vector<double> sum_over_ranks(std::vector<double> values) {
+  Tensor sums = ng::from_vector(values, {std::ssize(values)}).to(ng::DType::Float64);
+  ng::distributed::ProcessGroup::world().all_reduce(sums);
+  return sums.to_vector<double>();
+}
+
 }  // namespace
 
 std::string describe(const ModelConfig& config) {
@@ -95,24 +102,26 @@ StepResult train_step(ConvPoolCnnC& model, ng::optim::Adam& adam, const Tensor& 
 }
 
 double classification_error(ConvPoolCnnC& model, const ng::data::ImageDataset& dataset,
-                            ng::Device device, std::int64_t batch) {
+                            ng::Device device, std::int64_t batch, const ng::data::Shard& shard) {
   ng::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
   const std::int64_t count = dataset.images.size(0);
   std::int64_t wrong = 0;
-  for (std::int64_t first = 0; first < count; first += batch) {
+  for (std::int64_t first = batch * shard.index; first < count; first += batch * shard.count) {
     const std::int64_t size = std::min(batch, count - first);
     const Tensor logits = model.forward(dataset.images.narrow(0, first, size).to(device));
     wrong += mistakes(logits, dataset.labels.narrow(0, first, size).to(device));
   }
   model.train(was_training);
+  if (shard.count > 1) wrong = sum_over_ranks({static_cast<double>(wrong)})[0];
   return count == 0 ? 0.0 : static_cast<double>(wrong) / static_cast<double>(count);
 }
 
 Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const PreparedData& data,
-                 ng::Device device)
-    : settings_(settings), data_(data), device_(device) {
+                 ng::Device device, const ng::data::Shard& shard)
+    : settings_(settings), data_(data), device_(device), shard_(shard) {
+  ng::data::check_shard(shard, "convpool_cnn_c");
   const std::int64_t images = data.train.images.size(0);
   NG_CHECK(settings.epochs >= 1, "convpool_cnn_c", "--epochs must be at least 1, got ",
            settings.epochs);
@@ -133,10 +142,13 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const 
                             : convpool_cnn_c::base_learning_rate(parse_model_norm(model.norm));
   model_->initialise_from_data(data.train.images.narrow(0, 0, settings.init_images).to(device));
   adam_ = std::make_unique<ng::optim::Adam>(model_->parameters(), paper_adam(base_learning_rate_));
+  NG_CHECK(batches_per_epoch() >= 1, "convpool_cnn_c", images / settings.batch_size,
+           " batches an epoch cannot be shared by ", shard.count, " ranks: use smaller batches");
+  if (shard.count > 1) parallel_ = std::make_unique<ng::distributed::DataParallel>(*model_);
 }
 
 std::int64_t Trainer::batches_per_epoch() const {
-  return data_.train.images.size(0) / settings_.batch_size;
+  return data_.train.images.size(0) / settings_.batch_size / shard_.count;
 }
 
 EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
@@ -146,12 +158,12 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
   adam_->set_lr(schedule.learning_rate);
   adam_->set_beta1(schedule.beta1);
   // Each epoch's order comes from the seed and the epoch alone, so a resumed run sees the same.
-  ng::data::DataLoader loader(
-      data_.train.images, data_.train.labels,
-      {.batch_size = settings_.batch_size,
-       .shuffle = true,
-       .drop_last = true,
-       .seed = settings_.seed * 1000003 + static_cast<std::uint64_t>(epoch)});
+  ng::data::DataLoader loader(data_.train.images, data_.train.labels,
+                              {.batch_size = settings_.batch_size,
+                               .shuffle = true,
+                               .drop_last = true,
+                               .seed = settings_.seed * 1000003 + static_cast<std::uint64_t>(epoch),
+                               .shard = shard_});
   const ng::data::Epoch batches = loader.epoch();
   model_->train();
   double loss_sum = 0;
@@ -170,13 +182,25 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
                .batches = static_cast<std::int64_t>(batches.size()),
                .loss = step.loss});
   }
+  double batch_count = static_cast<double>(batches.size());
+  if (shard_.count > 1) {
+    // The whole job's epoch: every rank's batches; and rank 0's BatchNorm statistics, which
+    // its checkpoint keeps, for every rank's share of the test.
+    const std::vector<double> sums = sum_over_ranks(
+        {loss_sum, static_cast<double>(wrong), static_cast<double>(seen), batch_count});
+    loss_sum = sums[0];
+    wrong = static_cast<std::int64_t>(sums[1]);
+    seen = static_cast<std::int64_t>(sums[2]);
+    batch_count = sums[3];
+    parallel_->broadcast_buffers();
+  }
   EpochRecord record{.epoch = epoch + 1,
-                     .train_loss = loss_sum / static_cast<double>(batches.size()),
+                     .train_loss = loss_sum / batch_count,
                      .train_error = static_cast<double>(wrong) / static_cast<double>(seen),
                      .seconds = seconds_since(start),
                      .learning_rate = schedule.learning_rate,
                      .beta1 = schedule.beta1};
-  record.test_error = classification_error(*model_, data_.test, device_);
+  record.test_error = classification_error(*model_, data_.test, device_, 500, shard_);
   history_.push_back(record);
   return record;
 }

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "data.h"
+#include "data/shards.h"
+#include "distributed/data_parallel.h"
 #include "model.h"
 
 namespace convpool_cnn_c {
@@ -58,9 +60,12 @@ std::string history_csv(const std::vector<EpochRecord>& history);
 std::vector<EpochRecord> parse_history_csv(const std::string& text);
 
 // The fraction of `dataset` misclassified, in evaluation mode and without a graph; the model's
-// mode is left as it was. The images go to `device` `batch` at a time.
+// mode is left as it was. The images go to `device` `batch` at a time. In data-parallel
+// training (`shard` of several) each rank counts its share of the batches and the ranks sum
+// their counts.
 double classification_error(ConvPoolCnnC& model, const normgrad::data::ImageDataset& dataset,
-                            normgrad::Device device, std::int64_t batch = 500);
+                            normgrad::Device device, std::int64_t batch = 500,
+                            const normgrad::data::Shard& shard = {});
 
 // One training step on a batch (images and labels on the model's device): zero_grad, forward
 // in training mode, mean cross-entropy, backward, Adam. Returns the loss and the batch's
@@ -85,9 +90,12 @@ using StepCallback = std::function<void(const StepReport&)>;
 class Trainer {
  public:
   // A fresh model from `model` on `device`, initialised from the first init_images training
-  // images where its norm needs it. Bad settings throw normgrad::Error before any work.
+  // images where its norm needs it. Bad settings throw normgrad::Error before any work. With
+  // a `shard` of several, one rank of data-parallel training: it trains on its share of each
+  // epoch's batches, its gradients averaged with the other ranks' (rank 0's model is
+  // everyone's), and the epoch's records are the whole job's.
   Trainer(const ModelConfig& model, const TrainSettings& settings, const PreparedData& data,
-          normgrad::Device device);
+          normgrad::Device device, const normgrad::data::Shard& shard = {});
 
   // Trains one epoch and evaluates; returns its record, also kept in history().
   EpochRecord run_epoch(const StepCallback& on_step = {});
@@ -110,6 +118,8 @@ class Trainer {
   double base_learning_rate_ = 0;
   std::unique_ptr<ConvPoolCnnC> model_;
   std::unique_ptr<normgrad::optim::Adam> adam_;
+  normgrad::data::Shard shard_;
+  std::unique_ptr<normgrad::distributed::DataParallel> parallel_;  // with a shard of several
   std::vector<EpochRecord> history_;
 };
 

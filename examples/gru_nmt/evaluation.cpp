@@ -9,12 +9,15 @@ namespace gru_nmt {
 namespace ng = normgrad;
 
 double dataset_token_loss(RnnSearch& model, const ng::data::ParallelDataset& dataset,
-                          std::int64_t batch_sentences, ng::Device device) {
+                          std::int64_t batch_sentences, ng::Device device,
+                          const ng::data::Shard& shard) {
   ng::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
   ng::data::TranslationBatches batches(
-      dataset, {.max_sentences = batch_sentences, .shuffle = false}, device);
+      dataset,
+      {.max_sentences = batch_sentences, .shuffle = false, .shard = nmt::evaluation_share(shard)},
+      device);
   double total = 0;
   std::int64_t tokens = 0;
   for (const auto& pairs : batches.epoch_plan(0)) {
@@ -24,20 +27,21 @@ double dataset_token_loss(RnnSearch& model, const ng::data::ParallelDataset& dat
     tokens += batch.target_tokens;
   }
   if (was_training) model.train();
-  return tokens == 0 ? 0.0 : total / static_cast<double>(tokens);
+  return nmt::loss_per_token(total, tokens, shard);
 }
 
 BleuEvaluation dataset_bleu(RnnSearch& model, const ng::data::SubwordTokenizer& tokenizer,
                             const ng::data::ParallelDataset& dataset,
                             const std::vector<std::string>& references, std::int64_t beam,
-                            std::int64_t batch_sentences, ng::Device device) {
+                            std::int64_t batch_sentences, ng::Device device,
+                            const ng::data::Shard& shard) {
   const bool was_training = model.is_training();
   model.eval();
   const nmt::SentenceTranslator translate = [&](const auto& sentences) {
     return translate_sentences(model, tokenizer, sentences, search_options(beam), batch_sentences,
                                device);
   };
-  BleuEvaluation result = nmt::dataset_bleu(translate, dataset, references, "gru_nmt");
+  BleuEvaluation result = nmt::dataset_bleu(translate, dataset, references, "gru_nmt", shard);
   if (was_training) model.train();
   return result;
 }

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/distributed_run.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
     if (threads > 0) ng::set_num_threads(threads);
     if (train->parsed())
       return train_command.run(train_command.settings(gru_nmt::preset(train_command.preset())),
-                               device, gru_nmt::train);
+                               device, gru_nmt::train, threads);
     if (experiment->parsed()) {
       experiment_options.settings = gru_nmt::preset(experiment_preset);
       experiment_options.budget = gru_nmt::experiment_budget(budget_name);
@@ -189,6 +190,6 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& error) {
     std::cerr << "gru_nmt: " << error.what() << "\n";
-    return 1;
+    return examples::end_job(1);
   }
 }

@@ -19,9 +19,12 @@ TrainSummary train(const TrainOptions& options) {
   ng::Generator generator(t.seed);
   RnnSearch model(settings.model, generator);
   if (!options.device.is_cpu()) model.to(options.device);
+  const auto parallel = nmt::data_parallel(model, generator, options.job);
   ng::optim::Adam adam(model.parameters(), {.lr = t.learning_rate});
   ng::data::TranslationBatches batches(
-      data.train, {.max_sentences = t.batch_sentences, .seed = t.seed}, options.device);
+      data.train,
+      {.max_sentences = t.batch_sentences, .seed = t.seed, .shard = options.job.shard()},
+      options.device);
 
   nmt::LoopCallbacks callbacks;
   callbacks.train_step = [&](const ng::data::TranslationBatch& batch, std::int64_t) {
@@ -32,17 +35,19 @@ TrainSummary train(const TrainOptions& options) {
     return nmt::StepReport{result.loss, result.token_loss, t.learning_rate};
   };
   callbacks.dev_loss = [&] {
-    return dataset_token_loss(model, data.dev, t.batch_sentences, options.device);
+    return dataset_token_loss(model, data.dev, t.batch_sentences, options.device,
+                              options.job.shard());
   };
   callbacks.dev_bleu = [&] {
     return dataset_bleu(model, data.tokenizer, data.dev, data.dev_references, t.dev_beam,
-                        t.batch_sentences, options.device);
+                        t.batch_sentences, options.device, options.job.shard());
   };
-  nmt::set_checkpoint_callbacks(callbacks, model, adam, generator);
+  nmt::set_checkpoint_callbacks(callbacks, model, adam, generator, options.job);
   return nmt::run_training_loop(folder, batches, data.tokenizer, nmt::loop_budget(t), callbacks,
                                 {.resume = options.resume,
                                  .progress_bar = options.progress_bar,
-                                 .messages = options.messages});
+                                 .messages = options.messages,
+                                 .job = options.job});
 }
 
 }  // namespace gru_nmt

@@ -3,6 +3,7 @@
 #include <normgrad/normgrad.h>
 
 #include "data/bleu.h"
+#include "distributed/collectives.h"
 
 namespace nmt {
 
@@ -10,8 +11,8 @@ namespace ng = normgrad;
 
 BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
                             const ng::data::ParallelDataset& dataset,
-                            const std::vector<std::string>& references,
-                            const std::string& program) {
+                            const std::vector<std::string>& references, const std::string& program,
+                            const ng::data::Shard& shard) {
   std::vector<std::vector<std::int32_t>> sources;
   std::vector<std::string> kept_references;
   for (std::size_t i = 0; i < dataset.size(); ++i) {
@@ -22,12 +23,35 @@ BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
     kept_references.push_back(references[dataset.line(i) - 1]);
   }
   BleuEvaluation result;
-  result.translations = translate(sources);
+  if (shard.count == 1) {
+    result.translations = translate(sources);
+  } else {
+    std::vector<std::vector<std::int32_t>> mine;
+    for (std::size_t i = static_cast<std::size_t>(shard.index); i < sources.size();
+         i += static_cast<std::size_t>(shard.count))
+      mine.push_back(sources[i]);
+    const auto every_ranks = ng::distributed::all_gather_strings(
+        ng::distributed::ProcessGroup::world(), translate(mine));
+    result.translations.resize(sources.size());
+    for (std::size_t r = 0; r < every_ranks.size(); ++r)
+      for (std::size_t k = 0; k < every_ranks[r].size(); ++k)
+        result.translations[r + k * every_ranks.size()] = every_ranks[r][k];
+  }
   const std::vector<std::vector<std::string>> reference_streams{kept_references};
   const auto score = ng::data::Bleu().corpus_score(result.translations, reference_streams);
   result.bleu = score.score;
   result.text = score.format();
   return result;
+}
+
+double loss_per_token(double total, std::int64_t tokens, const ng::data::Shard& shard) {
+  if (shard.count > 1) {
+    const std::vector<double> sums = ng::distributed::sum_over_ranks(
+        ng::distributed::ProcessGroup::world(), {total, static_cast<double>(tokens)});
+    total = sums[0];
+    tokens = static_cast<std::int64_t>(sums[1]);
+  }
+  return tokens == 0 ? 0.0 : total / static_cast<double>(tokens);
 }
 
 }  // namespace nmt

@@ -1,8 +1,8 @@
 #pragma once
 // What the translation programs' `train` subcommands share: the model folder, the preset,
 // --resume, the corpus files, the budgets, the training settings every example has
-// (nmt/training_settings.h), --tokenizer and the progress bar; flags that replace a preset's
-// value only when given; and the run they start, checked before any work.
+// (nmt/training_settings.h), --tokenizer, the progress bar and --distributed; flags that replace a
+// preset's value only when given; and the run they start, checked before any work.
 //
 //   nmt::TrainCommand<Settings> command(train, "gru_nmt", {"cpu", "small", "paper"});
 //   command.flags().add("--hidden", NMT_SETTING(model.hidden_size), "GRU state size");
@@ -112,6 +112,7 @@ template <class Settings> class TrainCommand {
         "--tokenizer", options_.tokenizer,
         "A sentencepiece model to use instead of training one (e.g. from spm_train)");
     command->add_flag("--no-progress-bar", no_bar_, "Plain progress lines even on a terminal");
+    examples::add_distributed_flag(command, distributed_);
   }
   TrainCommand(const TrainCommand&) = delete;  // the flags hold references into it
   TrainCommand& operator=(const TrainCommand&) = delete;
@@ -137,9 +138,12 @@ template <class Settings> class TrainCommand {
   // Trains with `train` (the example's) on `settings`: a new run must name the four corpus
   // files and pass the example's `check`, and its settings are printed first; a resumed run
   // takes the folder's settings with --steps and --seconds. Prints the best dev BLEU at the
-  // end; returns the exit status.
+  // end; returns the exit status. With --distributed, this process is one rank of the job
+  // mpirun started (`threads`: the --threads given, 0 for none).
   template <class Train>
-  int run(const Settings& settings, const normgrad::Device& device, Train&& train) const {
+  int run(const Settings& settings, const normgrad::Device& device, Train&& train,
+          int threads = 0) const {
+    const examples::DistributedRun job = examples::join_job(distributed_, threads, program_);
     if (!options_.resume) {
       const auto& t = settings.training;
       NG_CHECK(!t.train_source.empty() && !t.train_target.empty() && !t.dev_source.empty() &&
@@ -147,7 +151,7 @@ template <class Settings> class TrainCommand {
                program_ + " train",
                "a new model needs --train-source, --train-target, --dev-source and --dev-target");
       check(settings);
-      std::cerr << describe(settings);
+      if (job.writes()) std::cerr << describe(settings);
     }
     TrainOptions<Settings> options = options_;
     options.settings = settings;
@@ -155,12 +159,14 @@ template <class Settings> class TrainCommand {
     options.resume_max_seconds = seconds_;
     options.device = device;
     options.progress_bar = !no_bar_ && isatty(STDERR_FILENO);
-    options.messages = &std::cerr;
+    options.messages = job.writes() ? &std::cerr : nullptr;
+    options.job = job;
     const TrainSummary summary = train(options);
-    std::cerr << "best dev BLEU: "
-              << (summary.best_bleu < 0 ? std::string("not measured")
-                                        : std::to_string(summary.best_bleu))
-              << "\n";
+    if (job.writes())
+      std::cerr << "best dev BLEU: "
+                << (summary.best_bleu < 0 ? std::string("not measured")
+                                          : std::to_string(summary.best_bleu))
+                << "\n";
     return 0;
   }
 
@@ -172,6 +178,7 @@ template <class Settings> class TrainCommand {
   std::int64_t steps_ = 0;
   double seconds_ = -1;
   bool no_bar_ = false;
+  bool distributed_ = false;
 };
 
 }  // namespace nmt

@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
+#include <sstream>
 
 #include "data/text_file.h"
+#include "distributed/collectives.h"
 #include "nmt/progress.h"
 #include "nmt/train_log.h"
 
@@ -13,6 +16,10 @@ namespace ng = normgrad;
 namespace fs = std::filesystem;
 
 namespace {
+
+// A data-parallel training state's number of ranks, and each rank's generator ("seed offset").
+constexpr const char* kRanksKey = "nmt.ranks";
+constexpr const char* kRankGeneratorKey = "nmt.generator.rank";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -68,19 +75,67 @@ RunData load_run_data(std::optional<ng::data::SubwordTokenizer> tokenizer, const
 }
 
 void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
-                              ng::optim::Optimizer& optimizer, ng::Generator& generator) {
-  callbacks.save_training_state = [&model, &optimizer, &generator](
+                              ng::optim::Optimizer& optimizer, ng::Generator& generator,
+                              const examples::DistributedRun& job) {
+  callbacks.save_training_state = [&model, &optimizer, &generator, job](
                                       const std::string& path, std::int64_t step,
                                       const ng::nn::Metadata& metadata) {
-    ng::optim::save_training_state(path, model, optimizer, generator, step, metadata);
+    ng::nn::Metadata with_ranks = metadata;
+    if (job.several()) {
+      const auto states = ng::distributed::all_gather_text(
+          ng::distributed::ProcessGroup::world(),
+          std::to_string(generator.seed()) + " " + std::to_string(generator.offset()));
+      with_ranks[kRanksKey] = std::to_string(job.size);
+      for (std::size_t r = 0; r < states.size(); ++r)
+        with_ranks[kRankGeneratorKey + std::to_string(r)] = states[r];
+    }
+    if (job.writes())
+      ng::optim::save_training_state(path, model, optimizer, generator, step, with_ranks);
   };
-  callbacks.load_training_state = [&model, &optimizer, &generator](const std::string& path,
-                                                                   ng::nn::Metadata* metadata) {
-    return ng::optim::load_training_state(path, model, optimizer, generator, metadata);
+  callbacks.load_training_state = [&model, &optimizer, &generator, job](
+                                      const std::string& path, ng::nn::Metadata* metadata) {
+    ng::nn::Metadata stored;
+    const std::int64_t step =
+        ng::optim::load_training_state(path, model, optimizer, generator, &stored);
+    const auto ranks = stored.find(kRanksKey);
+    const std::string saved_by = ranks == stored.end() ? "1" : ranks->second;
+    NG_CHECK(saved_by == std::to_string(job.size), "train --resume", "'", path,
+             "' was written by a job of ", saved_by, " process(es); resume it with as many ",
+             "(mpirun -np ", saved_by, saved_by == "1" ? ", or without --distributed)" : ")");
+    if (job.several()) {
+      std::istringstream state(stored.at(kRankGeneratorKey + std::to_string(job.rank)));
+      std::uint64_t seed = 0, offset = 0;
+      state >> seed >> offset;
+      NG_CHECK(!state.fail(), "train --resume", "'", path, "' holds a damaged generator state");
+      generator.manual_seed(seed);
+      generator.set_offset(offset);
+    }
+    if (metadata != nullptr) *metadata = std::move(stored);
+    return step;
   };
-  callbacks.save_weights = [&model](const std::string& path, const ng::nn::Metadata& metadata) {
-    ng::nn::save(model, path, metadata);
+  callbacks.save_weights = [&model, job](const std::string& path,
+                                         const ng::nn::Metadata& metadata) {
+    if (job.writes()) ng::nn::save(model, path, metadata);
   };
+}
+
+std::unique_ptr<ng::distributed::DataParallel> data_parallel(ng::nn::Module& model,
+                                                             ng::Generator& generator,
+                                                             const examples::DistributedRun& job) {
+  if (!job.several()) return nullptr;
+  auto parallel = std::make_unique<ng::distributed::DataParallel>(model);
+  if (job.rank > 0)  // a stream of its own, far from rank 0's seed and from the others'
+    generator.manual_seed(generator.seed() +
+                          0x9E3779B97F4A7C15ULL * static_cast<unsigned>(job.rank));
+  return parallel;
+}
+
+void wait_for_rank_zero() {
+  auto& group = ng::distributed::ProcessGroup::world();
+  const auto timeout = group.timeout();
+  group.set_timeout(std::chrono::hours(24 * 7));
+  group.barrier();
+  group.set_timeout(timeout);
 }
 
 TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationBatches& batches,
@@ -91,7 +146,9 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
   TrainSummary summary;
   LoopState loop;
   std::int64_t step = 0;
-  TrainLog log(folder.file("train.csv"), folder.program());
+  const bool writes = options.job.writes();
+  std::optional<TrainLog> log;
+  if (writes) log.emplace(folder.file("train.csv"), folder.program());
   if (options.resume) {
     const auto steps = folder.checkpoint_steps();
     NG_CHECK(!steps.empty(), op, "--resume: ", folder.path(), " holds no training state");
@@ -104,7 +161,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
     if (options.messages != nullptr)
       *options.messages << "resumed from " << path << " at step " << step << "\n";
   }
-  log.start(step);
+  if (log) log->start(step);
   summary.first_step = step;
   summary.best_bleu = loop.best_bleu;
   const ng::nn::Metadata fingerprint{{ng::data::tokenizer_metadata_key, tokenizer.fingerprint()}};
@@ -112,12 +169,15 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
     metadata["step"] = std::to_string(step);
     return metadata;
   };
+  // Every rank calls it (a training state gathers every rank's generator); rank 0 writes.
+  std::int64_t last_saved = options.resume ? step : -1;
   auto save_state = [&] {
     loop.position = batches.position();
     model.save_training_state(folder.checkpoint(step), step,
                               loop.to_metadata(tokenizer.fingerprint()));
     model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
-    folder.prune_checkpoints(budget.keep_checkpoints);
+    if (writes) folder.prune_checkpoints(budget.keep_checkpoints);
+    last_saved = step;
   };
 
   ProgressDisplay progress(options.messages, options.progress_bar, budget.max_steps);
@@ -126,7 +186,11 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
   summary.stopped_because = "the step budget";
   while (step < budget.max_steps) {
     const double elapsed = seconds_since(start);
-    if (budget.max_seconds > 0 && elapsed >= budget.max_seconds) {
+    bool out_of_time = budget.max_seconds > 0 && elapsed >= budget.max_seconds;
+    if (budget.max_seconds > 0 && options.job.several())  // all stop when one is out of time
+      out_of_time = ng::distributed::sum_over_ranks(ng::distributed::ProcessGroup::world(),
+                                                    {out_of_time ? 1.0 : 0.0})[0] > 0;
+    if (out_of_time) {
       summary.stopped_because = "the time budget";
       break;
     }
@@ -159,15 +223,16 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
     }
     const double tokens_per_second =
         static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
-    log.append({.step = step,
-                .wall_seconds = loop.wall_seconds,
-                .train_loss = result.loss,
-                .train_token_loss = result.token_loss,
-                .dev_token_loss = dev_loss,
-                .dev_bleu = dev_bleu,
-                .tokens_per_second = tokens_per_second,
-                .step_seconds = step_seconds,
-                .learning_rate = result.learning_rate});
+    if (log)
+      log->append({.step = step,
+                   .wall_seconds = loop.wall_seconds,
+                   .train_loss = result.loss,
+                   .train_token_loss = result.token_loss,
+                   .dev_token_loss = dev_loss,
+                   .dev_bleu = dev_bleu,
+                   .tokens_per_second = tokens_per_second,
+                   .step_seconds = step_seconds,
+                   .learning_rate = result.learning_rate});
     progress.update(step, result.token_loss, tokens_per_second, dev_loss, elapsed);
 
     if (stop_early) {
@@ -176,7 +241,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
     }
     if (step % budget.checkpoint_every == 0) save_state();
   }
-  if (folder.checkpoint_steps().empty() || folder.checkpoint_steps().back() != step) save_state();
+  if (last_saved != step) save_state();
   summary.last_step = step;
   summary.best_bleu = loop.best_bleu;
   progress.finish("stopped at step " + std::to_string(step) + " by " + summary.stopped_because +

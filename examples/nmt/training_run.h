@@ -15,15 +15,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/distributed_run.h"
 #include "data/parallel_dataset.h"
 #include "data/subword_tokenizer.h"
 #include "data/translation_batches.h"
+#include "distributed/data_parallel.h"
 #include "nmt/evaluation.h"
 #include "nmt/model_folder.h"
 
@@ -101,10 +104,20 @@ struct LoopCallbacks {
 };
 
 // Fills the callbacks that save and load: training states through optim::save_training_state
-// and load_training_state (model, optimizer and generator), weights through nn::save.
+// and load_training_state (model, optimizer and generator), weights through nn::save. In
+// data-parallel training every rank calls them: a training state then holds every rank's
+// generator (each draws its own dropout masks) and the number of ranks, rank 0 alone writes
+// it, and it resumes only a job of as many ranks, each with its own generator.
 void set_checkpoint_callbacks(LoopCallbacks& callbacks, normgrad::nn::Module& model,
-                              normgrad::optim::Optimizer& optimizer,
-                              normgrad::Generator& generator);
+                              normgrad::optim::Optimizer& optimizer, normgrad::Generator& generator,
+                              const examples::DistributedRun& job = {});
+
+// Data-parallel training's replica of `model` (null in a job of one): rank 0's weights on every
+// rank, gradients averaged during backward. Ranks past 0 reseed `generator` (after it drew the
+// weights) so that each draws dropout masks of its own.
+std::unique_ptr<normgrad::distributed::DataParallel> data_parallel(
+    normgrad::nn::Module& model, normgrad::Generator& generator,
+    const examples::DistributedRun& job);
 
 // What `train` is asked to do, for an example's Settings.
 template <class Settings> struct TrainOptions {
@@ -121,6 +134,9 @@ template <class Settings> struct TrainOptions {
   normgrad::Device device = normgrad::Device::cpu();
   bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
   std::ostream* messages = nullptr;  // progress and notes; nothing when null
+  // This process's rank in data-parallel training (--distributed): it trains on its share of
+  // the batches, and rank 0 alone writes the folder and prints.
+  examples::DistributedRun job{};
 };
 
 // The settings and tokenizer a run starts from. Resuming: the folder's settings (an Error when
@@ -161,20 +177,38 @@ template <class Settings> struct RunStart {
   RunData data;
 };
 
+// Where the other ranks wait while rank 0 prepares a run: as long as that takes (a tokenizer
+// trained on a large corpus can take longer than the collectives' timeout).
+void wait_for_rank_zero();
+
 // A run's settings (starting_point) and data (load_run_data), checked before anything is
-// written; then a new run's folder, with its tokenizer and config.json.
+// written; then a new run's folder, with its tokenizer and config.json. In data-parallel
+// training rank 0 does that alone (training the tokenizer, building the token caches) while
+// the others wait; then they read what it wrote, as a resumed run does.
 template <class Settings, class Folder, class Options>
 RunStart<Settings> start_run(const Folder& folder, const Options& options) {
-  auto [settings, tokenizer] = starting_point<Settings>(folder, options);
-  const auto& t = settings.training;
-  RunData data = load_run_data(std::move(tokenizer), corpus_paths(t), t.max_length,
-                               settings.model.vocabulary_size, folder.program(), options.messages);
-  if (!options.resume) {
-    std::filesystem::create_directories(folder.path());
-    data.tokenizer.save(folder.file("tokenizer.model"));
-    folder.write_config(settings, data.tokenizer.fingerprint());
+  const auto start = [&](const Options& how) {
+    auto [settings, tokenizer] = starting_point<Settings>(folder, how);
+    const auto& t = settings.training;
+    RunData data = load_run_data(std::move(tokenizer), corpus_paths(t), t.max_length,
+                                 settings.model.vocabulary_size, folder.program(), how.messages);
+    if (!how.resume) {
+      std::filesystem::create_directories(folder.path());
+      data.tokenizer.save(folder.file("tokenizer.model"));
+      folder.write_config(settings, data.tokenizer.fingerprint());
+    }
+    return RunStart<Settings>{std::move(settings), std::move(data)};
+  };
+  if (!options.job.several()) return start(options);
+  std::optional<RunStart<Settings>> run;
+  if (options.job.writes()) run = start(options);
+  wait_for_rank_zero();
+  if (!options.job.writes()) {
+    Options reading = options;
+    reading.resume = true;  // the folder's settings and tokenizer, the budgets given
+    run = start(reading);
   }
-  return {std::move(settings), std::move(data)};
+  return std::move(*run);
 }
 
 struct TrainSummary {
@@ -189,8 +223,12 @@ struct LoopOptions {
   bool resume = false;
   bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
   std::ostream* messages = nullptr;  // progress and notes; nothing when null
+  examples::DistributedRun job{};    // rank 0 alone writes the folder and prints
 };
 
+// The loop. In data-parallel training every rank runs it on its share of the batches (the
+// train_step averages gradients); dev measurements must be the whole job's on every rank (so
+// that early stopping stops every rank at once), and the time budget stops them together.
 TrainSummary run_training_loop(const ModelFolder& folder,
                                normgrad::data::TranslationBatches& batches,
                                const normgrad::data::SubwordTokenizer& tokenizer,

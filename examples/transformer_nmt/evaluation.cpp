@@ -9,12 +9,15 @@ namespace transformer_nmt {
 namespace ng = normgrad;
 
 double dataset_token_loss(TransformerNmt& model, const ng::data::ParallelDataset& dataset,
-                          std::int64_t batch_tokens, ng::Device device) {
+                          std::int64_t batch_tokens, ng::Device device,
+                          const ng::data::Shard& shard) {
   ng::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  ng::data::TranslationBatches batches(dataset, {.max_tokens = batch_tokens, .shuffle = false},
-                                       device);
+  ng::data::TranslationBatches batches(
+      dataset,
+      {.max_tokens = batch_tokens, .shuffle = false, .shard = nmt::evaluation_share(shard)},
+      device);
   double total = 0;
   std::int64_t tokens = 0;
   for (const auto& pairs : batches.epoch_plan(0)) {
@@ -23,18 +26,19 @@ double dataset_token_loss(TransformerNmt& model, const ng::data::ParallelDataset
     tokens += batch.target_tokens;
   }
   if (was_training) model.train();
-  return tokens == 0 ? 0.0 : total / static_cast<double>(tokens);
+  return nmt::loss_per_token(total, tokens, shard);
 }
 
 nmt::BleuEvaluation dataset_bleu(TransformerNmt& model, const ng::data::SubwordTokenizer& tokenizer,
                                  const ng::data::ParallelDataset& dataset,
                                  const std::vector<std::string>& references, std::int64_t beam,
-                                 std::int64_t batch_sentences, ng::Device device) {
+                                 std::int64_t batch_sentences, ng::Device device,
+                                 const ng::data::Shard& shard) {
   const nmt::SentenceTranslator translate = [&](const auto& sentences) {
     return translate_sentences(model, tokenizer, sentences, search_options(beam), batch_sentences,
                                device);
   };
-  return nmt::dataset_bleu(translate, dataset, references, "transformer_nmt");
+  return nmt::dataset_bleu(translate, dataset, references, "transformer_nmt", shard);
 }
 
 }  // namespace transformer_nmt

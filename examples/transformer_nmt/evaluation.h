@@ -15,16 +15,21 @@
 namespace transformer_nmt {
 
 // Cross-entropy per target token (eos included, no label smoothing) over the whole dataset, in
-// batches of up to `batch_tokens` tokens; dropout off.
+// batches of up to `batch_tokens` tokens; dropout off. In data-parallel training (`shard` of
+// several) each rank measures its share of the batches, and every rank returns the whole
+// dataset's.
 double dataset_token_loss(TransformerNmt& model, const normgrad::data::ParallelDataset& dataset,
-                          std::int64_t batch_tokens, normgrad::Device device);
+                          std::int64_t batch_tokens, normgrad::Device device,
+                          const normgrad::data::Shard& shard = {});
 
 // Translates the dataset's sources with a beam of `beam` (1: greedy) and scores them with BLEU
-// against `references`, the reference file's lines.
+// against `references`, the reference file's lines. With a `shard` of several, each rank
+// translates its share and every rank scores them all.
 nmt::BleuEvaluation dataset_bleu(TransformerNmt& model,
                                  const normgrad::data::SubwordTokenizer& tokenizer,
                                  const normgrad::data::ParallelDataset& dataset,
                                  const std::vector<std::string>& references, std::int64_t beam,
-                                 std::int64_t batch_sentences, normgrad::Device device);
+                                 std::int64_t batch_sentences, normgrad::Device device,
+                                 const normgrad::data::Shard& shard = {});
 
 }  // namespace transformer_nmt

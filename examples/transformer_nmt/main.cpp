@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/distributed_run.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
       Settings settings = train_command.settings(transformer_nmt::preset(train_command.preset()));
       if (placement_option->count() > 0) settings.model.pre_norm = placement == "pre";
       if (untied_option->count() > 0) settings.model.tie_embeddings = !untied;
-      return train_command.run(settings, device, transformer_nmt::train);
+      return train_command.run(settings, device, transformer_nmt::train, threads);
     }
     if (experiment->parsed()) {
       experiment_options.settings = transformer_nmt::preset(experiment_preset);
@@ -232,6 +233,6 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& error) {
     std::cerr << "transformer_nmt: " << error.what() << "\n";
-    return 1;
+    return examples::end_job(1);
   }
 }
