@@ -3,6 +3,7 @@
 #include "distributed/data_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -229,12 +230,16 @@ void DataParallel::send(Bucket& bucket) {
 
 void DataParallel::finish_pass() {
   in_pass_ = false;
+  last_pass_.buckets_sent_early = next_to_send_;
   // Buckets with a parameter that this pass gave no gradient here go now, in order.
   while (next_to_send_ < buckets_.size()) send(buckets_[next_to_send_++]);
+  const auto start = std::chrono::steady_clock::now();
+  for (Bucket& bucket : buckets_) bucket.work.wait();
+  last_pass_.seconds_waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const NoGradGuard no_grad;
   const double scale = 1.0 / group_.size();
   for (Bucket& bucket : buckets_) {
-    bucket.work.wait();
     bucket.ready = 0;
     const std::int64_t flags = bucket.flat.numel() - std::ssize(bucket.parameters);
     const std::vector<double> given =

@@ -83,6 +83,15 @@ class DataParallel {
   // The parameters' names, bucket by bucket in the order the buckets are sent.
   std::vector<std::vector<std::string>> bucket_names() const;
 
+  // How the last backward pass's exchange went: the buckets sent while backward still ran
+  // (the rest went when it ended), and the seconds backward then waited for them all, the
+  // communication it did not hide.
+  struct PassStats {
+    std::size_t buckets_sent_early = 0;
+    double seconds_waited = 0;
+  };
+  const PassStats& last_pass() const { return last_pass_; }
+
  private:
   struct Bucket {
     std::vector<std::size_t> parameters;  // indices into parameters_
@@ -108,6 +117,7 @@ class DataParallel {
   std::size_t next_to_send_ = 0;  // buckets are sent in order, the same on every rank
   bool in_pass_ = false;
   int no_sync_depth_ = 0;
+  PassStats last_pass_;
 };
 
 }  // namespace normgrad::distributed

@@ -207,6 +207,11 @@ ProcessGroup& ProcessGroup::world() {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
+      // Open MPI's non-blocking all-reduce picks by default algorithms that took 2.5 to 3.5
+      // times the blocking one's time on 16 and 64 MiB; Rabenseifner's (reduce-scatter, then
+      // all-gather) matches it from 256 KiB up (bench/RESULTS.md). A value set by the user
+      // stays; other MPI libraries ignore the variable.
+      setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
       int provided = 0;
       if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
         throw Error("distributed: MPI_Init_thread failed: start the program with mpirun");

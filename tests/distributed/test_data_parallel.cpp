@@ -88,6 +88,9 @@ TEST_CASE("DataParallel: half a batch on each of two ranks steps as the whole ba
       replica.zero_grad();
       loss_of(replica, batch.rows(4 * group().rank(), 4)).backward();
       replica_sgd.step();
+      // Every gradient arrives during backward: every bucket goes before it ends.
+      CHECK(parallel.last_pass().buckets_sent_early == parallel.bucket_names().size());
+      CHECK(parallel.last_pass().seconds_waited >= 0);
     }
     check_same_parameters(replica, reference, 1e-5);
   }
@@ -132,6 +135,10 @@ TEST_CASE("DataParallel: a parameter unused on one rank counts as a zero there")
   const Batch mine = batch.rows(4 * group().rank(), 4);
   loss_of(local, mine, use_side).backward();
   loss_of(replica, mine, use_side).backward();
+  // The side branch's bucket is the first to go: on rank 0, which gives it no gradient, it
+  // and every bucket after it wait for the end of backward.
+  REQUIRE(parallel.bucket_names().front().front() == "side.bias");
+  CHECK(parallel.last_pass().buckets_sent_early == (use_side ? parallel.bucket_names().size() : 0));
   const auto expected = local.named_parameters();
   const auto actual = replica.named_parameters();
   for (std::size_t i = 0; i < expected.size(); ++i) {
