@@ -162,9 +162,10 @@ void DataParallel::make_buckets(std::int64_t bucket_bytes) {
     if (!parameter.requires_grad()) continue;
     const std::int64_t size =
         parameter.numel() * static_cast<std::int64_t>(element_size(parameter.dtype()));
-    const bool fits =
-        !buckets_.empty() && bytes + size <= bucket_bytes &&
-        parameters_[buckets_.back().parameters.front()].second.dtype() == parameter.dtype();
+    const Tensor* first =
+        buckets_.empty() ? nullptr : &parameters_[buckets_.back().parameters.front()].second;
+    const bool fits = first != nullptr && bytes + size <= bucket_bytes &&
+                      first->dtype() == parameter.dtype() && first->device() == parameter.device();
     if (!fits) {
       buckets_.emplace_back();
       bytes = 0;
@@ -181,7 +182,11 @@ void DataParallel::make_buckets(std::int64_t bucket_bytes) {
   for (Bucket& bucket : buckets_) {
     const Tensor& last = parameters_[bucket.parameters.back()].second;
     const std::int64_t elements = bucket.offsets.back() + last.numel();
-    bucket.flat = zeros({elements + std::ssize(bucket.parameters)}, {.dtype = last.dtype()});
+    // On the parameters' device when the collectives take it (CUDA with NCCL), else staged
+    // through host memory.
+    const Device device = collectives_on(last.device()) ? last.device() : Device::cpu();
+    bucket.flat = zeros({elements + std::ssize(bucket.parameters)},
+                        {.dtype = last.dtype(), .device = device});
   }
 }
 

@@ -27,7 +27,8 @@
 // Buffers (BatchNorm's running statistics) are not averaged: broadcast_buffers() copies rank
 // 0's to every rank when wanted, e.g. before evaluating on every rank.
 //
-// Parameters on a CUDA device are exchanged through host memory for now.
+// Parameters on a CUDA device are exchanged on the GPU through NCCL when the build has it (one
+// GPU per rank), else through host memory.
 
 #include <cstdint>
 #include <string>

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "distributed/nccl.h"
 #include "distributed/process_group.h"
 
 namespace normgrad::distributed {
@@ -50,21 +51,23 @@ MPI_Datatype mpi_type(DType dtype) {
 // whether it can be sent at all, its dtype, the root, the number of dims and up to kDims of
 // them, and the element count (which covers dims beyond kDims).
 constexpr int kDims = 8;
-constexpr int kSignature = 5 + kDims;
+constexpr int kSignature = 6 + kDims;
 using Signature = std::array<std::int64_t, kSignature>;
 
 Signature signature_of(const Tensor& tensor, int root) {
   Signature s{};
   s.fill(-1);
-  const bool usable = tensor.defined() && tensor.device().is_cpu() && tensor.is_contiguous();
+  const bool usable =
+      tensor.defined() && tensor.is_contiguous() && (tensor.device().is_cpu() || nccl::available());
   s[0] = usable ? 1 : 0;
   if (!tensor.defined()) return s;
   s[1] = static_cast<std::int64_t>(tensor.dtype());
   s[2] = root;
   s[3] = tensor.dim();
   s[4] = tensor.numel();
+  s[5] = tensor.device().is_cpu() ? 0 : 1;
   for (std::int64_t d = 0; d < std::min<std::int64_t>(tensor.dim(), kDims); ++d)
-    s[static_cast<std::size_t>(5 + d)] = tensor.size(d);
+    s[static_cast<std::size_t>(6 + d)] = tensor.size(d);
   return s;
 }
 
@@ -73,10 +76,12 @@ std::string describe(const Signature& s) {
   std::ostringstream out;
   out << static_cast<DType>(s[1]) << " [";
   for (std::int64_t d = 0; d < std::min<std::int64_t>(s[3], kDims); ++d)
-    out << (d == 0 ? "" : ", ") << s[static_cast<std::size_t>(5 + d)];
+    out << (d == 0 ? "" : ", ") << s[static_cast<std::size_t>(6 + d)];
   if (s[3] > kDims) out << ", ...";
   out << "]";
-  if (s[0] == 0) out << " (not a contiguous CPU tensor)";
+  if (s[5] == 1) out << " on cuda";
+  if (s[0] == 0)
+    out << (s[5] == 1 ? " (a CUDA tensor, and this build has no NCCL)" : " (not contiguous)");
   return out.str();
 }
 
@@ -127,7 +132,7 @@ template <class Call> void in_pieces(std::int64_t total, Call&& call) {
 // The requests of one collective (one per piece of a large tensor), and what to do once they
 // have completed.
 struct Work::State {
-  std::vector<MPI_Request> requests;
+  std::function<bool()> test;  // whether the collective has finished; never blocks
   std::function<void()> on_completion;
   const char* call = "";
   int rank = 0, size = 1;
@@ -158,11 +163,7 @@ Work::~Work() {
 
 bool Work::done() {
   if (!state_ || state_->complete) return true;
-  int flag = 0;
-  check(MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &flag,
-                    MPI_STATUSES_IGNORE),
-        state_->call, state_->rank, state_->size);
-  if (!flag) return false;
+  if (!state_->test()) return false;
   state_->complete = true;
   if (state_->on_completion) state_->on_completion();
   return true;
@@ -192,6 +193,8 @@ void Work::wait() {
 }
 
 bool is_available() { return true; }
+
+bool collectives_on(Device device) { return device.is_cpu() || nccl::available(); }
 
 ProcessGroup::ProcessGroup(int rank, int size)
     : rank_(rank), size_(size), timeout_(timeout_from_environment(std::chrono::minutes(10))) {}
@@ -227,12 +230,29 @@ ProcessGroup& ProcessGroup::world() {
   return *group;
 }
 
-// Builds the Work of requests just started, and waits for them.
+// Builds the Work of a collective just started.
 struct WorkMaker {
+  // The Work of MPI requests.
   static Work make(const ProcessGroup& group, const char* call, std::vector<MPI_Request> requests,
                    std::function<void()> on_completion = {}) {
+    const int rank = group.rank(), size = group.size();
+    return make(
+        group, call,
+        [requests = std::move(requests), call, rank, size]() mutable {
+          int flag = 0;
+          check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
+                            MPI_STATUSES_IGNORE),
+                call, rank, size);
+          return flag != 0;
+        },
+        std::move(on_completion));
+  }
+
+  // The Work of a collective that `test` says has finished or not.
+  static Work make(const ProcessGroup& group, const char* call, std::function<bool()> test,
+                   std::function<void()> on_completion = {}) {
     auto state = std::make_unique<Work::State>();
-    state->requests = std::move(requests);
+    state->test = std::move(test);
     state->on_completion = std::move(on_completion);
     state->call = call;
     state->rank = group.rank();
@@ -282,8 +302,8 @@ void ProcessGroup::check_agreement(const char* call, const Tensor& tensor, int r
                                root, " is not a rank"));
   if (!agree)
     throw Error(detail::concat("distributed: ", call, " on rank ", rank_, " of ", size_,
-                               ": the ranks' tensors must be contiguous CPU tensors of one "
-                               "dtype and shape",
+                               ": the ranks' tensors must be contiguous, of one dtype, "
+                               "shape and kind of device",
                                root != 0 ? " (and name one root)" : "", "; ", ranks.str()));
 }
 
@@ -294,10 +314,13 @@ void ProcessGroup::all_reduce(const Tensor& tensor, ReduceOp op) const {
 
 Work ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp op) const {
   check_not_stopped("all_reduce", rank_, size_);
-  NG_CHECK(tensor.defined() && tensor.device().is_cpu() && tensor.is_contiguous(),
-           "distributed: all_reduce", "needs a contiguous CPU tensor");
+  NG_CHECK(tensor.defined() && tensor.is_contiguous(), "distributed: all_reduce",
+           "needs a contiguous tensor");
   NG_CHECK(op == ReduceOp::Sum || is_floating(tensor.dtype()), "distributed: all_reduce",
            "the mean of int64 tensors is not an int64; sum them instead");
+  if (!tensor.device().is_cpu())
+    return WorkMaker::make(*this, "ncclAllReduce",
+                           nccl::all_reduce(*this, tensor, op == ReduceOp::Mean));
   char* data = bytes_of(tensor);
   const auto bytes = static_cast<std::int64_t>(element_size(tensor.dtype()));
   std::vector<MPI_Request> requests;
@@ -326,6 +349,10 @@ Work ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp op) const {
 
 void ProcessGroup::broadcast(const Tensor& tensor, int root) const {
   check_agreement("broadcast", tensor, root);
+  if (!tensor.device().is_cpu()) {
+    WorkMaker::make(*this, "ncclBroadcast", nccl::broadcast(*this, tensor, root)).wait();
+    return;
+  }
   char* data = bytes_of(tensor);
   const auto bytes = static_cast<std::int64_t>(element_size(tensor.dtype()));
   in_pieces(tensor.numel(), [&](std::int64_t offset, int count) {
@@ -342,7 +369,11 @@ Tensor ProcessGroup::all_gather(const Tensor& tensor) const {
            " elements in all, got ", tensor.numel(), " on each of ", size_, " ranks");
   Shape shape{size_};
   for (const std::int64_t d : tensor.shape()) shape.push_back(d);
-  Tensor gathered = empty(shape, {.dtype = tensor.dtype()});
+  Tensor gathered = empty(shape, {.dtype = tensor.dtype(), .device = tensor.device()});
+  if (!tensor.device().is_cpu()) {
+    WorkMaker::make(*this, "ncclAllGather", nccl::all_gather(*this, tensor, gathered)).wait();
+    return gathered;
+  }
   const char* data = bytes_of(tensor);
   const auto count = static_cast<int>(tensor.numel());
   run(*this, "MPI_Iallgather", [&](MPI_Request* request) {

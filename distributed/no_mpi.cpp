@@ -9,6 +9,7 @@
 namespace normgrad::distributed {
 
 bool is_available() { return false; }
+bool collectives_on(Device) { return false; }
 
 ProcessGroup& ProcessGroup::world() {
   throw Error(

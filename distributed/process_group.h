@@ -9,7 +9,8 @@
 //   normgrad::Tensor grad = ...;                      // a contiguous CPU tensor on every rank
 //   group.all_reduce(grad, normgrad::distributed::ReduceOp::Mean);   // now equal everywhere
 //
-// CPU tensors travel through MPI (the library mpirun belongs to). A build without MPI has the
+// CPU tensors travel through MPI (the library mpirun belongs to), CUDA tensors through NCCL
+// (one GPU per rank; NCCL's unique id goes over MPI). A build without MPI has the
 // same functions; there is_available() is false and world() throws an Error saying how to get
 // it. A process started without mpirun is a group of one.
 
@@ -24,6 +25,11 @@ namespace normgrad::distributed {
 // Whether this build of normgrad has the distributed component (MPI was found at configure
 // time).
 bool is_available();
+
+// Whether the collectives take tensors on `device` where they are: CPU tensors with MPI, CUDA
+// tensors with NCCL (built when the CUDA backend and NCCL were found). False for everything in
+// a build without the distributed component.
+bool collectives_on(Device device);
 
 enum class ReduceOp { Sum, Mean };
 
@@ -62,7 +68,9 @@ class ProcessGroup {
   int size() const { return size_; }
 
   // Sums (or averages) `tensor` over the ranks, in place: afterwards every rank holds the
-  // result. A contiguous CPU tensor of float32, float64 or int64 (Mean: floating only).
+  // result. A contiguous tensor of float32, float64 or int64 (Mean: floating only), on the
+  // CPU, or on a CUDA device where collectives_on says so (then queued on the device's stream:
+  // it has finished for the GPU's later work, and for the host once the call returns).
   void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) const;
 
   // all_reduce, started and returned at once: the caller computes and then waits on the Work.

@@ -111,6 +111,9 @@ class CudaBackend final : public Backend {
 
   // Waits until every kernel queued on this device so far has finished.
   void synchronize();
+  // The stream all of this device's work goes to, for libraries that queue work of their own
+  // behind it (NCCL's collectives, distributed/).
+  cudaStream_t stream() const { return context_.stream; }
 
  private:
   void release_handles() noexcept;

@@ -118,8 +118,8 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
   if (common.threads > 0) ng::set_num_threads(common.threads);
   const examples::DistributedRun job =
       examples::join_job(o.distributed, common.threads, "convpool_cnn_c");
-  train_in_folder(folder, run, device, !o.no_progress && ProgressDisplay::stderr_is_terminal(),
-                  stdout, job.shard());
+  train_in_folder(folder, run, examples::device_for_rank(device, job),
+                  !o.no_progress && ProgressDisplay::stderr_is_terminal(), stdout, job.shard());
   return 0;
 }
 

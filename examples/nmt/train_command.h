@@ -157,7 +157,7 @@ template <class Settings> class TrainCommand {
     options.settings = settings;
     options.resume_max_steps = steps_;
     options.resume_max_seconds = seconds_;
-    options.device = device;
+    options.device = examples::device_for_rank(device, job);
     options.progress_bar = !no_bar_ && isatty(STDERR_FILENO);
     options.messages = job.writes() ? &std::cerr : nullptr;
     options.job = job;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <normgrad/normgrad.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,23 @@ void check_same_parameters(const Net& a, const Net& b, double tolerance) {
   }
 }
 
+// Five SGD steps with momentum side by side: `reference` (one process) on the whole batch,
+// `replica` (under `parallel`) on this rank's `share`; `after_step` checks each replica step.
+void train_side_by_side(Net& reference, Net& replica, const Batch& whole, const Batch& share,
+                        const std::function<void()>& after_step = {}) {
+  ng::optim::SGD reference_sgd(reference.parameters(), {.lr = 0.5, .momentum = 0.9});
+  ng::optim::SGD replica_sgd(replica.parameters(), {.lr = 0.5, .momentum = 0.9});
+  for (int step = 0; step < 5; ++step) {
+    reference.zero_grad();
+    loss_of(reference, whole).backward();
+    reference_sgd.step();
+    replica.zero_grad();
+    loss_of(replica, share).backward();
+    replica_sgd.step();
+    if (after_step) after_step();
+  }
+}
+
 }  // namespace
 
 TEST_CASE("DataParallel: half a batch on each of two ranks steps as the whole batch does") {
@@ -79,19 +97,11 @@ TEST_CASE("DataParallel: half a batch on each of two ranks steps as the whole ba
     Net replica(1 + group().rank());  // this rank's, made equal to rank 0's below
     dist::DataParallel parallel(replica, {.bucket_bytes = bucket_bytes});
     check_same_parameters(replica, reference, 0.0);
-    ng::optim::SGD reference_sgd(reference.parameters(), {.lr = 0.5, .momentum = 0.9});
-    ng::optim::SGD replica_sgd(replica.parameters(), {.lr = 0.5, .momentum = 0.9});
-    for (int step = 0; step < 5; ++step) {
-      reference.zero_grad();
-      loss_of(reference, batch).backward();
-      reference_sgd.step();
-      replica.zero_grad();
-      loss_of(replica, batch.rows(4 * group().rank(), 4)).backward();
-      replica_sgd.step();
+    train_side_by_side(reference, replica, batch, batch.rows(4 * group().rank(), 4), [&] {
       // Every gradient arrives during backward: every bucket goes before it ends.
       CHECK(parallel.last_pass().buckets_sent_early == parallel.bucket_names().size());
       CHECK(parallel.last_pass().seconds_waited >= 0);
-    }
+    });
     check_same_parameters(replica, reference, 1e-5);
   }
 }
@@ -206,4 +216,25 @@ TEST_CASE("DataParallel: ranks whose models differ stop with an Error on every r
   ng::Tensor one = ng::ones({1});
   group().all_reduce(one);
   CHECK(one.item() == doctest::Approx(2.0));
+}
+
+TEST_CASE("DataParallel on GPUs (NCCL): half batches step as the whole batch on the CPU does") {
+  const int gpus = ng::cuda::is_available() ? ng::cuda::device_count() : 0;
+  if (gpus < group().size()) {
+    MESSAGE("skipped: needs a GPU per rank (" << gpus << " GPUs for " << group().size()
+                                              << " ranks)");
+    return;
+  }
+  const ng::Device gpu = ng::Device::cuda(group().rank());
+  const Batch batch = whole_batch();
+  const std::int64_t share = 8 / group().size();
+  const Batch mine = batch.rows(share * group().rank(), share);
+  const Batch on_gpu{mine.x.to(gpu), mine.y.to(gpu)};
+  Net reference(11);  // one process, the whole batch, on the CPU
+  Net replica(11 + group().rank());
+  replica.to(gpu);
+  dist::DataParallel parallel(replica, {.bucket_bytes = 100});
+  train_side_by_side(reference, replica, batch, on_gpu);
+  replica.to(ng::Device::cpu());
+  check_same_parameters(replica, reference, 1e-5);
 }

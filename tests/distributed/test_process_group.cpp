@@ -86,8 +86,9 @@ TEST_CASE("all_gather stacks the ranks' tensors in rank order") {
 TEST_CASE("ranks that disagree get an Error on every rank, naming each rank's tensor") {
   // Shapes that differ by rank: all_reduce would mix up data or hang; it throws instead.
   const ng::Tensor uneven = ng::zeros({3 + group().rank()});
-  CHECK_ERROR(group().all_reduce(uneven), "all_reduce on rank", "of one dtype and shape",
-              "rank 0: float32 [3]", "rank 1: float32 [4]");
+  CHECK_ERROR(group().all_reduce(uneven), "all_reduce on rank",
+              "of one dtype, shape and kind of device", "rank 0: float32 [3]",
+              "rank 1: float32 [4]");
   // A dtype that differs, in broadcast.
   const ng::Tensor mixed =
       ng::zeros({2}).to(group().rank() == 0 ? ng::DType::Float32 : ng::DType::Float64);
@@ -96,7 +97,7 @@ TEST_CASE("ranks that disagree get an Error on every rank, naming each rank's te
   // A tensor that is not contiguous on one rank only.
   const ng::Tensor square = ng::zeros({3, 3});
   const ng::Tensor strided = group().rank() == 1 ? square.transpose(0, 1) : square;
-  CHECK_ERROR(group().all_reduce(strided), "not a contiguous CPU tensor");
+  CHECK_ERROR(group().all_reduce(strided), "(not contiguous)");
   CHECK_ERROR(group().broadcast(ng::zeros({1}), 5), "root 5 is not a rank");
   CHECK_ERROR(group().all_reduce(ng::zeros({2}).to(ng::DType::Int64), dist::ReduceOp::Mean),
               "mean of int64");
@@ -104,4 +105,37 @@ TEST_CASE("ranks that disagree get an Error on every rank, naming each rank's te
   ng::Tensor one = ng::ones({1});
   group().all_reduce(one);
   CHECK(one.item() == doctest::Approx(group().size()));
+}
+
+TEST_CASE("NCCL: CUDA tensors are reduced, broadcast and gathered on the GPUs") {
+  const int gpus = ng::cuda::is_available() ? ng::cuda::device_count() : 0;
+  if (!dist::collectives_on(ng::Device::cuda()) || gpus < group().size()) {
+    MESSAGE("skipped: needs NCCL and a GPU per rank (" << gpus << " GPUs for " << group().size()
+                                                       << " ranks)");
+    return;
+  }
+  const ng::Device gpu = ng::Device::cuda(group().rank());
+  for (const ng::DType dtype : {ng::DType::Float32, ng::DType::Float64, ng::DType::Int64}) {
+    ng::Tensor sum = ramp(1000, dtype).to(gpu);
+    group().all_reduce(sum);
+    CHECK(sum.device() == gpu);
+    const std::vector<double> summed = sum.to_vector<double>();
+    for (std::size_t i = 0; i < summed.size(); i += 99)
+      CHECK(summed[i] == doctest::Approx(static_cast<double>(i) * rank_sum()));
+  }
+  ng::Tensor mean = ramp(7, ng::DType::Float32).to(gpu);
+  group().all_reduce(mean, dist::ReduceOp::Mean);
+  CHECK(mean.to_vector<double>()[3] == doctest::Approx(3.0 * rank_sum() / group().size()));
+  // The same as the CPU's, through the asynchronous call DataParallel uses.
+  ng::Tensor on_gpu = ramp(4096, ng::DType::Float32).to(gpu);
+  ng::Tensor on_cpu = ramp(4096, ng::DType::Float32);
+  group().all_reduce_async(on_gpu).wait();
+  group().all_reduce(on_cpu);
+  CHECK(testing::all_close(on_gpu, on_cpu.to_vector<double>(), 0, 0));
+  ng::Tensor shared = ramp(5, ng::DType::Float32).to(gpu);
+  group().broadcast(shared, group().size() - 1);
+  CHECK(shared.to_vector<double>()[2] == doctest::Approx(2.0 * group().size()));
+  const ng::Tensor gathered = group().all_gather(ramp(3, ng::DType::Float64).to(gpu));
+  CHECK(gathered.shape() == ng::Shape{group().size(), 3});
+  CHECK(gathered.to_vector<double>().back() == doctest::Approx(2.0 * group().size()));
 }
