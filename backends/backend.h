@@ -87,6 +87,26 @@ struct NormParams {
   std::int64_t channels = 0;
 };
 
+// The two norms of a GRU step's state side (normed_gru_cell_forward): `gates` over the
+// [reset | update] block of each row, `candidate` over the candidate block, each with its
+// optional gain and bias. Neither has the per-channel form.
+struct GruStateNorms {
+  NormParams gates, candidate;
+  const TensorRef* gates_gain = nullptr;
+  const TensorRef* gates_bias = nullptr;
+  const TensorRef* candidate_gain = nullptr;
+  const TensorRef* candidate_bias = nullptr;
+};
+
+// Where normed_gru_cell_backward writes the gradients of those gains and biases (null: not
+// wanted).
+struct GruStateNormGrads {
+  const TensorRef* gates_gain = nullptr;
+  const TensorRef* gates_bias = nullptr;
+  const TensorRef* candidate_gain = nullptr;
+  const TensorRef* candidate_bias = nullptr;
+};
+
 // Softmax cross-entropy per row of logits x (n classes) with target class t, fused. With the
 // log-normaliser lse = log sum_j exp(x_j) and label smoothing e (PyTorch's form: the target
 // distribution q = (1 - e) onehot(t) + e / n):
@@ -285,6 +305,29 @@ class Backend {
                                  const TensorRef& dh_prev, const TensorRef& dh,
                                  const TensorRef& activations, const TensorRef& gh,
                                  const TensorRef& h_prev, const TensorRef* mask) = 0;
+  // The same step with the state side's norms fused into it (the paper's normed GRU, App. A.1),
+  // so a normed step is one kernel after its GEMM, as a plain one is. gh [B, 3H] is the
+  // state-side projection before its norms: each row's [reset | update] block (2H values) is
+  // normalised by norms.gates and its candidate block (H values) by norms.candidate, as
+  // norm_forward does (gains and biases null or contiguous, [2H] and [H]); then the step is
+  // gru_cell_forward's on the normalised gh. normalised [B, 3H] receives the normalised gh,
+  // statistics [4, B] the mean and rstd of the gates block and then of the candidate block,
+  // activations [B, 3H] [r | u | c]. Every [B, *] operand is contiguous.
+  virtual void normed_gru_cell_forward(const GruStateNorms& norms, const TensorRef& h,
+                                       const TensorRef& activations, const TensorRef& normalised,
+                                       const TensorRef& statistics, const TensorRef& gx,
+                                       const TensorRef& gh, const TensorRef& h_prev,
+                                       const TensorRef* mask) = 0;
+  // gru_cell_backward's gradients of gx and of the normalised gh, then each block's
+  // norm_backward: dgh [B, 3H] is the gradient of the raw gh, and the gains' and biases'
+  // gradients in `affine` (null where not wanted) are overwritten with their sums over rows, in
+  // an order that depends on the row count alone.
+  virtual void normed_gru_cell_backward(const GruStateNorms& norms, const TensorRef& dgx,
+                                        const TensorRef& dgh, const TensorRef& dh_prev,
+                                        const GruStateNormGrads& affine, const TensorRef& dh,
+                                        const TensorRef& activations, const TensorRef& normalised,
+                                        const TensorRef& statistics, const TensorRef& gh,
+                                        const TensorRef& h_prev, const TensorRef* mask) = 0;
   // LSTM cell state: gates [B, 4H] holds the pre-activations [i | f | g | o] (PyTorch's order);
   //   c = sigmoid(f) c_prev + sigmoid(i) tanh(g).
   // o is not read: the output h = sigmoid(o) tanh(norm(c)) comes after the cell's norm.

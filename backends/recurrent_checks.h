@@ -94,4 +94,71 @@ inline StepExtent check_lstm_backward(const char* op, const TensorRef& dgates,
   check_mask(op, mask, rows, dc.dtype);
   return {rows, H};
 }
+// The two norms of a normed GRU step over H units: neither per channel, each k within its
+// block, every gain and bias (or its gradient) contiguous with its block's width and `dtype`.
+inline void check_state_norms(const char* op, const GruStateNorms& norms, std::int64_t H,
+                              DType dtype, const GruStateNormGrads* grads = nullptr) {
+  const auto check_norm = [&](const NormParams& params, std::int64_t width, const char* name) {
+    NG_CHECK(params.channels == 0, op, "the ", name, " norm cannot be per channel");
+    NG_CHECK(params.centred || (params.k >= 0 && params.k <= width && params.divisor > 0), op,
+             "the ", name, " norm's k = ", params.k, " must lie in [0, ", width,
+             "] and its divisor (", params.divisor, ") be positive");
+  };
+  check_norm(norms.gates, 2 * H, "gates");
+  check_norm(norms.candidate, H, "candidate");
+  const auto check_affine = [&](const TensorRef* operand, std::int64_t width, const char* name) {
+    if (operand == nullptr) return;
+    NG_CHECK(operand->numel() == width && operand->dtype == dtype &&
+                 (operand->rank() == 0 || operand->strides.back() == 1) &&
+                 (operand->rank() <= 1 || operand->strides[0] == operand->shape[1]),
+             op, name, " must be contiguous with ", width, " values of dtype ", dtype,
+             ", got shape ", operand->shape, ", dtype ", operand->dtype);
+  };
+  check_affine(norms.gates_gain, 2 * H, "the gates norm's gain");
+  check_affine(norms.gates_bias, 2 * H, "the gates norm's bias");
+  check_affine(norms.candidate_gain, H, "the candidate norm's gain");
+  check_affine(norms.candidate_bias, H, "the candidate norm's bias");
+  if (grads == nullptr) return;
+  check_affine(grads->gates_gain, 2 * H, "the gates gain's gradient");
+  check_affine(grads->gates_bias, 2 * H, "the gates bias's gradient");
+  check_affine(grads->candidate_gain, H, "the candidate gain's gradient");
+  check_affine(grads->candidate_bias, H, "the candidate bias's gradient");
+}
+
+// A normed GRU step's statistics: contiguous [4, rows] of the data's dtype.
+inline void check_statistics(const char* op, const TensorRef& statistics, std::int64_t rows,
+                             DType dtype) {
+  const bool laid_out =
+      rows == 0 ? statistics.shape == Shape({4, 0}) : dense_rows(statistics, 4, rows);
+  NG_CHECK(laid_out && statistics.dtype == dtype, op, "expects contiguous statistics [4, ", rows,
+           "] of dtype ", dtype, ", got shape ", statistics.shape, ", strides ", statistics.strides,
+           ", dtype ", statistics.dtype);
+}
+
+inline StepExtent check_normed_gru_forward(const char* op, const GruStateNorms& norms,
+                                           const TensorRef& h, const TensorRef& activations,
+                                           const TensorRef& normalised, const TensorRef& statistics,
+                                           const TensorRef& gx, const TensorRef& gh,
+                                           const TensorRef& h_prev, const TensorRef* mask) {
+  const StepExtent extent = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
+  const auto [rows, H] = extent;
+  check_rows(op, rows, {{&h, H}, {&normalised, 3 * H}});
+  check_statistics(op, statistics, rows, h.dtype);
+  check_state_norms(op, norms, H, h.dtype);
+  return extent;
+}
+
+inline StepExtent check_normed_gru_backward(
+    const char* op, const GruStateNorms& norms, const TensorRef& dgx, const TensorRef& dgh,
+    const TensorRef& dh_prev, const GruStateNormGrads& affine, const TensorRef& dh,
+    const TensorRef& activations, const TensorRef& normalised, const TensorRef& statistics,
+    const TensorRef& gh, const TensorRef& h_prev, const TensorRef* mask) {
+  const StepExtent extent =
+      check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
+  const auto [rows, H] = extent;
+  check_rows(op, rows, {{&dh, H}, {&normalised, 3 * H}});
+  check_statistics(op, statistics, rows, dh.dtype);
+  check_state_norms(op, norms, H, dh.dtype, &affine);
+  return extent;
+}
 }  // namespace normgrad::backend

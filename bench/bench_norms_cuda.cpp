@@ -18,59 +18,21 @@
 #include <normgrad/normgrad.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <vector>
+
+#include "timing.h"
 
 namespace {
 
 using namespace normgrad;
+using bench::Settings;
+using bench::time_per_call;
 
 struct Size {
   std::int64_t rows, hidden;
 };
-
-struct Settings {
-  Device device;
-  int repetitions;
-  double min_time;
-};
-
-void wait_for(Device device) {
-  if (device.is_cuda()) cuda::synchronize(device.index);
-}
-
-// Median seconds per call of `step` and the coefficient of variation over the repetitions.
-std::pair<double, double> time_per_call(const std::function<void()>& step,
-                                        const Settings& settings) {
-  for (int i = 0; i < 3; ++i) step();  // warm-up: the allocator's cache, the first launches
-  wait_for(settings.device);
-  const auto seconds_of = [&](int calls) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) step();
-    wait_for(settings.device);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  int calls = 1;
-  while (seconds_of(calls) < settings.min_time / 4 && calls < (1 << 20)) calls *= 2;
-  calls =
-      std::max(1, static_cast<int>(calls * settings.min_time / std::max(seconds_of(calls), 1e-9)));
-  std::vector<double> per_call;
-  for (int r = 0; r < settings.repetitions; ++r) per_call.push_back(seconds_of(calls) / calls);
-  std::vector<double> sorted = per_call;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  double mean = 0, square = 0;
-  for (double t : per_call) mean += t / static_cast<double>(n);
-  for (double t : per_call) square += (t - mean) * (t - mean) / static_cast<double>(n);
-  return {median, mean > 0 ? std::sqrt(square) / mean : 0.0};
-}
 
 void report(const std::string& name, Size size, const std::string& pass,
             std::pair<double, double> timing, double bytes) {

@@ -2,7 +2,6 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
-#include "nn/recurrent_functional.h"
 
 namespace normgrad::nn {
 
@@ -30,10 +29,20 @@ std::vector<Tensor> GruCell::step(const Tensor& input_side, const std::vector<Te
                                   const Tensor& mask, const Tensor& state_dropout) {
   NG_CHECK(state.size() == 1, type_name(), "expects one state tensor, got ", state.size());
   const Tensor& h = state[0];
-  const Tensor gh =
-      normalise(project_state(h, state_dropout), *state_gates_norm_, *state_candidate_norm_);
+  const Tensor projection = project_state(h, state_dropout);
+  if (options().fused && norm_spec().normalises_outputs())
+    if (const auto norms = fused_state_norms())
+      return {functional::normed_gru_step(input_side, projection, h, *norms, mask)};
+  const Tensor gh = normalise(projection, *state_gates_norm_, *state_candidate_norm_);
   if (options().fused) return {functional::gru_step(input_side, gh, h, mask)};
   return {functional::gru_step_composed(input_side, gh, h, mask)};
+}
+
+std::optional<functional::GruStateNorms> GruCell::fused_state_norms() const {
+  std::optional<RowNorm> gates = state_gates_norm_->row_form();
+  std::optional<RowNorm> candidate = state_candidate_norm_->row_form();
+  if (!gates || !candidate) return std::nullopt;
+  return functional::GruStateNorms{std::move(*gates), std::move(*candidate)};
 }
 
 Tensor GruCell::forward(const Tensor& x, const Tensor& h_prev, const Tensor& mask) {

@@ -9,14 +9,20 @@
 // (reset, update, candidate), so with norm "none" this is PyTorch's GRU: same parameters, same
 // results.
 //
+// With norms that have a row form (LayerNorm, RMSNorm, pRMSNorm, L2Norm: Norm::row_form), a
+// fused step applies N2 and N4 inside its kernel (functional::normed_gru_step); the others
+// (BatchNorm) and options.fused = false go through the norm modules and the composed step.
+//
 //   nn::GruCell cell(256, 512, {.norm = "layernorm"});
 //   Tensor h = cell.forward(x, h_prev);            // x [B, 256], h_prev [B, 512]
 //   nn::Gru gru(256, 512, {.cell = {.norm = "rmsnorm"}, .batch_first = true});
 //   nn::RecurrentOutput out = gru.forward(x_seq);  // x_seq [B, T, 256]
 
 #include <memory>
+#include <optional>
 
 #include "nn/recurrent.h"
+#include "nn/recurrent_functional.h"
 
 namespace normgrad::nn {
 
@@ -37,6 +43,8 @@ class GruCell : public RecurrentCell {
  private:
   // [gates (2H) | candidate (H)] with N_gates on the first part and N_candidate on the second.
   Tensor normalise(const Tensor& projection, Norm& gates, Norm& candidate) const;
+  // N2 and N4 in the form the fused normed step takes; nullopt where either has no row form.
+  std::optional<functional::GruStateNorms> fused_state_norms() const;
 
   std::shared_ptr<Norm> input_gates_norm_, state_gates_norm_;
   std::shared_ptr<Norm> input_candidate_norm_, state_candidate_norm_;

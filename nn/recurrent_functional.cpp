@@ -1,10 +1,14 @@
 #include "nn/recurrent_functional.h"
 
+#include <array>
+#include <vector>
+
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
+#include "nn/norms/row_norm_params.h"
 
 namespace normgrad::nn::functional {
 
@@ -88,6 +92,121 @@ Tensor gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_pre
   const Tensor update = sigmoid(x[1] + s[1]);
   const Tensor candidate = tanh(x[2] + reset * s[2]);
   return keep_where_masked(candidate + update * (h_prev - candidate), h_prev, mask);
+}
+
+namespace {
+
+// A state norm's gain or bias, checked against the data and its block's width, contiguous.
+Tensor checked_norm_parameter(const Tensor& parameter, std::int64_t width, const Tensor& data,
+                              const char* op, const char* what) {
+  if (!parameter.defined()) return parameter;
+  NG_CHECK(parameter.shape() == Shape({width}), op, what, " must be [", width, "], got ",
+           parameter.shape());
+  autograd::primitive::check_same_dtype(data, parameter, op);
+  autograd::primitive::check_same_device(data, parameter, op);
+  return parameter.contiguous().detach();
+}
+
+backend::NormParams checked_norm_params(const RowNorm& norm, std::int64_t width, const char* op,
+                                        const char* what) {
+  NG_CHECK(!norm.options.per_channel, op, what, " cannot be per channel");
+  NG_CHECK(norm.options.eps >= 0, op, what, "'s eps must be non-negative, got ", norm.options.eps);
+  NG_CHECK(norm.statistic != RowStatistic::MeanSquare || (norm.k >= 0 && norm.k <= width), op, what,
+           "'s k = ", norm.k, " must lie in [1, ", width, "]");
+  return kernel_params(norm.statistic, norm.k, width, norm.options);
+}
+
+}  // namespace
+
+Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                       const GruStateNorms& norms, const Tensor& mask) {
+  const char* op = "normed_gru_step";
+  const std::int64_t hidden = check_step(gx, 3, h_prev, mask, op, "gx");
+  check_step(gh, 3, h_prev, mask, op, "gh");
+  backend::GruStateNorms kernel_norms;
+  kernel_norms.gates = checked_norm_params(norms.gates, 2 * hidden, op, "the gates norm");
+  kernel_norms.candidate = checked_norm_params(norms.candidate, hidden, op, "the candidate norm");
+  // gains and biases: the gates norm's, then the candidate norm's
+  const std::vector<Tensor> affine = {
+      checked_norm_parameter(norms.gates.gain, 2 * hidden, gx, op, "the gates norm's gain"),
+      checked_norm_parameter(norms.gates.bias, 2 * hidden, gx, op, "the gates norm's bias"),
+      checked_norm_parameter(norms.candidate.gain, hidden, gx, op, "the candidate norm's gain"),
+      checked_norm_parameter(norms.candidate.bias, hidden, gx, op, "the candidate norm's bias")};
+  const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
+  const Tensor previous = h_prev.contiguous().detach();
+  const Tensor m = kernel_mask(mask, gx.dtype());
+  const std::int64_t batch = h_prev.size(0);
+  const auto make = [&](Shape shape) {
+    return detail::make_tensor(shape, gx.dtype(), gx.device());
+  };
+  Tensor h = make({batch, hidden});
+  Tensor activations = make({batch, 3 * hidden});
+  Tensor normalised = make({batch, 3 * hidden});
+  Tensor statistics = make({4, batch});
+  backend::TensorRef refs[4], mask_ref;
+  kernel_norms.gates_gain = optional_ref(affine[0], refs[0]);
+  kernel_norms.gates_bias = optional_ref(affine[1], refs[1]);
+  kernel_norms.candidate_gain = optional_ref(affine[2], refs[2]);
+  kernel_norms.candidate_bias = optional_ref(affine[3], refs[3]);
+  detail::backend_of(h).normed_gru_cell_forward(
+      kernel_norms, detail::ref(h), detail::ref(activations), detail::ref(normalised),
+      detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous),
+      optional_ref(m, mask_ref));
+  const std::vector<Tensor> inputs = {gx,
+                                      gh,
+                                      h_prev,
+                                      norms.gates.gain,
+                                      norms.gates.bias,
+                                      norms.candidate.gain,
+                                      norms.candidate.bias};
+  if (!autograd::needs_grad(inputs)) return h;
+  const std::array<bool, 4> wanted = {
+      norms.gates.gain.defined() && norms.gates.gain.requires_grad(),
+      norms.gates.bias.defined() && norms.gates.bias.requires_grad(),
+      norms.candidate.gain.defined() && norms.candidate.gain.requires_grad(),
+      norms.candidate.bias.defined() && norms.candidate.bias.requires_grad()};
+  autograd::record(
+      "NormedGruStepBackward", h, inputs,
+      {activations, normalised, statistics, s, previous, m, affine[0], affine[1], affine[2],
+       affine[3]},
+      [params = kernel_norms, wanted](const Tensor& dh, const autograd::SavedTensors& saved) {
+        const Tensor upstream = dh.contiguous();
+        const std::int64_t units = upstream.size(1);
+        autograd::Grads grads{empty_like(saved[0]), empty_like(saved[0]), empty_like(upstream)};
+        grads.resize(7);
+        backend::GruStateNorms step_norms = params;
+        backend::GruStateNormGrads affine_grads;
+        backend::TensorRef parameter_refs[4], grad_refs[4], saved_mask;
+        const backend::TensorRef** parameters[4] = {&step_norms.gates_gain, &step_norms.gates_bias,
+                                                    &step_norms.candidate_gain,
+                                                    &step_norms.candidate_bias};
+        const backend::TensorRef** gradients[4] = {
+            &affine_grads.gates_gain, &affine_grads.gates_bias, &affine_grads.candidate_gain,
+            &affine_grads.candidate_bias};
+        for (int i = 0; i < 4; ++i) {
+          *parameters[i] = optional_ref(saved[6 + i], parameter_refs[i]);
+          if (!wanted[i]) continue;
+          const std::int64_t width = i < 2 ? 2 * units : units;
+          grads[3 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
+          *gradients[i] = optional_ref(grads[3 + i], grad_refs[i]);
+        }
+        detail::backend_of(dh).normed_gru_cell_backward(
+            step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
+            affine_grads, detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
+            detail::ref(saved[2]), detail::ref(saved[3]), detail::ref(saved[4]),
+            optional_ref(saved[5], saved_mask));
+        return grads;
+      });
+  return h;
+}
+
+Tensor normed_gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                const GruStateNorms& norms, const Tensor& mask) {
+  const std::int64_t hidden = check_step(gh, 3, h_prev, mask, "normed_gru_step", "gh");
+  const std::vector<Tensor> blocks = split(gh, {2 * hidden, hidden}, -1);
+  const Tensor normalised =
+      cat({row_norm(blocks[0], norms.gates), row_norm(blocks[1], norms.candidate)}, -1);
+  return gru_step_composed(gx, normalised, h_prev, mask);
 }
 
 Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& mask) {

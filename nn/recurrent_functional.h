@@ -8,6 +8,7 @@
 // leave a recurrent layer's state unchanged.
 
 #include "core/tensor.h"
+#include "nn/norms/fused.h"
 
 namespace normgrad::nn::functional {
 
@@ -22,6 +23,25 @@ Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
                 const Tensor& mask = Tensor());
 Tensor gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
                          const Tensor& mask = Tensor());
+
+// The norms of a GRU step's state side (paper, App. A.1): `gates` over the [reset | update]
+// block of gh (2H values a row) and `candidate` over its candidate block (H values), as a GRU
+// cell's state_gates_norm and state_candidate_norm give them (Norm::row_form).
+struct GruStateNorms {
+  RowNorm gates, candidate;
+};
+
+// gru_step with the state side's norms fused into it: gh [B, 3H] is the state-side projection
+// before its norms, and the step is
+//   gru_step(gx, [gates(gh_r, gh_u) | candidate(gh_c)], h_prev, mask),
+// with gradients for gx, gh, h_prev and the norms' gains and biases. One backend kernel forward
+// and one backward (a column sum for the gains beside it on a GPU), where the composed step
+// takes a split, two norms, a cat and the gate kernel each way.
+Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                       const GruStateNorms& norms, const Tensor& mask = Tensor());
+// Its composed twin: split, row_norm of each block, cat, gru_step_composed.
+Tensor normed_gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                const GruStateNorms& norms, const Tensor& mask = Tensor());
 
 // An LSTM's new cell state: gates [B, 4H] holds the pre-activations [i | f | g | o] in
 // PyTorch's order, c_prev [B, H]. Returns c = sigmoid(f) c_prev + sigmoid(i) tanh(g); o is the

@@ -1,5 +1,6 @@
 // CPU-versus-CUDA parity of the recurrent layers, values and gradients: the fused GRU step and
-// LSTM cell-state kernels with and without a mask, and GRU and LSTM layers over several steps
+// LSTM cell-state kernels with and without a mask, the GRU step with its state norms fused in
+// for every row norm at several widths, and GRU and LSTM layers over several steps
 // for every norm slot choice (none, LayerNorm, RMSNorm, pRMSNorm, L2Norm, WeightNorm), both
 // directions, a padding mask and lengths, with input, initial-state and parameter gradients.
 //
@@ -8,13 +9,16 @@
 // its parameter gradients sum over T B rows; errors of each step carry into the next, so the
 // layers use norm_gradients (2e-4 in float32) scaled by the number of steps.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_parity.h"
 #include "module_gradcheck.h"
+#include "state_norm_variants.h"
 
 using namespace normgrad;
 using testing::elementwise;
@@ -80,6 +84,47 @@ TEST_CASE("cuda parity: fused gru_step and lstm_cell_state, with and without a m
           {normal({21, 5}, 6, dtype, 2.0), normal({5, 21}, 7, dtype, 2.0),
            normal({7, 5}, 8, dtype)},
           elementwise(dtype)));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and above a block") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // (rows, H): fewer units than a warp; several units per thread (256 threads a row); many
+  // rows with a gates block of 2048.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 1024}};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const testing::Variant& variant : testing::variants) {
+      for (const auto& [rows, hidden] : sizes) {
+        for (const bool masked : {false, true}) {
+          INFO(variant.name << ", " << dtype << ", " << rows << " rows of " << hidden
+                            << " units, masked " << masked);
+          Tensor mask;
+          if (masked) {  // every third row keeps its state
+            std::vector<double> takes(static_cast<std::size_t>(rows));
+            for (std::size_t i = 0; i < takes.size(); ++i) takes[i] = i % 3 == 1 ? 0.0 : 1.0;
+            mask = from_vector(takes, {rows}).to(dtype);
+          }
+          const nn::functional::GruStateNorms norms = testing::state_norms(variant, hidden, dtype);
+          Inputs inputs = {normal({rows, 3 * hidden}, 1, dtype),
+                           normal({rows, 3 * hidden}, 2, dtype, 3.0),
+                           normal({rows, hidden}, 3, dtype)};
+          for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
+          // Sums over 2H values enter every output: the norms' tolerances. The gains' and
+          // biases' gradients sum a product of O(1) terms over the rows as well.
+          const Tolerance gradients = testing::norm_gradients(dtype);
+          const Tolerance affine{
+              gradients.rtol,
+              std::max(gradients.atol, testing::summed(dtype, double(rows), 4.0).atol)};
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [&](const Inputs& in) {
+                const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
+                return nn::functional::normed_gru_step(in[0], in[1], in[2],
+                                                       testing::with_affine(norms, in, 3), m);
+              },
+              inputs, testing::norm_values(dtype), {gradients, gradients, gradients, affine}));
+        }
+      }
     }
   }
 }

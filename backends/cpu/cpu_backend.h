@@ -81,6 +81,17 @@ class CpuBackend final : public Backend {
   void gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh, const TensorRef& dh_prev,
                          const TensorRef& dh, const TensorRef& activations, const TensorRef& gh,
                          const TensorRef& h_prev, const TensorRef* mask) override;
+  void normed_gru_cell_forward(const GruStateNorms& norms, const TensorRef& h,
+                               const TensorRef& activations, const TensorRef& normalised,
+                               const TensorRef& statistics, const TensorRef& gx,
+                               const TensorRef& gh, const TensorRef& h_prev,
+                               const TensorRef* mask) override;
+  void normed_gru_cell_backward(const GruStateNorms& norms, const TensorRef& dgx,
+                                const TensorRef& dgh, const TensorRef& dh_prev,
+                                const GruStateNormGrads& affine, const TensorRef& dh,
+                                const TensorRef& activations, const TensorRef& normalised,
+                                const TensorRef& statistics, const TensorRef& gh,
+                                const TensorRef& h_prev, const TensorRef* mask) override;
   void lstm_cell_forward(const TensorRef& c, const TensorRef& activations, const TensorRef& gates,
                          const TensorRef& c_prev, const TensorRef* mask) override;
   void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev, const TensorRef& dc,

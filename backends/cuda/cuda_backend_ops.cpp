@@ -12,6 +12,7 @@
 #include "backends/cuda/indexing.h"
 #include "backends/cuda/matmul.h"
 #include "backends/cuda/norm.h"
+#include "backends/cuda/normed_gru_cell.h"
 #include "backends/cuda/pool.h"
 #include "backends/cuda/random.h"
 #include "backends/cuda/recurrent_cells.h"
@@ -154,6 +155,28 @@ void CudaBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
                                     const TensorRef& h_prev, const TensorRef* mask) {
   DeviceGuard guard(context_.device);
   cuda::gru_cell_backward(context_, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
+}
+
+void CudaBackend::normed_gru_cell_forward(const GruStateNorms& norms, const TensorRef& h,
+                                          const TensorRef& activations, const TensorRef& normalised,
+                                          const TensorRef& statistics, const TensorRef& gx,
+                                          const TensorRef& gh, const TensorRef& h_prev,
+                                          const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  cuda::normed_gru_cell_forward(context_, norms, h, activations, normalised, statistics, gx, gh,
+                                h_prev, mask);
+}
+
+void CudaBackend::normed_gru_cell_backward(const GruStateNorms& norms, const TensorRef& dgx,
+                                           const TensorRef& dgh, const TensorRef& dh_prev,
+                                           const GruStateNormGrads& affine, const TensorRef& dh,
+                                           const TensorRef& activations,
+                                           const TensorRef& normalised, const TensorRef& statistics,
+                                           const TensorRef& gh, const TensorRef& h_prev,
+                                           const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  cuda::normed_gru_cell_backward(context_, norms, dgx, dgh, dh_prev, affine, dh, activations,
+                                 normalised, statistics, gh, h_prev, mask);
 }
 
 void CudaBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,

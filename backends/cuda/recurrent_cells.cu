@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/recurrent_cells.h"
 #include "backends/dtype_dispatch.h"
@@ -21,29 +22,6 @@
 namespace normgrad::backend::cuda {
 
 namespace {
-
-// sigmoid(x) = 1 / (1 + e^-x), and e^x below x = -(max_exponent - 1) ln 2, where e^-x would
-// overflow and 1 + e^x rounds to 1 (the CPU's sigmoid_value).
-template <typename T> __device__ __forceinline__ T sigmoid(T x) {
-  if constexpr (sizeof(T) == 4) {
-    constexpr float limit = -127.0f * 0.6931471805599453f;
-    return x < limit ? expf(x) : 1.0f / (1.0f + expf(-x));
-  } else {
-    constexpr double limit = -1023.0 * 0.6931471805599453;
-    return x < limit ? ::exp(x) : 1.0 / (1.0 + ::exp(-x));
-  }
-}
-
-template <typename T> __device__ __forceinline__ T hyperbolic_tangent(T x) {
-  if constexpr (sizeof(T) == 4)
-    return tanhf(x);
-  else
-    return ::tanh(x);
-}
-
-template <typename T> __device__ __forceinline__ bool takes_step(const T* mask, std::int64_t row) {
-  return mask == nullptr || mask[row] != T(0);
-}
 
 // Element e = row H + j of a [B, H] grid; `units` = H.
 template <typename T>
@@ -133,10 +111,6 @@ __global__ void lstm_backward_kernel(T* dgates, T* dc_prev, const T* dc, const T
     dpre[2 * units] = d * i * (T(1) - g * g);
     dc_prev[e] = d * f;
   }
-}
-
-template <typename T> const T* mask_data(const TensorRef* mask) {
-  return mask ? mask->ptr<const T>() : nullptr;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
+#include "nn/norms/row_norm_params.h"
 
 namespace normgrad::nn {
 
@@ -43,10 +44,8 @@ Tensor as_rows(const Tensor& t, std::int64_t rows, std::int64_t n) {
   return view.contiguous();
 }
 
-enum class Statistic { Variance, MeanSquare, SumOfSquares };
-
 // k: the leading values that give an RMS statistic (0: all of them).
-Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, Statistic statistic,
+Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic statistic,
                   std::int64_t k, const Tensor& gain_in, const Tensor& bias_in,
                   const NormOptions& options, const char* name, const char* node_name) {
   backend::NormParams params;
@@ -70,12 +69,10 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, Statistic stati
   const Tensor gain = checked_affine(x, gain_in, affine_shape, "gain", name);
   const Tensor bias = checked_affine(x, bias_in, affine_shape, "bias", name);
   NG_CHECK(k >= 0 && k <= n, name, "k = ", k, " must lie in [1, ", n, "]");
-  params.centred = statistic == Statistic::Variance;
-  params.k = k == 0 ? n : k;
-  params.divisor = statistic == Statistic::SumOfSquares ? 1.0 : static_cast<double>(params.k);
-  params.eps = options.eps;
-  params.eps_inside_sqrt = options.placement == EpsPlacement::InsideSqrt;
   NG_CHECK(options.eps >= 0, name, "eps must be non-negative, got ", options.eps);
+  const std::int64_t channels = params.channels;
+  params = kernel_params(statistic, k, n, options);
+  params.channels = channels;
 
   const std::int64_t rows = x.numel() / n;
   const Tensor input = as_rows(x.detach(), rows, n);
@@ -117,29 +114,55 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, Statistic stati
 
 }  // namespace
 
+backend::NormParams kernel_params(RowStatistic statistic, std::int64_t k, std::int64_t n,
+                                  const NormOptions& options) {
+  backend::NormParams params;
+  params.centred = statistic == RowStatistic::Variance;
+  params.k = k == 0 ? n : k;
+  params.divisor = statistic == RowStatistic::SumOfSquares ? 1.0 : static_cast<double>(params.k);
+  params.eps = options.eps;
+  params.eps_inside_sqrt = options.placement == EpsPlacement::InsideSqrt;
+  return params;
+}
+
 Tensor layer_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                   const Tensor& bias, NormOptions options) {
-  return fused_norm(x, normalized_dims, Statistic::Variance, 0, gain, bias, options, "layer_norm",
-                    "LayerNormBackward");
+  return fused_norm(x, normalized_dims, RowStatistic::Variance, 0, gain, bias, options,
+                    "layer_norm", "LayerNormBackward");
 }
 
 Tensor rms_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                 const Tensor& bias, NormOptions options) {
-  return fused_norm(x, normalized_dims, Statistic::MeanSquare, 0, gain, bias, options, "rms_norm",
-                    "RMSNormBackward");
+  return fused_norm(x, normalized_dims, RowStatistic::MeanSquare, 0, gain, bias, options,
+                    "rms_norm", "RMSNormBackward");
 }
 
 Tensor partial_rms_norm(const Tensor& x, std::int64_t normalized_dims, std::int64_t k,
                         const Tensor& gain, const Tensor& bias, NormOptions options) {
   NG_CHECK(k >= 1, "partial_rms_norm", "k must be at least 1, got ", k);
-  return fused_norm(x, normalized_dims, Statistic::MeanSquare, k, gain, bias, options,
+  return fused_norm(x, normalized_dims, RowStatistic::MeanSquare, k, gain, bias, options,
                     "partial_rms_norm", "PartialRMSNormBackward");
 }
 
 Tensor l2_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                const Tensor& bias, NormOptions options) {
-  return fused_norm(x, normalized_dims, Statistic::SumOfSquares, 0, gain, bias, options, "l2_norm",
-                    "L2NormBackward");
+  return fused_norm(x, normalized_dims, RowStatistic::SumOfSquares, 0, gain, bias, options,
+                    "l2_norm", "L2NormBackward");
+}
+
+Tensor row_norm(const Tensor& x, const RowNorm& norm) {
+  NG_CHECK(!norm.options.per_channel, "row_norm", "a row norm is never per channel");
+  switch (norm.statistic) {
+    case RowStatistic::Variance:
+      return layer_norm(x, 1, norm.gain, norm.bias, norm.options);
+    case RowStatistic::MeanSquare:
+      if (norm.k == 0 || (x.dim() > 0 && norm.k == x.size(-1)))
+        return rms_norm(x, 1, norm.gain, norm.bias, norm.options);
+      return partial_rms_norm(x, 1, norm.k, norm.gain, norm.bias, norm.options);
+    case RowStatistic::SumOfSquares:
+      return l2_norm(x, 1, norm.gain, norm.bias, norm.options);
+  }
+  throw Error("row_norm: unknown statistic");
 }
 
 }  // namespace normgrad::nn

@@ -23,6 +23,27 @@ struct NormOptions {
   bool per_channel = false;                            // the spatial form of a CNN
 };
 
+// A row normaliser over the last dim in the form a kernel that fuses it with the ops around it
+// takes (a GRU step's: recurrent_functional.h): its statistic, the leading values that give it,
+// its options and its gain and bias. A LayerNorm, RMSNorm, pRMSNorm or L2Norm module gives its
+// own through Norm::row_form.
+enum class RowStatistic {
+  Variance,      // LayerNorm: the variance of all n values
+  MeanSquare,    // RMSNorm (k = n), pRMSNorm (k < n): the sum of the first k squares over k
+  SumOfSquares,  // L2Norm: the sum of all n squares
+};
+
+struct RowNorm {
+  RowStatistic statistic = RowStatistic::MeanSquare;
+  std::int64_t k = 0;        // MeanSquare: the leading values that give it; 0 for all
+  NormOptions options = {};  // never per channel
+  Tensor gain = {};          // [n], or undefined
+  Tensor bias = {};          // [n], or undefined
+};
+
+// The norm over the last dim of x: layer_norm, rms_norm, partial_rms_norm or l2_norm.
+Tensor row_norm(const Tensor& x, const RowNorm& norm);
+
 Tensor layer_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                   const Tensor& bias, NormOptions options = {});
 Tensor rms_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,

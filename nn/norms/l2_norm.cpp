@@ -12,4 +12,12 @@ Tensor L2Norm::forward(const Tensor& x) {
                  {.eps = options_.eps, .per_channel = options_.per_channel});
 }
 
+std::optional<RowNorm> L2Norm::row_form() const {
+  if (per_channel() || normalized_shape().size() != 1) return std::nullopt;
+  return RowNorm{.statistic = RowStatistic::SumOfSquares,
+                 .options = {.eps = options_.eps},
+                 .gain = gain,
+                 .bias = bias};
+}
+
 }  // namespace normgrad::nn

@@ -22,6 +22,7 @@ class L2Norm : public AffineNorm {
   explicit L2Norm(Shape normalized_shape, L2NormOptions options = {});
   std::string type_name() const override { return "L2Norm"; }
   Tensor forward(const Tensor& x) override;
+  std::optional<RowNorm> row_form() const override;
 
  private:
   L2NormOptions options_;

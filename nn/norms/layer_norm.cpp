@@ -12,4 +12,12 @@ Tensor LayerNorm::forward(const Tensor& x) {
                     {.eps = options_.eps, .per_channel = options_.per_channel});
 }
 
+std::optional<RowNorm> LayerNorm::row_form() const {
+  if (per_channel() || normalized_shape().size() != 1) return std::nullopt;
+  return RowNorm{.statistic = RowStatistic::Variance,
+                 .options = {.eps = options_.eps},
+                 .gain = gain,
+                 .bias = bias};
+}
+
 }  // namespace normgrad::nn

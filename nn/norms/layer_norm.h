@@ -24,6 +24,7 @@ class LayerNorm : public AffineNorm {
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   std::string type_name() const override { return "LayerNorm"; }
   Tensor forward(const Tensor& x) override;
+  std::optional<RowNorm> row_form() const override;
 
  private:
   LayerNormOptions options_;

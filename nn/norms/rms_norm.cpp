@@ -21,4 +21,15 @@ Tensor RMSNorm::forward(const Tensor& x) {
   return partial_rms_norm(x, dims, k, gain, bias, norm_options);
 }
 
+std::optional<RowNorm> RMSNorm::row_form() const {
+  if (per_channel() || normalized_shape().size() != 1) return std::nullopt;
+  const std::int64_t n = normalized_shape()[0];
+  return RowNorm{
+      .statistic = RowStatistic::MeanSquare,
+      .k = options_.partial >= 1 ? 0 : partial_count(n, options_.partial, options_.rounding),
+      .options = {.eps = options_.eps, .placement = options_.placement},
+      .gain = gain,
+      .bias = bias};
+}
+
 }  // namespace normgrad::nn

@@ -34,6 +34,7 @@ class RMSNorm : public AffineNorm {
   explicit RMSNorm(Shape normalized_shape, RMSNormOptions options = {});
   std::string type_name() const override { return options_.partial < 1 ? "pRMSNorm" : "RMSNorm"; }
   Tensor forward(const Tensor& x) override;
+  std::optional<RowNorm> row_form() const override;
 
  private:
   RMSNormOptions options_;

@@ -1,0 +1,415 @@
+// A GRU step with its state side's two norms fused into it (backend.h gives the contract; the
+// CPU's backends/cpu/normed_gru_cell.cpp is the twin the tests hold this to). A normed step is
+// then one kernel after its GEMM forward, and one (plus a small column sum) backward, where
+// the composed step takes a split, two norms, a cat and the gate kernel each way.
+//
+// One thread block per row: the row's 3H values are reduced to the two norms' statistics with
+// sums over the block in a fixed order (launch.cuh), then every thread handles units j, j +
+// blockDim.x, ...: the three normalised pre-activations of unit j, its gates and its state.
+// Statistics and the backward's row sums accumulate in double, as the norm kernels' do.
+//
+// Backward, pass 1 computes the gate gradients, parks the gradient of the normalised gh (dy) in
+// dgh, and sums each block's row sums; pass 2 turns dy into the gradient of the raw gh in place
+// (each thread reads back only what it wrote). The gains' and biases' gradients are sums over
+// rows: each row writes its products dy ŷ and dy to a workspace, and a second kernel sums each
+// column over the rows in row order, so the result does not depend on the launch.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/gate_math.cuh"
+#include "backends/cuda/launch.cuh"
+#include "backends/cuda/normed_gru_cell.h"
+#include "backends/dtype_dispatch.h"
+#include "backends/recurrent_checks.h"
+
+namespace normgrad::backend::cuda {
+
+namespace {
+
+// One of the step's two norms as the kernels read it: NormParams and its gain and bias.
+template <typename T> struct BlockNorm {
+  bool centred = false;
+  std::int64_t k = 0;  // RMS family: the leading values that give the statistic
+  double divisor = 1;  // RMS family
+  double eps = 0;
+  bool eps_inside_sqrt = true;
+  const T* gain = nullptr;  // null: 1
+  const T* bias = nullptr;  // null: 0
+
+  __device__ double gain_at(std::int64_t i) const { return gain ? double(gain[i]) : 1.0; }
+  __device__ double bias_at(std::int64_t i) const { return bias ? double(bias[i]) : 0.0; }
+
+  // Value a's term in the first sum of its block: the mean's (LayerNorm), or its square when it
+  // is one of the first k (RMS family).
+  __device__ double statistic_term(double a, std::int64_t i) const {
+    if (centred) return a;
+    return i < k ? a * a : 0.0;
+  }
+  // 1 / r from the block's sum: of squared deviations (LayerNorm), of squares (RMS family).
+  __device__ double inverse_r(double sum, std::int64_t n) const {
+    if (centred) return 1.0 / sqrt(sum / double(n) + eps);
+    const double mean_square = sum / divisor;
+    return 1.0 / (eps_inside_sqrt ? sqrt(mean_square + eps) : sqrt(mean_square) + eps);
+  }
+  __device__ T normalise(T a, std::int64_t i, double mean, double inverse_r) const {
+    return T((double(a) - mean) * inverse_r * gain_at(i) + bias_at(i));
+  }
+};
+
+template <typename T>
+BlockNorm<T> block_norm(const NormParams& params, const TensorRef* gain, const TensorRef* bias) {
+  BlockNorm<T> norm;
+  norm.centred = params.centred;
+  norm.k = params.k;
+  norm.divisor = params.divisor;
+  norm.eps = params.eps;
+  norm.eps_inside_sqrt = params.eps_inside_sqrt;
+  norm.gain = gain ? gain->ptr<const T>() : nullptr;
+  norm.bias = bias ? bias->ptr<const T>() : nullptr;
+  return norm;
+}
+
+// N sums over the block, returned to every thread: each warp's butterfly, then the warps' sums
+// in warp order. blockDim.x is a multiple of 32; `shared` holds N * 32 doubles; every thread of
+// the block must make the call (it contains __syncthreads).
+template <int N> __device__ void block_sums(double (&values)[N], double* shared) {
+  const int lane = threadIdx.x % warp_size, warp = threadIdx.x / warp_size;
+  for (int i = 0; i < N; ++i) values[i] = warp_sum(values[i]);
+  __syncthreads();  // the previous call's readers are done with `shared`
+  if (lane == 0)
+    for (int i = 0; i < N; ++i) shared[i * warp_size + warp] = values[i];
+  __syncthreads();
+  const int warps = blockDim.x / warp_size;
+  for (int i = 0; i < N; ++i)
+    values[i] = warp_sum(lane < warps ? shared[i * warp_size + lane] : 0.0);
+}
+
+template <typename T> struct ForwardArgs {
+  T* h;
+  T* activations;
+  T* normalised;
+  T* statistics;  // [4, rows]
+  const T* gx;
+  const T* gh;
+  const T* h_prev;
+  const T* mask;
+  std::int64_t rows, units;
+  BlockNorm<T> gates, candidate;
+};
+
+template <typename T> __global__ void normed_gru_forward_kernel(const ForwardArgs<T> args) {
+  __shared__ double shared[2 * warp_size];
+  const std::int64_t H = args.units, width = 3 * H;
+  const BlockNorm<T>& gates = args.gates;
+  const BlockNorm<T>& candidate = args.candidate;
+  for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
+    const T* s = args.gh + row * width;
+    double sums[2] = {0, 0};  // the gates block's, the candidate block's
+    for (std::int64_t i = threadIdx.x; i < 2 * H; i += blockDim.x)
+      sums[0] += gates.statistic_term(double(s[i]), i);
+    for (std::int64_t i = threadIdx.x; i < H; i += blockDim.x)
+      sums[1] += candidate.statistic_term(double(s[2 * H + i]), i);
+    block_sums(sums, shared);
+    const double mean[2] = {gates.centred ? sums[0] / double(2 * H) : 0.0,
+                            candidate.centred ? sums[1] / double(H) : 0.0};
+    if (gates.centred || candidate.centred) {  // the same for every thread of the launch
+      // LayerNorm's variance from a second pass over the deviations, never E[a^2] - E[a]^2.
+      double deviations[2] = {0, 0};
+      if (gates.centred)
+        for (std::int64_t i = threadIdx.x; i < 2 * H; i += blockDim.x) {
+          const double deviation = double(s[i]) - mean[0];
+          deviations[0] += deviation * deviation;
+        }
+      if (candidate.centred)
+        for (std::int64_t i = threadIdx.x; i < H; i += blockDim.x) {
+          const double deviation = double(s[2 * H + i]) - mean[1];
+          deviations[1] += deviation * deviation;
+        }
+      block_sums(deviations, shared);
+      if (gates.centred) sums[0] = deviations[0];
+      if (candidate.centred) sums[1] = deviations[1];
+    }
+    const double inverse_r[2] = {gates.inverse_r(sums[0], 2 * H), candidate.inverse_r(sums[1], H)};
+    if (threadIdx.x == 0) {
+      args.statistics[row] = T(mean[0]);
+      args.statistics[args.rows + row] = T(inverse_r[0]);
+      args.statistics[2 * args.rows + row] = T(mean[1]);
+      args.statistics[3 * args.rows + row] = T(inverse_r[1]);
+    }
+    const bool step = takes_step(args.mask, row);
+    for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+      const std::int64_t at = row * width + j;  // unit j of the reset block
+      const T reset = gates.normalise(s[j], j, mean[0], inverse_r[0]);
+      const T update = gates.normalise(s[H + j], H + j, mean[0], inverse_r[0]);
+      const T proposal = candidate.normalise(s[2 * H + j], j, mean[1], inverse_r[1]);
+      args.normalised[at] = reset;
+      args.normalised[at + H] = update;
+      args.normalised[at + 2 * H] = proposal;
+      const T r = sigmoid(args.gx[at] + reset);
+      const T u = sigmoid(args.gx[at + H] + update);
+      const T c = hyperbolic_tangent(args.gx[at + 2 * H] + r * proposal);
+      args.activations[at] = r;
+      args.activations[at + H] = u;
+      args.activations[at + 2 * H] = c;
+      const T previous = args.h_prev[row * H + j];
+      args.h[row * H + j] = step ? c + u * (previous - c) : previous;
+    }
+  }
+}
+
+template <typename T> struct BackwardArgs {
+  T* dgx;
+  T* dgh;
+  T* dh_prev;
+  T* products;  // null, or [rows, 2, 3H]: dy ŷ, then dy, for the gains' and biases' sums
+  const T* dh;
+  const T* activations;
+  const T* normalised;
+  const T* statistics;  // [4, rows]
+  const T* gh;
+  const T* h_prev;
+  const T* mask;
+  std::int64_t rows, units;
+  BlockNorm<T> gates, candidate;
+};
+
+// A block's row sums (backends/cpu/norm_rows.h has the formulas), with dŷ = g dy and the
+// saved mean `head` (the forward's mean rounded to T): LayerNorm sums dŷ, dŷ (a - head) and
+// (a - head); the RMS family sums dŷ a over every value.
+template <typename T>
+__device__ void add_row_terms(const BlockNorm<T>& norm, double dy, double a, std::int64_t i,
+                              double head, double* sums) {
+  const double dyhat = norm.gain_at(i) * dy;
+  if (norm.centred) {
+    const double deviation = a - head;
+    sums[0] += dyhat;
+    sums[1] += dyhat * deviation;
+    sums[2] += deviation;
+  } else {
+    sums[0] += dyhat * a;
+  }
+}
+
+// What turns dy into da along one row of a block, from its row sums.
+struct RowCoefficients {
+  double head = 0, tail = 0;  // LayerNorm: the mean, as the saved head and the rest
+  double inverse_r = 0;
+  double mean_dyhat = 0, mean_dyhat_yhat = 0;  // LayerNorm
+  double correction = 0;                       // RMS family: c
+};
+
+template <typename T>
+__device__ RowCoefficients coefficients(const BlockNorm<T>& norm, const double* sums,
+                                        std::int64_t n, double head, double inverse_r) {
+  RowCoefficients co;
+  co.head = head;
+  co.inverse_r = inverse_r;
+  if (norm.centred) {
+    co.tail = sums[2] / double(n);
+    co.mean_dyhat = sums[0] / double(n);
+    co.mean_dyhat_yhat = (sums[1] - co.tail * sums[0]) * inverse_r / double(n);
+  } else if (norm.eps_inside_sqrt) {
+    co.correction = sums[0] * inverse_r * inverse_r * inverse_r / norm.divisor;
+  } else {
+    // rho = sqrt(q) = 0 (the first k values all 0) has no derivative: c = 0 there, as the
+    // CPU's kernel defines it.
+    const double r = 1.0 / inverse_r, rho = r - norm.eps;
+    if (rho > 0) co.correction = sums[0] / (norm.divisor * rho * r * r);
+  }
+  return co;
+}
+
+// da for value a at column i of its block, given dy; ŷ goes to yhat.
+template <typename T>
+__device__ double raw_gradient(const BlockNorm<T>& norm, const RowCoefficients& co, double dy,
+                               double a, std::int64_t i, double& yhat) {
+  const double dyhat = norm.gain_at(i) * dy;
+  if (norm.centred) {
+    yhat = ((a - co.head) - co.tail) * co.inverse_r;
+    return (dyhat - co.mean_dyhat - yhat * co.mean_dyhat_yhat) * co.inverse_r;
+  }
+  yhat = a * co.inverse_r;
+  return dyhat * co.inverse_r - (i < norm.k ? a * co.correction : 0.0);
+}
+
+template <typename T> __global__ void normed_gru_backward_kernel(const BackwardArgs<T> args) {
+  __shared__ double shared[6 * warp_size];
+  const std::int64_t H = args.units, width = 3 * H;
+  for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
+    T* dx = args.dgx + row * width;
+    T* ds = args.dgh + row * width;
+    T* products = args.products ? args.products + row * 2 * width : nullptr;
+    const T* a = args.gh + row * width;
+    if (!takes_step(args.mask, row)) {  // the same for the whole block
+      for (std::int64_t i = threadIdx.x; i < width; i += blockDim.x) {
+        dx[i] = ds[i] = T(0);
+        if (products) products[i] = products[width + i] = T(0);
+      }
+      for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x)
+        args.dh_prev[row * H + j] = args.dh[row * H + j];
+      continue;
+    }
+    const double head[2] = {double(args.statistics[row]),
+                            double(args.statistics[2 * args.rows + row])};
+    const double inverse_r[2] = {double(args.statistics[args.rows + row]),
+                                 double(args.statistics[3 * args.rows + row])};
+    // Pass 1: the gate gradients, dy parked in dgh, and the row sums (3 per block).
+    double sums[6] = {0, 0, 0, 0, 0, 0};
+    for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+      const std::int64_t at = row * width + j;
+      const T d = args.dh[row * H + j];
+      const T r = args.activations[at], u = args.activations[at + H];
+      const T c = args.activations[at + 2 * H];
+      const T candidate = d * (T(1) - u) * (T(1) - c * c);
+      const T reset = candidate * args.normalised[at + 2 * H] * r * (T(1) - r);
+      const T update = d * (args.h_prev[row * H + j] - c) * u * (T(1) - u);
+      dx[j] = reset;
+      dx[H + j] = update;
+      dx[2 * H + j] = candidate;
+      args.dh_prev[row * H + j] = d * u;
+      const T proposal = candidate * r;
+      ds[j] = reset;
+      ds[H + j] = update;
+      ds[2 * H + j] = proposal;
+      add_row_terms(args.gates, double(reset), double(a[j]), j, head[0], sums);
+      add_row_terms(args.gates, double(update), double(a[H + j]), H + j, head[0], sums);
+      add_row_terms(args.candidate, double(proposal), double(a[2 * H + j]), j, head[1], sums + 3);
+    }
+    block_sums(sums, shared);
+    const RowCoefficients gates = coefficients(args.gates, sums, 2 * H, head[0], inverse_r[0]);
+    const RowCoefficients candidate =
+        coefficients(args.candidate, sums + 3, H, head[1], inverse_r[1]);
+    // Pass 2: dy into the raw gh's gradient, in place; the products for the affine sums.
+    for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+      const std::int64_t columns[3] = {j, H + j, 2 * H + j};
+      for (int block = 0; block < 3; ++block) {
+        const std::int64_t column = columns[block];
+        const bool gate = block < 2;
+        const double dy = double(ds[column]);
+        double yhat = 0;
+        const double da =
+            gate ? raw_gradient(args.gates, gates, dy, double(a[column]), column, yhat)
+                 : raw_gradient(args.candidate, candidate, dy, double(a[column]), j, yhat);
+        ds[column] = T(da);
+        if (products) {
+          products[column] = T(dy * yhat);
+          products[width + column] = T(dy);
+        }
+      }
+    }
+  }
+}
+
+// dgain and dbias of both norms: column i of the products summed over the rows in row order.
+template <typename T>
+__global__ void affine_sums_kernel(const T* products, std::int64_t rows, std::int64_t units,
+                                   T* gates_gain, T* gates_bias, T* candidate_gain,
+                                   T* candidate_bias) {
+  const std::int64_t width = 3 * units;
+  NG_KERNEL_LOOP(column, width) {
+    double gain_sum = 0, bias_sum = 0;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      gain_sum += double(products[row * 2 * width + column]);
+      bias_sum += double(products[row * 2 * width + width + column]);
+    }
+    const bool gate = column < 2 * units;
+    const std::int64_t index = gate ? column : column - 2 * units;
+    T* gain = gate ? gates_gain : candidate_gain;
+    T* bias = gate ? gates_bias : candidate_bias;
+    if (gain) gain[index] = T(gain_sum);
+    if (bias) bias[index] = T(bias_sum);
+  }
+}
+
+// Threads per row block: a multiple of 32 near H, at most 256.
+int row_threads(std::int64_t units) {
+  const std::int64_t rounded = (units + warp_size - 1) / warp_size * warp_size;
+  return static_cast<int>(std::clamp<std::int64_t>(rounded, warp_size, threads_per_block));
+}
+
+unsigned row_blocks(std::int64_t rows) {
+  return static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
+}
+
+template <typename T> T* optional_data(const TensorRef* operand) {
+  return operand ? operand->ptr<T>() : nullptr;
+}
+
+}  // namespace
+
+void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms, const TensorRef& h,
+                             const TensorRef& activations, const TensorRef& normalised,
+                             const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                             const TensorRef& h_prev, const TensorRef* mask) {
+  const char* op = "cuda normed_gru_cell_forward";
+  const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
+                                                  gx, gh, h_prev, mask);
+  if (rows * H == 0) return;
+  dispatch_floating(h.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ForwardArgs<T> args{h.ptr<T>(),
+                        activations.ptr<T>(),
+                        normalised.ptr<T>(),
+                        statistics.ptr<T>(),
+                        gx.ptr<const T>(),
+                        gh.ptr<const T>(),
+                        h_prev.ptr<const T>(),
+                        mask_data<T>(mask),
+                        rows,
+                        H,
+                        block_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
+                        block_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+    normed_gru_forward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+    NG_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void normed_gru_cell_backward(const Context& context, const GruStateNorms& norms,
+                              const TensorRef& dgx, const TensorRef& dgh, const TensorRef& dh_prev,
+                              const GruStateNormGrads& affine, const TensorRef& dh,
+                              const TensorRef& activations, const TensorRef& normalised,
+                              const TensorRef& statistics, const TensorRef& gh,
+                              const TensorRef& h_prev, const TensorRef* mask) {
+  const char* op = "cuda normed_gru_cell_backward";
+  const auto [rows, H] =
+      check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,
+                                statistics, gh, h_prev, mask);
+  if (H == 0) return;
+  const bool wants_affine =
+      affine.gates_gain || affine.gates_bias || affine.candidate_gain || affine.candidate_bias;
+  dispatch_floating(dh.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Workspace products(context, wants_affine ? rows * 6 * H * sizeof(T) : 0);
+    if (rows > 0) {
+      BackwardArgs<T> args{
+          dgx.ptr<T>(),
+          dgh.ptr<T>(),
+          dh_prev.ptr<T>(),
+          wants_affine ? products.as<T>() : nullptr,
+          dh.ptr<const T>(),
+          activations.ptr<const T>(),
+          normalised.ptr<const T>(),
+          statistics.ptr<const T>(),
+          gh.ptr<const T>(),
+          h_prev.ptr<const T>(),
+          mask_data<T>(mask),
+          rows,
+          H,
+          block_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
+          block_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+      normed_gru_backward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+      NG_CUDA_CHECK_LAUNCH();
+    }
+    if (wants_affine) {
+      affine_sums_kernel<T><<<grid_for(3 * H, context), threads_per_block, 0, context.stream>>>(
+          products.as<const T>(), rows, H, optional_data<T>(affine.gates_gain),
+          optional_data<T>(affine.gates_bias), optional_data<T>(affine.candidate_gain),
+          optional_data<T>(affine.candidate_bias));
+      NG_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace normgrad::backend::cuda
