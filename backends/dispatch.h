@@ -1,6 +1,8 @@
 #pragma once
 // The one dispatch point: the backend that owns a device's memory and kernels.
 
+#include <cstdint>
+
 #include "backends/backend.h"
 
 namespace normgrad::backend {
@@ -17,6 +19,7 @@ bool cuda_is_available();
 int cuda_device_count();
 Backend& cuda_backend(int index);
 void cuda_synchronize(int index);
+std::int64_t cuda_host_waits(int index);
 void cuda_set_allow_tf32(bool allow);
 bool cuda_allow_tf32();
 

@@ -34,7 +34,9 @@ std::int64_t check(const Tensor& logits, const Tensor& targets, const CrossEntro
 Tensor reduce(const Tensor& per_row, const Tensor& targets, const CrossEntropyOptions& options) {
   if (options.reduction == Reduction::None) return per_row;
   if (options.reduction == Reduction::Sum) return per_row.sum();
-  const double counted = ne(targets, static_cast<double>(options.ignore_index)).sum().item();
+  // The count stays on the device: reading it back would make every GPU step wait here.
+  const Tensor counted =
+      ne(targets, static_cast<double>(options.ignore_index)).sum().to(per_row.dtype());
   return per_row.sum() / counted;  // 0 / 0 = NaN when every row is ignored, as PyTorch
 }
 

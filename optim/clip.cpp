@@ -12,14 +12,18 @@ namespace normgrad::optim {
 double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
   NG_CHECK(max_norm > 0, "clip_grad_norm", "max_norm must be positive, got ", max_norm);
   NoGradGuard no_grad;
-  double sum_of_squares = 0;
+  // Each gradient's sum of squares in its own dtype (the backend's sums are blocked and
+  // pairwise, accurate to a few ulps without a float64 copy of every gradient), added up in
+  // float64 on the gradients' device, and read back once: on a GPU, one wait a step.
+  Tensor sum_of_squares;
   for (const Tensor& parameter : parameters) {
     const Tensor grad = parameter.defined() ? parameter.grad() : Tensor();
-    // In the gradient's own dtype: the backend's sums are blocked and pairwise, accurate to a
-    // few ulps without a float64 copy of every gradient.
-    if (grad.defined()) sum_of_squares += square(grad).sum().item();
+    if (!grad.defined()) continue;
+    const Tensor sum = square(grad).sum().to(DType::Float64);
+    sum_of_squares =
+        sum_of_squares.defined() ? sum_of_squares + sum.to(sum_of_squares.device()) : sum;
   }
-  const double norm = std::sqrt(sum_of_squares);
+  const double norm = sum_of_squares.defined() ? std::sqrt(sum_of_squares.item()) : 0.0;
   NG_CHECK(std::isfinite(norm), "clip_grad_norm", "the gradients' norm is not finite (", norm,
            "): a NaN or infinity reached a gradient");
   if (norm > max_norm) {

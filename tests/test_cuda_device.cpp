@@ -50,6 +50,7 @@ TEST_CASE("without a cuda device, CUDA tensors and moves throw an Error saying t
   check_says_no_device(error_of([&] { (void)x.to(Device::cuda()); }));
   check_says_no_device(error_of([] { (void)memory_stats(Device::cuda()); }));
   check_says_no_device(error_of([] { cuda::synchronize(); }));
+  check_says_no_device(error_of([] { (void)cuda::host_waits(); }));
 }
 
 TEST_CASE("without a cuda device, Module::to(cuda) throws and leaves the module on the cpu") {

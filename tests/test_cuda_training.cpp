@@ -2,7 +2,8 @@
 // weight decay) on hand-set gradients, clip_grad_norm (the norm it returns and the clipped
 // gradients), and a few full training steps of a small model with a LayerNorm, through
 // cross-entropy, clipping and each optimizer, with the optimizer built before the model moved
-// to the GPU. Parameters are compared after the steps.
+// to the GPU. Parameters are compared after the steps. And the host's waits for the device
+// in a training step: only where it must read a result back.
 //
 // Tolerances: an optimizer update is pointwise (testing::elementwise per step, times the
 // steps). The norm of clip_grad_norm is a sum over every gradient value (testing::summed).
@@ -187,4 +188,37 @@ TEST_CASE("cuda parity: a few training steps of a small model end in the same pa
     CHECK_NO_MISMATCH(training_mismatch(sgd_momentum, norm, 0.5));
     CHECK_NO_MISMATCH(training_mismatch(sgd_nesterov, norm, 0));
   }
+}
+
+TEST_CASE("a training step on the GPU waits for the device only where it must read back") {
+  SKIP_WITHOUT_CUDA();
+  // A normed GRU (its step fused with its norms), a linear output, cross-entropy, clipping and
+  // Adam, in float32 as examples train.
+  Generator generator(3);
+  nn::Gru gru(6, 16, {.cell = {.norm = "rmsnorm"}}, generator);
+  nn::Linear output(16, 5);
+  gru.to(Device::cuda());
+  output.to(Device::cuda());
+  std::vector<Tensor> parameters = gru.parameters();
+  for (const Tensor& p : output.parameters()) parameters.push_back(p);
+  optim::Adam optimizer(parameters, {.lr = 1e-3});
+  const Tensor x = randn({7, 4, 6}, generator), targets = randint(0, 5, {7 * 4}, generator);
+  const auto step = [&] {
+    const Tensor states = gru.forward(x.to(Device::cuda())).output;  // copies in: no wait
+    const Tensor loss =
+        nn::cross_entropy(output.forward(states).reshape({28, 5}), targets.to(Device::cuda()));
+    optimizer.zero_grad();
+    loss.backward();
+    optim::clip_grad_norm(parameters, 1.0);
+    optimizer.step();
+    return loss;
+  };
+  step();  // the first step fills the allocator's cache
+  const std::int64_t before = cuda::host_waits();
+  const Tensor loss = step();
+  // cross_entropy's check of its targets, forward and backward, and the norm clip_grad_norm
+  // returns: nothing else in the step reads the device.
+  CHECK(cuda::host_waits() - before == 3);
+  (void)loss.item();
+  CHECK(cuda::host_waits() - before == 4);
 }

@@ -28,10 +28,13 @@ void check_index(const Tensor& index, const Tensor& x, const char* name) {
 void check_range(const Tensor& index, std::int64_t size, int dim, const char* name) {
   if (index.numel() == 0) return;
   const std::uint64_t all = primitive::reduction_mask({}, index.dim(), name);
-  const auto lowest = static_cast<std::int64_t>(
-      primitive::reduce(backend::ReduceOp::Min, index, all, 1, name).item());
-  const auto highest = static_cast<std::int64_t>(
-      primitive::reduce(backend::ReduceOp::Max, index, all, 1, name).item());
+  // Both extremes read back in one copy: on a GPU, one wait for the device rather than two.
+  const std::vector<std::int64_t> extremes =
+      cat({primitive::reduce(backend::ReduceOp::Min, index, all, 1, name).reshape({1}),
+           primitive::reduce(backend::ReduceOp::Max, index, all, 1, name).reshape({1})})
+          .to(Device::cpu())
+          .to_vector<std::int64_t>();
+  const std::int64_t lowest = extremes[0], highest = extremes[1];
   NG_CHECK(lowest >= 0 && highest < size, name, "index ", lowest < 0 ? lowest : highest,
            " is out of range for dim ", dim, " of size ", size);
 }

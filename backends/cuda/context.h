@@ -8,7 +8,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace normgrad::backend::cuda {
 
@@ -20,6 +22,9 @@ struct Context {
   cublasHandle_t blas = nullptr;
   CachingAllocator* allocator = nullptr;
   int multiprocessors = 1;  // streaming multiprocessors, for sizing grids
+  // The host's waits for this stream to read data back (normgrad::cuda::host_waits): every
+  // launcher that copies a result to the host adds one.
+  std::atomic<std::int64_t>* host_waits = nullptr;
 };
 
 // Whether float32 GEMMs may use TF32 tensor cores (10-bit mantissas in the products): off by

@@ -202,6 +202,7 @@ void report_bad_target(const Context& context, const unsigned long long* flag,
   unsigned long long row = no_bad_row;
   NG_CUDA_CHECK(cudaMemcpyAsync(&row, flag, sizeof(row), cudaMemcpyDeviceToHost, context.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context.stream));
+  if (context.host_waits != nullptr) context.host_waits->fetch_add(1, std::memory_order_relaxed);
   if (row == no_bad_row) return;
   std::int64_t target = 0;
   NG_CUDA_CHECK(cudaMemcpyAsync(&target, targets.ptr<const std::int64_t>() + row, sizeof(target),

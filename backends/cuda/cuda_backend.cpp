@@ -48,6 +48,7 @@ Workspace::~Workspace() {
 CudaBackend::CudaBackend(int device) : allocator_(std::make_unique<CachingAllocator>(device)) {
   context_.device = device;
   context_.allocator = allocator_.get();
+  context_.host_waits = &host_waits_;
   DeviceGuard guard(device);
   NG_CUDA_CHECK(
       cudaDeviceGetAttribute(&context_.multiprocessors, cudaDevAttrMultiProcessorCount, device));
@@ -82,13 +83,18 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbyt
   DeviceGuard guard(context_.device);
   NG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+  host_waits_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CudaBackend::copy_from_host(void* dst, const void* host_src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
+  // No wait: host memory here is pageable (never pinned), and from pageable memory
+  // cudaMemcpyAsync returns only once it has copied the buffer to its own staging memory, so
+  // the caller may free or reuse it at once. The copy keeps its place in the stream's order, so
+  // kernels queued after it read the new data. A batch moved to the GPU therefore costs the
+  // step no wait.
   NG_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, context_.stream));
-  NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
 }
 
 void CudaBackend::empty_cache() {
@@ -139,6 +145,10 @@ Backend& cuda_backend(int index) {
 
 void cuda_synchronize(int index) {
   static_cast<cuda::CudaBackend&>(cuda_backend(index)).synchronize();
+}
+
+std::int64_t cuda_host_waits(int index) {
+  return static_cast<cuda::CudaBackend&>(cuda_backend(index)).host_waits();
 }
 
 void cuda_set_allow_tf32(bool allow) { cuda::tf32.store(allow, std::memory_order_relaxed); }

@@ -7,6 +7,8 @@
 // below only make the device current and call those launchers. Obtain an instance through
 // backend_for(Device::cuda(i)).
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "backends/backend.h"
@@ -26,7 +28,8 @@ class CudaBackend final : public Backend {
 
   void* allocate(std::size_t nbytes) override;
   void deallocate(void* data, std::size_t nbytes) override;
-  // Both wait for the stream: the host buffer may be read or reused as soon as they return.
+  // Either may read or reuse the host buffer as soon as they return: copy_to_host waits for
+  // the stream (counted in host_waits), copy_from_host does not need to (see its definition).
   void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) override;
   void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) override;
   MemoryStats memory_stats() const override { return allocator_->stats(); }
@@ -121,6 +124,8 @@ class CudaBackend final : public Backend {
   void set_num_threads(int) override {}
 
   // Waits until every kernel queued on this device so far has finished.
+  // The host's waits for this device's results (normgrad::cuda::host_waits).
+  std::int64_t host_waits() const { return host_waits_.load(std::memory_order_relaxed); }
   void synchronize();
   // The stream all of this device's work goes to, for libraries that queue work of their own
   // behind it (NCCL's collectives, distributed/).
@@ -130,6 +135,7 @@ class CudaBackend final : public Backend {
   void release_handles() noexcept;
 
   std::unique_ptr<CachingAllocator> allocator_;
+  std::atomic<std::int64_t> host_waits_{0};
   Context context_;
 };
 
