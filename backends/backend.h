@@ -107,6 +107,26 @@ struct GruStateNormGrads {
   const TensorRef* candidate_bias = nullptr;
 };
 
+// The norms of an LSTM step (lstm_step_forward): `state` over each row's 4H state-side
+// pre-activations and `cell` over its H cell values, each applied only where its flag says,
+// with its optional gain and bias. Neither has the per-channel form.
+struct LstmStepNorms {
+  bool normalise_state = false, normalise_cell = false;
+  NormParams state, cell;
+  const TensorRef* state_gain = nullptr;
+  const TensorRef* state_bias = nullptr;
+  const TensorRef* cell_gain = nullptr;
+  const TensorRef* cell_bias = nullptr;
+};
+
+// Where lstm_step_backward writes the gradients of those gains and biases (null: not wanted).
+struct LstmStepNormGrads {
+  const TensorRef* state_gain = nullptr;
+  const TensorRef* state_bias = nullptr;
+  const TensorRef* cell_gain = nullptr;
+  const TensorRef* cell_bias = nullptr;
+};
+
 // Softmax cross-entropy per row of logits x (n classes) with target class t, fused. With the
 // log-normaliser lse = log sum_j exp(x_j) and label smoothing e (PyTorch's form: the target
 // distribution q = (1 - e) onehot(t) + e / n):
@@ -340,6 +360,34 @@ class Backend {
   //   dc_prev = dc sf   (dc_prev = dc on rows that kept their state).
   virtual void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
                                   const TensorRef& dc, const TensorRef& activations,
+                                  const TensorRef& c_prev, const TensorRef* mask) = 0;
+  // A whole LSTM step after its GEMM, with its norms fused in (the paper's normed LSTM, App.
+  // A.2): with gh [B, 4H] the raw state-side projection and gx [B, 4H] the (normalised) input
+  // side,
+  //   a = gx + Ns(gh)   (Ns = norms.state over each row's 4H values, or none),
+  //   i, f, o = sigmoid(a_i, a_f, a_o), g = tanh(a_g),  c = f c_prev + i g,
+  //   n = Nc(c)         (Nc = norms.cell over H values, or none),  h = o tanh(n).
+  // Rows whose mask is 0 keep h_prev and c_prev. state [B, 2H] receives [h | c], activations
+  // [B, 4H] [i | f | g | o], cell [B, H] n, statistics [4, B] the mean and rstd of Ns and then
+  // of Nc (0 and 1 for a norm left out). Every operand is contiguous.
+  virtual void lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
+                                 const TensorRef& activations, const TensorRef& cell,
+                                 const TensorRef& statistics, const TensorRef& gx,
+                                 const TensorRef& gh, const TensorRef& h_prev,
+                                 const TensorRef& c_prev, const TensorRef* mask) = 0;
+  // From dstate [B, 2H] = [dh | dc] (dc: what reaches c from later steps): on rows that took
+  // the step, with t = tanh(n),
+  //   dn = dh o (1 - t^2),  dc' = dc + Nc's backward of dn,
+  //   da = [dc' g i (1 - i) | dc' c_prev f (1 - f) | dc' i (1 - g^2) | dh t o (1 - o)],
+  //   dgx = da,  dgh = Ns's backward of da,  dc_prev = dc' f,  dh_prev = 0;
+  // on the others dgx = dgh = 0, dh_prev = dh, dc_prev = dc. The gains' and biases' gradients in
+  // `affine` (null where not wanted) are overwritten with sums over rows in row order.
+  virtual void lstm_step_backward(const LstmStepNorms& norms, const TensorRef& dgx,
+                                  const TensorRef& dgh, const TensorRef& dh_prev,
+                                  const TensorRef& dc_prev, const LstmStepNormGrads& affine,
+                                  const TensorRef& dstate, const TensorRef& state,
+                                  const TensorRef& activations, const TensorRef& cell,
+                                  const TensorRef& statistics, const TensorRef& gh,
                                   const TensorRef& c_prev, const TensorRef* mask) = 0;
 
   // ---- convolution and pooling -----------------------------------------------------------

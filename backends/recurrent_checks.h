@@ -161,4 +161,83 @@ inline StepExtent check_normed_gru_backward(
   check_state_norms(op, norms, H, dh.dtype, &affine);
   return extent;
 }
+// The norms of an LSTM step over H units: each one applied is not per channel and has its k
+// within its width; gains and biases (and their gradients) only for norms applied, contiguous,
+// of their norm's width and `dtype`.
+inline void check_lstm_norms(const char* op, const LstmStepNorms& norms, std::int64_t H,
+                             DType dtype, const LstmStepNormGrads* grads = nullptr) {
+  const auto check_norm = [&](bool applied, const NormParams& params, std::int64_t width,
+                              std::initializer_list<const TensorRef*> affine, const char* name) {
+    if (!applied) {
+      for (const TensorRef* operand : affine)
+        NG_CHECK(operand == nullptr, op, "the ", name, " norm is left out but has a gain or bias");
+      return;
+    }
+    NG_CHECK(params.channels == 0, op, "the ", name, " norm cannot be per channel");
+    NG_CHECK(params.centred || (params.k >= 0 && params.k <= width && params.divisor > 0), op,
+             "the ", name, " norm's k = ", params.k, " must lie in [0, ", width,
+             "] and its divisor (", params.divisor, ") be positive");
+    for (const TensorRef* operand : affine) {
+      if (operand == nullptr) continue;
+      NG_CHECK(operand->numel() == width && operand->dtype == dtype &&
+                   (operand->rank() == 0 || operand->strides.back() == 1),
+               op, "the ", name, " norm's gain, bias and their gradients must be contiguous with ",
+               width, " values of dtype ", dtype, ", got shape ", operand->shape, ", dtype ",
+               operand->dtype);
+    }
+  };
+  const LstmStepNormGrads none;
+  const LstmStepNormGrads& g = grads ? *grads : none;
+  check_norm(norms.normalise_state, norms.state, 4 * H,
+             {norms.state_gain, norms.state_bias, g.state_gain, g.state_bias}, "state");
+  check_norm(norms.normalise_cell, norms.cell, H,
+             {norms.cell_gain, norms.cell_bias, g.cell_gain, g.cell_bias}, "cell");
+}
+
+inline StepExtent check_lstm_step_forward(const char* op, const LstmStepNorms& norms,
+                                          const TensorRef& state, const TensorRef& activations,
+                                          const TensorRef& cell, const TensorRef& statistics,
+                                          const TensorRef& gx, const TensorRef& gh,
+                                          const TensorRef& h_prev, const TensorRef& c_prev,
+                                          const TensorRef* mask) {
+  const auto [rows, H] = extent_of(cell);
+  check_rows(op, rows,
+             {{&cell, H},
+              {&state, 2 * H},
+              {&activations, 4 * H},
+              {&gx, 4 * H},
+              {&gh, 4 * H},
+              {&h_prev, H},
+              {&c_prev, H}});
+  check_mask(op, mask, rows, cell.dtype);
+  check_statistics(op, statistics, rows, cell.dtype);
+  check_lstm_norms(op, norms, H, cell.dtype);
+  return {rows, H};
+}
+
+inline StepExtent check_lstm_step_backward(const char* op, const LstmStepNorms& norms,
+                                           const TensorRef& dgx, const TensorRef& dgh,
+                                           const TensorRef& dh_prev, const TensorRef& dc_prev,
+                                           const LstmStepNormGrads& affine, const TensorRef& dstate,
+                                           const TensorRef& state, const TensorRef& activations,
+                                           const TensorRef& cell, const TensorRef& statistics,
+                                           const TensorRef& gh, const TensorRef& c_prev,
+                                           const TensorRef* mask) {
+  const auto [rows, H] = extent_of(cell);
+  check_rows(op, rows,
+             {{&cell, H},
+              {&dgx, 4 * H},
+              {&dgh, 4 * H},
+              {&dh_prev, H},
+              {&dc_prev, H},
+              {&dstate, 2 * H},
+              {&state, 2 * H},
+              {&activations, 4 * H},
+              {&gh, 4 * H},
+              {&c_prev, H}});
+  check_mask(op, mask, rows, cell.dtype);
+  check_statistics(op, statistics, rows, cell.dtype);
+  check_lstm_norms(op, norms, H, cell.dtype, &affine);
+  return {rows, H};
+}
 }  // namespace normgrad::backend

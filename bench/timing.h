@@ -1,6 +1,6 @@
 #pragma once
 // Timing for the plain benchmark programs that run on either device (bench_norms_cuda,
-// bench_gru_step): batches of calls that last a set time between two waits for the device,
+// bench_recurrent_step): batches of calls that last a set time between two waits for the device,
 // their median time per call, and the spread over the batches.
 
 #include <normgrad/normgrad.h>

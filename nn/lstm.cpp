@@ -2,7 +2,6 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
-#include "nn/recurrent_functional.h"
 
 namespace normgrad::nn {
 
@@ -23,13 +22,26 @@ std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<T
   const Tensor& h = state[0];
   const Tensor& c = state[1];
   const std::int64_t hidden = hidden_size();
-  const Tensor gates = input_side + state_norm_->forward(project_state(h, state_dropout));
+  const Tensor projection = project_state(h, state_dropout);
+  if (options().fused)
+    if (const auto norms = fused_norms()) {
+      const auto [h_new, c_new] = functional::lstm_step(input_side, projection, h, c, *norms, mask);
+      return {h_new, c_new};
+    }
+  const Tensor gates = input_side + state_norm_->forward(projection);
   const Tensor c_new = options().fused ? functional::lstm_cell_state(gates, c, mask)
                                        : functional::lstm_cell_state_composed(gates, c, mask);
   const Tensor output_gate = sigmoid(gates.narrow(1, 3 * hidden, hidden));
   Tensor h_new = output_gate * tanh(cell_norm_->forward(c_new));
   if (mask.defined()) h_new = where(ne(mask.detach(), 0.0).unsqueeze(1), h_new, h);
   return {h_new, c_new};
+}
+
+std::optional<functional::LstmStepNorms> LstmCell::fused_norms() const {
+  if (!norm_spec().normalises_outputs()) return functional::LstmStepNorms{};
+  std::optional<RowNorm> state = state_norm_->row_form(), cell = cell_norm_->row_form();
+  if (!state || !cell) return std::nullopt;
+  return functional::LstmStepNorms{std::move(state), std::move(cell)};
 }
 
 LstmState LstmCell::forward(const Tensor& x, const LstmState& previous, const Tensor& mask) {

@@ -8,12 +8,18 @@
 // order and parameter shapes are PyTorch's (W_ih [4H, input], W_hh [4H, H]), so with norm
 // "none" this is PyTorch's LSTM.
 //
+// A fused step (functional::lstm_step) does everything after the state side's GEMM in one
+// kernel, N2 and N3 included, for every norm with a row form (LayerNorm, RMSNorm, pRMSNorm,
+// L2Norm) and for none; BatchNorm and options.fused = false go through the norm modules.
+//
 //   nn::Lstm reader(240, 240, {.cell = {.norm = "rmsnorm"}, .bidirectional = true});
 //   nn::RecurrentOutput out = reader.forward_lengths(x, lengths);  // out.hidden, out.cell
 
 #include <memory>
+#include <optional>
 
 #include "nn/recurrent.h"
+#include "nn/recurrent_functional.h"
 
 namespace normgrad::nn {
 
@@ -37,6 +43,10 @@ class LstmCell : public RecurrentCell {
   std::size_t state_count() const override { return 2; }
 
  private:
+  // The state and cell norms in the form the fused step takes (none for a spec without output
+  // norms); nullopt where either has no row form (BatchNorm).
+  std::optional<functional::LstmStepNorms> fused_norms() const;
+
   std::shared_ptr<Norm> input_norm_, state_norm_, cell_norm_;
 };
 

@@ -209,6 +209,103 @@ Tensor normed_gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor
   return gru_step_composed(gx, normalised, h_prev, mask);
 }
 
+std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                const Tensor& c_prev, const LstmStepNorms& norms,
+                                const Tensor& mask) {
+  const char* op = "lstm_step";
+  const std::int64_t hidden = check_step(gx, 4, h_prev, mask, op, "gx");
+  check_step(gh, 4, h_prev, mask, op, "gh");
+  check_step(c_prev, 1, h_prev, mask, op, "c_prev");
+  backend::LstmStepNorms kernel_norms;
+  kernel_norms.normalise_state = norms.state.has_value();
+  kernel_norms.normalise_cell = norms.cell.has_value();
+  const RowNorm none;
+  const RowNorm& state_norm = norms.state ? *norms.state : none;
+  const RowNorm& cell_norm = norms.cell ? *norms.cell : none;
+  if (norms.state)
+    kernel_norms.state = checked_norm_params(state_norm, 4 * hidden, op, "the state norm");
+  if (norms.cell) kernel_norms.cell = checked_norm_params(cell_norm, hidden, op, "the cell norm");
+  // gains and biases: the state norm's, then the cell norm's
+  const std::vector<Tensor> affine = {
+      checked_norm_parameter(state_norm.gain, 4 * hidden, gx, op, "the state norm's gain"),
+      checked_norm_parameter(state_norm.bias, 4 * hidden, gx, op, "the state norm's bias"),
+      checked_norm_parameter(cell_norm.gain, hidden, gx, op, "the cell norm's gain"),
+      checked_norm_parameter(cell_norm.bias, hidden, gx, op, "the cell norm's bias")};
+  const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
+  const Tensor previous_h = h_prev.contiguous().detach(), previous_c = c_prev.contiguous().detach();
+  const Tensor m = kernel_mask(mask, gx.dtype());
+  const std::int64_t batch = h_prev.size(0);
+  const auto make = [&](Shape shape) {
+    return detail::make_tensor(shape, gx.dtype(), gx.device());
+  };
+  Tensor state = make({batch, 2 * hidden});
+  Tensor activations = make({batch, 4 * hidden});
+  Tensor cell = make({batch, hidden});
+  Tensor statistics = make({4, batch});
+  backend::TensorRef refs[4], mask_ref;
+  kernel_norms.state_gain = optional_ref(affine[0], refs[0]);
+  kernel_norms.state_bias = optional_ref(affine[1], refs[1]);
+  kernel_norms.cell_gain = optional_ref(affine[2], refs[2]);
+  kernel_norms.cell_bias = optional_ref(affine[3], refs[3]);
+  detail::backend_of(state).lstm_step_forward(
+      kernel_norms, detail::ref(state), detail::ref(activations), detail::ref(cell),
+      detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous_h),
+      detail::ref(previous_c), optional_ref(m, mask_ref));
+  const std::vector<Tensor> inputs = {
+      gx, gh, h_prev, c_prev, state_norm.gain, state_norm.bias, cell_norm.gain, cell_norm.bias};
+  if (autograd::needs_grad(inputs)) {
+    std::array<bool, 4> wanted{};
+    for (std::size_t i = 0; i < 4; ++i)
+      wanted[i] = inputs[4 + i].defined() && inputs[4 + i].requires_grad();
+    autograd::record(
+        "LstmStepBackward", state, inputs,
+        {state.detach(), activations, cell, statistics, s, previous_c, m, affine[0], affine[1],
+         affine[2], affine[3]},
+        [params = kernel_norms, wanted](const Tensor& dstate, const autograd::SavedTensors& saved) {
+          const Tensor upstream = dstate.contiguous();
+          const std::int64_t units = saved[2].size(1);
+          autograd::Grads grads{empty_like(saved[1]), empty_like(saved[1]), empty_like(saved[2]),
+                                empty_like(saved[2])};
+          grads.resize(8);
+          backend::LstmStepNorms step_norms = params;
+          backend::LstmStepNormGrads affine_grads;
+          backend::TensorRef parameter_refs[4], grad_refs[4], saved_mask;
+          const backend::TensorRef** parameters[4] = {&step_norms.state_gain,
+                                                      &step_norms.state_bias, &step_norms.cell_gain,
+                                                      &step_norms.cell_bias};
+          const backend::TensorRef** gradients[4] = {
+              &affine_grads.state_gain, &affine_grads.state_bias, &affine_grads.cell_gain,
+              &affine_grads.cell_bias};
+          for (int i = 0; i < 4; ++i) {
+            *parameters[i] = optional_ref(saved[7 + i], parameter_refs[i]);
+            if (!wanted[i]) continue;
+            const std::int64_t width = i < 2 ? 4 * units : units;
+            grads[4 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
+            *gradients[i] = optional_ref(grads[4 + i], grad_refs[i]);
+          }
+          detail::backend_of(dstate).lstm_step_backward(
+              step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
+              detail::ref(grads[3]), affine_grads, detail::ref(upstream), detail::ref(saved[0]),
+              detail::ref(saved[1]), detail::ref(saved[2]), detail::ref(saved[3]),
+              detail::ref(saved[4]), detail::ref(saved[5]), optional_ref(saved[6], saved_mask));
+          return grads;
+        });
+  }
+  const std::vector<Tensor> halves = split(state, hidden, 1);
+  return {halves[0], halves[1]};
+}
+
+std::array<Tensor, 2> lstm_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                         const Tensor& c_prev, const LstmStepNorms& norms,
+                                         const Tensor& mask) {
+  const std::int64_t hidden = check_step(gx, 4, h_prev, mask, "lstm_step", "gx");
+  const Tensor gates = gx + (norms.state ? row_norm(gh, *norms.state) : gh);
+  const Tensor c = lstm_cell_state_composed(gates, c_prev, mask);
+  const Tensor output_gate = sigmoid(gates.narrow(1, 3 * hidden, hidden));
+  const Tensor h = output_gate * tanh(norms.cell ? row_norm(c, *norms.cell) : c);
+  return {keep_where_masked(h, h_prev, mask), c};
+}
+
 Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& mask) {
   const char* op = "lstm_cell_state";
   const std::int64_t hidden = check_step(gates, 4, c_prev, mask, op, "gates");

@@ -7,6 +7,9 @@
 // mask is 0 keeps its previous state exactly, which is how padded steps of shorter sequences
 // leave a recurrent layer's state unchanged.
 
+#include <array>
+#include <optional>
+
 #include "core/tensor.h"
 #include "nn/norms/fused.h"
 
@@ -42,6 +45,28 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
 // Its composed twin: split, row_norm of each block, cat, gru_step_composed.
 Tensor normed_gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
                                 const GruStateNorms& norms, const Tensor& mask = Tensor());
+
+// The norms of an LSTM step (paper, App. A.2): `state` over the 4H state-side pre-activations
+// and `cell` over the H cell values, as an LSTM cell's state_norm and cell_norm give them
+// (Norm::row_form); either may be left out.
+struct LstmStepNorms {
+  std::optional<RowNorm> state, cell;
+};
+
+// A whole LSTM step after the state side's GEMM: gx [B, 4H] the (normalised) input side, gh
+// [B, 4H] the raw state-side projection, [i | f | g | o] in PyTorch's order:
+//   a = gx + state(gh),  c = sigmoid(a_f) c_prev + sigmoid(a_i) tanh(a_g),
+//   h = sigmoid(a_o) tanh(cell(c)),
+// rows whose mask is 0 keeping h_prev and c_prev. Returns {h, c}, two views of one [B, 2H]
+// tensor. One backend kernel forward and one backward (a column sum for the gains beside it on a
+// GPU), with gradients for every input and the norms' gains and biases.
+std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                const Tensor& c_prev, const LstmStepNorms& norms,
+                                const Tensor& mask = Tensor());
+// Its composed twin: row_norm, lstm_cell_state_composed, sigmoid, tanh and where.
+std::array<Tensor, 2> lstm_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
+                                         const Tensor& c_prev, const LstmStepNorms& norms,
+                                         const Tensor& mask = Tensor());
 
 // An LSTM's new cell state: gates [B, 4H] holds the pre-activations [i | f | g | o] in
 // PyTorch's order, c_prev [B, H]. Returns c = sigmoid(f) c_prev + sigmoid(i) tanh(g); o is the

@@ -1,12 +1,13 @@
 #pragma once
-// The row norms the normed GRU step's tests run it with (test_normed_gru_step.cpp and its CUDA
-// parity case): every statistic, eps inside and outside the square root, pRMSNorm's partial
-// statistic, with and without gain and bias; and helpers that let a gradient check vary the
-// gains and biases.
+// The row norms the fused recurrent steps' tests run them with (test_normed_gru_step.cpp,
+// test_lstm_step.cpp and their CUDA parity cases): every statistic, eps inside and outside the
+// square root, pRMSNorm's partial statistic, with and without gain and bias; and helpers that let a
+// gradient check vary the gains and biases.
 
 #include <normgrad/normgrad.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ using namespace normgrad;
 
 using nn::RowStatistic;
 using nn::functional::GruStateNorms;
+using nn::functional::LstmStepNorms;
 
 // One way of normalising both blocks of the state side.
 struct Variant {
@@ -71,6 +73,29 @@ inline GruStateNorms with_affine(GruStateNorms norms, const std::vector<Tensor>&
   for (Tensor* t :
        {&norms.gates.gain, &norms.gates.bias, &norms.candidate.gain, &norms.candidate.bias})
     if (t->defined()) *t = in[first++];
+  return norms;
+}
+
+// The LSTM's: the state norm over 4H, the cell norm over H.
+inline LstmStepNorms lstm_norms(const Variant& variant, std::int64_t hidden, DType dtype) {
+  return {block_norm(variant, 4 * hidden, dtype, 9), block_norm(variant, hidden, dtype, 10)};
+}
+
+inline std::vector<Tensor> affine_of(const LstmStepNorms& norms) {
+  std::vector<Tensor> parameters;
+  for (const std::optional<nn::RowNorm>* norm : {&norms.state, &norms.cell})
+    if (norm->has_value())
+      for (const Tensor& t : {(*norm)->gain, (*norm)->bias})
+        if (t.defined()) parameters.push_back(t);
+  return parameters;
+}
+
+inline LstmStepNorms with_affine(LstmStepNorms norms, const std::vector<Tensor>& in,
+                                 std::size_t first) {
+  for (std::optional<nn::RowNorm>* norm : {&norms.state, &norms.cell})
+    if (norm->has_value())
+      for (Tensor* t : {&(*norm)->gain, &(*norm)->bias})
+        if (t->defined()) *t = in[first++];
   return norms;
 }
 

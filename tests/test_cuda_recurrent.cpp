@@ -1,8 +1,9 @@
 // CPU-versus-CUDA parity of the recurrent layers, values and gradients: the fused GRU step and
 // LSTM cell-state kernels with and without a mask, the GRU step with its state norms fused in
-// for every row norm at several widths, and GRU and LSTM layers over several steps
-// for every norm slot choice (none, LayerNorm, RMSNorm, pRMSNorm, L2Norm, WeightNorm), both
-// directions, a padding mask and lengths, with input, initial-state and parameter gradients.
+// and the whole LSTM step with its norms for every row norm at several widths, and GRU and LSTM
+// layers over several steps for every norm slot choice (none, LayerNorm, RMSNorm, pRMSNorm, L2Norm,
+// WeightNorm), both directions, a padding mask and lengths, with input, initial-state and parameter
+// gradients.
 //
 // Tolerances: the step kernels are pointwise (testing::elementwise). A layer chains T steps of
 // matrix products (sums of input or hidden size terms) and norms (testing::norm_values), and
@@ -10,6 +11,7 @@
 // layers use norm_gradients (2e-4 in float32) scaled by the number of steps.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +47,13 @@ std::shared_ptr<nn::Recurrent> make_layer(bool lstm, const std::string& norm, bo
     layer = std::make_shared<nn::Gru>(6, 8, options, generator);
   testing::randomise(*layer, 12);
   return layer;
+}
+
+// A step's mask [rows] in which rows 1, 4, 7, ... keep their state.
+Tensor every_third_row_kept(std::int64_t rows, DType dtype) {
+  std::vector<double> takes(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < takes.size(); ++i) takes[i] = i % 3 == 1 ? 0.0 : 1.0;
+  return from_vector(takes, {rows}).to(dtype);
 }
 
 // A layer's tolerance after `steps` steps: each step's rounding enters the next.
@@ -99,12 +108,7 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
         for (const bool masked : {false, true}) {
           INFO(variant.name << ", " << dtype << ", " << rows << " rows of " << hidden
                             << " units, masked " << masked);
-          Tensor mask;
-          if (masked) {  // every third row keeps its state
-            std::vector<double> takes(static_cast<std::size_t>(rows));
-            for (std::size_t i = 0; i < takes.size(); ++i) takes[i] = i % 3 == 1 ? 0.0 : 1.0;
-            mask = from_vector(takes, {rows}).to(dtype);
-          }
+          const Tensor mask = masked ? every_third_row_kept(rows, dtype) : Tensor();
           const nn::functional::GruStateNorms norms = testing::state_norms(variant, hidden, dtype);
           Inputs inputs = {normal({rows, 3 * hidden}, 1, dtype),
                            normal({rows, 3 * hidden}, 2, dtype, 3.0),
@@ -125,6 +129,44 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
               inputs, testing::norm_values(dtype), {gradients, gradients, gradients, affine}));
         }
       }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below and above a block") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 512}};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    std::vector<std::pair<std::string, nn::functional::LstmStepNorms>> cases;
+    for (const auto& [rows, hidden] : sizes) {
+      for (const testing::Variant& variant : testing::variants)
+        cases.emplace_back(variant.name, testing::lstm_norms(variant, hidden, dtype));
+      cases.emplace_back("no norm", nn::functional::LstmStepNorms{});
+      for (const auto& [name, norms] : cases) {
+        for (const bool masked : {false, true}) {
+          INFO(name << ", " << dtype << ", " << rows << " rows of " << hidden << " units, masked "
+                    << masked);
+          const Tensor mask = masked ? every_third_row_kept(rows, dtype) : Tensor();
+          Inputs inputs = {normal({rows, 4 * hidden}, 1, dtype),
+                           normal({rows, 4 * hidden}, 2, dtype, 3.0),
+                           normal({rows, hidden}, 3, dtype), normal({rows, hidden}, 4, dtype)};
+          for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
+          const Tolerance gradients = testing::norm_gradients(dtype);
+          const Tolerance affine{
+              gradients.rtol,
+              std::max(gradients.atol, testing::summed(dtype, double(rows), 4.0).atol)};
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [&](const Inputs& in) {
+                const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
+                const std::array<Tensor, 2> state = nn::functional::lstm_step(
+                    in[0], in[1], in[2], in[3], testing::with_affine(norms, in, 4), m);
+                return cat({state[0].flatten(), state[1].flatten()});
+              },
+              inputs, testing::norm_values(dtype),
+              {gradients, gradients, gradients, gradients, affine}));
+        }
+      }
+      cases.clear();
     }
   }
 }

@@ -21,7 +21,7 @@ namespace normgrad::backend::cpu {
 namespace {
 
 // Columns [first, first + width) of a contiguous [rows, 3H] operand: rows `stride` apart.
-TensorRef columns(const TensorRef& operand, std::int64_t first, std::int64_t width) {
+TensorRef block_columns(const TensorRef& operand, std::int64_t first, std::int64_t width) {
   const std::int64_t rows = operand.shape[0], stride = operand.shape[1];
   TensorRef view = operand;
   view.data = static_cast<std::byte*>(operand.data) +
@@ -32,7 +32,7 @@ TensorRef columns(const TensorRef& operand, std::int64_t first, std::int64_t wid
 }
 
 // Row `index` of the contiguous [4, rows] statistics.
-TensorRef statistic(const TensorRef& statistics, std::int64_t index) {
+TensorRef statistic_row(const TensorRef& statistics, std::int64_t index) {
   const std::int64_t rows = statistics.shape[1];
   TensorRef view = statistics;
   view.data = static_cast<std::byte*>(statistics.data) +
@@ -43,12 +43,12 @@ TensorRef statistic(const TensorRef& statistics, std::int64_t index) {
 }
 
 // Scratch for the gradient of the normalised gh, kept per thread between calls up to
-// keep_bytes (a fresh allocation of this size would be page-faulted in on every step).
-constexpr std::size_t keep_bytes = std::size_t{16} << 20;
+// kept_scratch_bytes (a fresh allocation of this size would be page-faulted in on every step).
+constexpr std::size_t kept_scratch_bytes = std::size_t{16} << 20;
 
-void* scratch(std::size_t bytes, std::vector<double>& fallback) {
+void* gradient_scratch(std::size_t bytes, std::vector<double>& fallback) {
   const std::size_t count = (bytes + sizeof(double) - 1) / sizeof(double);
-  if (bytes > keep_bytes) {
+  if (bytes > kept_scratch_bytes) {
     fallback.resize(count);
     return fallback.data();
   }
@@ -68,10 +68,11 @@ void CpuBackend::normed_gru_cell_forward(const GruStateNorms& norms, const Tenso
   const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
                                                   gx, gh, h_prev, mask);
   if (rows * H == 0) return;
-  norm_forward(norms.gates, columns(normalised, 0, 2 * H), statistic(statistics, 0),
-               statistic(statistics, 1), columns(gh, 0, 2 * H), norms.gates_gain, norms.gates_bias);
-  norm_forward(norms.candidate, columns(normalised, 2 * H, H), statistic(statistics, 2),
-               statistic(statistics, 3), columns(gh, 2 * H, H), norms.candidate_gain,
+  norm_forward(norms.gates, block_columns(normalised, 0, 2 * H), statistic_row(statistics, 0),
+               statistic_row(statistics, 1), block_columns(gh, 0, 2 * H), norms.gates_gain,
+               norms.gates_bias);
+  norm_forward(norms.candidate, block_columns(normalised, 2 * H, H), statistic_row(statistics, 2),
+               statistic_row(statistics, 3), block_columns(gh, 2 * H, H), norms.candidate_gain,
                norms.candidate_bias);
   gru_cell_forward(h, activations, gx, normalised, h_prev, mask);
 }
@@ -89,14 +90,15 @@ void CpuBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Tens
   std::vector<double> fallback;
   TensorRef dnormalised = dgh;  // the gradient of the normalised gh, in scratch memory
   dnormalised.data =
-      scratch(static_cast<std::size_t>(rows * 3 * H) * element_size(dgh.dtype), fallback);
+      gradient_scratch(static_cast<std::size_t>(rows * 3 * H) * element_size(dgh.dtype), fallback);
   gru_cell_backward(dgx, dnormalised, dh_prev, dh, activations, normalised, h_prev, mask);
-  norm_backward(norms.gates, columns(dgh, 0, 2 * H), affine.gates_gain, affine.gates_bias,
-                columns(dnormalised, 0, 2 * H), columns(gh, 0, 2 * H), statistic(statistics, 0),
-                statistic(statistics, 1), norms.gates_gain);
-  norm_backward(norms.candidate, columns(dgh, 2 * H, H), affine.candidate_gain,
-                affine.candidate_bias, columns(dnormalised, 2 * H, H), columns(gh, 2 * H, H),
-                statistic(statistics, 2), statistic(statistics, 3), norms.candidate_gain);
+  norm_backward(norms.gates, block_columns(dgh, 0, 2 * H), affine.gates_gain, affine.gates_bias,
+                block_columns(dnormalised, 0, 2 * H), block_columns(gh, 0, 2 * H),
+                statistic_row(statistics, 0), statistic_row(statistics, 1), norms.gates_gain);
+  norm_backward(norms.candidate, block_columns(dgh, 2 * H, H), affine.candidate_gain,
+                affine.candidate_bias, block_columns(dnormalised, 2 * H, H),
+                block_columns(gh, 2 * H, H), statistic_row(statistics, 2),
+                statistic_row(statistics, 3), norms.candidate_gain);
 }
 
 }  // namespace normgrad::backend::cpu

@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gate_math.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/cpu/vector_exp.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/recurrent_checks.h"
 #include "core/error.h"
@@ -19,16 +19,6 @@
 namespace normgrad::backend::cpu {
 
 namespace {
-
-// In place over a unit-stride run; float32 uses the vector kernels of vector_exp.h.
-void sigmoid_in_place(float* values, std::int64_t count) { sigmoid_row(values, values, count); }
-void tanh_in_place(float* values, std::int64_t count) { tanh_row(values, values, count); }
-void sigmoid_in_place(double* values, std::int64_t count) {
-  for (std::int64_t j = 0; j < count; ++j) values[j] = 1.0 / (1.0 + std::exp(-values[j]));
-}
-void tanh_in_place(double* values, std::int64_t count) {
-  for (std::int64_t j = 0; j < count; ++j) values[j] = std::tanh(values[j]);
-}
 
 template <typename T> bool takes_step(const TensorRef* mask, std::int64_t row) {
   return !mask || mask->ptr<const T>()[row] != T(0);

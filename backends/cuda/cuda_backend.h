@@ -94,6 +94,17 @@ class CudaBackend final : public Backend {
                                 const TensorRef& activations, const TensorRef& normalised,
                                 const TensorRef& statistics, const TensorRef& gh,
                                 const TensorRef& h_prev, const TensorRef* mask) override;
+  void lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
+                         const TensorRef& activations, const TensorRef& cell,
+                         const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                         const TensorRef& h_prev, const TensorRef& c_prev,
+                         const TensorRef* mask) override;
+  void lstm_step_backward(const LstmStepNorms& norms, const TensorRef& dgx, const TensorRef& dgh,
+                          const TensorRef& dh_prev, const TensorRef& dc_prev,
+                          const LstmStepNormGrads& affine, const TensorRef& dstate,
+                          const TensorRef& state, const TensorRef& activations,
+                          const TensorRef& cell, const TensorRef& statistics, const TensorRef& gh,
+                          const TensorRef& c_prev, const TensorRef* mask) override;
   void lstm_cell_forward(const TensorRef& c, const TensorRef& activations, const TensorRef& gates,
                          const TensorRef& c_prev, const TensorRef* mask) override;
   void lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev, const TensorRef& dc,

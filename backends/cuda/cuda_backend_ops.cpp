@@ -10,6 +10,7 @@
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/im2col.h"
 #include "backends/cuda/indexing.h"
+#include "backends/cuda/lstm_step.h"
 #include "backends/cuda/matmul.h"
 #include "backends/cuda/norm.h"
 #include "backends/cuda/normed_gru_cell.h"
@@ -177,6 +178,28 @@ void CudaBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Ten
   DeviceGuard guard(context_.device);
   cuda::normed_gru_cell_backward(context_, norms, dgx, dgh, dh_prev, affine, dh, activations,
                                  normalised, statistics, gh, h_prev, mask);
+}
+
+void CudaBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
+                                    const TensorRef& activations, const TensorRef& cell,
+                                    const TensorRef& statistics, const TensorRef& gx,
+                                    const TensorRef& gh, const TensorRef& h_prev,
+                                    const TensorRef& c_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  cuda::lstm_step_forward(context_, norms, state, activations, cell, statistics, gx, gh, h_prev,
+                          c_prev, mask);
+}
+
+void CudaBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef& dgx,
+                                     const TensorRef& dgh, const TensorRef& dh_prev,
+                                     const TensorRef& dc_prev, const LstmStepNormGrads& affine,
+                                     const TensorRef& dstate, const TensorRef& state,
+                                     const TensorRef& activations, const TensorRef& cell,
+                                     const TensorRef& statistics, const TensorRef& gh,
+                                     const TensorRef& c_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  cuda::lstm_step_backward(context_, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,
+                           activations, cell, statistics, gh, c_prev, mask);
 }
 
 void CudaBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,

@@ -21,70 +21,14 @@
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/normed_gru_cell.h"
+#include "backends/cuda/row_blocks.cuh"
 #include "backends/dtype_dispatch.h"
+#include "backends/fused_row_norm.h"
 #include "backends/recurrent_checks.h"
 
 namespace normgrad::backend::cuda {
 
 namespace {
-
-// One of the step's two norms as the kernels read it: NormParams and its gain and bias.
-template <typename T> struct BlockNorm {
-  bool centred = false;
-  std::int64_t k = 0;  // RMS family: the leading values that give the statistic
-  double divisor = 1;  // RMS family
-  double eps = 0;
-  bool eps_inside_sqrt = true;
-  const T* gain = nullptr;  // null: 1
-  const T* bias = nullptr;  // null: 0
-
-  __device__ double gain_at(std::int64_t i) const { return gain ? double(gain[i]) : 1.0; }
-  __device__ double bias_at(std::int64_t i) const { return bias ? double(bias[i]) : 0.0; }
-
-  // Value a's term in the first sum of its block: the mean's (LayerNorm), or its square when it
-  // is one of the first k (RMS family).
-  __device__ double statistic_term(double a, std::int64_t i) const {
-    if (centred) return a;
-    return i < k ? a * a : 0.0;
-  }
-  // 1 / r from the block's sum: of squared deviations (LayerNorm), of squares (RMS family).
-  __device__ double inverse_r(double sum, std::int64_t n) const {
-    if (centred) return 1.0 / sqrt(sum / double(n) + eps);
-    const double mean_square = sum / divisor;
-    return 1.0 / (eps_inside_sqrt ? sqrt(mean_square + eps) : sqrt(mean_square) + eps);
-  }
-  __device__ T normalise(T a, std::int64_t i, double mean, double inverse_r) const {
-    return T((double(a) - mean) * inverse_r * gain_at(i) + bias_at(i));
-  }
-};
-
-template <typename T>
-BlockNorm<T> block_norm(const NormParams& params, const TensorRef* gain, const TensorRef* bias) {
-  BlockNorm<T> norm;
-  norm.centred = params.centred;
-  norm.k = params.k;
-  norm.divisor = params.divisor;
-  norm.eps = params.eps;
-  norm.eps_inside_sqrt = params.eps_inside_sqrt;
-  norm.gain = gain ? gain->ptr<const T>() : nullptr;
-  norm.bias = bias ? bias->ptr<const T>() : nullptr;
-  return norm;
-}
-
-// N sums over the block, returned to every thread: each warp's butterfly, then the warps' sums
-// in warp order. blockDim.x is a multiple of 32; `shared` holds N * 32 doubles; every thread of
-// the block must make the call (it contains __syncthreads).
-template <int N> __device__ void block_sums(double (&values)[N], double* shared) {
-  const int lane = threadIdx.x % warp_size, warp = threadIdx.x / warp_size;
-  for (int i = 0; i < N; ++i) values[i] = warp_sum(values[i]);
-  __syncthreads();  // the previous call's readers are done with `shared`
-  if (lane == 0)
-    for (int i = 0; i < N; ++i) shared[i * warp_size + warp] = values[i];
-  __syncthreads();
-  const int warps = blockDim.x / warp_size;
-  for (int i = 0; i < N; ++i)
-    values[i] = warp_sum(lane < warps ? shared[i * warp_size + lane] : 0.0);
-}
 
 template <typename T> struct ForwardArgs {
   T* h;
@@ -96,14 +40,14 @@ template <typename T> struct ForwardArgs {
   const T* h_prev;
   const T* mask;
   std::int64_t rows, units;
-  BlockNorm<T> gates, candidate;
+  FusedRowNorm<T> gates, candidate;
 };
 
 template <typename T> __global__ void normed_gru_forward_kernel(const ForwardArgs<T> args) {
   __shared__ double shared[2 * warp_size];
   const std::int64_t H = args.units, width = 3 * H;
-  const BlockNorm<T>& gates = args.gates;
-  const BlockNorm<T>& candidate = args.candidate;
+  const FusedRowNorm<T>& gates = args.gates;
+  const FusedRowNorm<T>& candidate = args.candidate;
   for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
     const T* s = args.gh + row * width;
     double sums[2] = {0, 0};  // the gates block's, the candidate block's
@@ -172,67 +116,8 @@ template <typename T> struct BackwardArgs {
   const T* h_prev;
   const T* mask;
   std::int64_t rows, units;
-  BlockNorm<T> gates, candidate;
+  FusedRowNorm<T> gates, candidate;
 };
-
-// A block's row sums (backends/cpu/norm_rows.h has the formulas), with dŷ = g dy and the
-// saved mean `head` (the forward's mean rounded to T): LayerNorm sums dŷ, dŷ (a - head) and
-// (a - head); the RMS family sums dŷ a over every value.
-template <typename T>
-__device__ void add_row_terms(const BlockNorm<T>& norm, double dy, double a, std::int64_t i,
-                              double head, double* sums) {
-  const double dyhat = norm.gain_at(i) * dy;
-  if (norm.centred) {
-    const double deviation = a - head;
-    sums[0] += dyhat;
-    sums[1] += dyhat * deviation;
-    sums[2] += deviation;
-  } else {
-    sums[0] += dyhat * a;
-  }
-}
-
-// What turns dy into da along one row of a block, from its row sums.
-struct RowCoefficients {
-  double head = 0, tail = 0;  // LayerNorm: the mean, as the saved head and the rest
-  double inverse_r = 0;
-  double mean_dyhat = 0, mean_dyhat_yhat = 0;  // LayerNorm
-  double correction = 0;                       // RMS family: c
-};
-
-template <typename T>
-__device__ RowCoefficients coefficients(const BlockNorm<T>& norm, const double* sums,
-                                        std::int64_t n, double head, double inverse_r) {
-  RowCoefficients co;
-  co.head = head;
-  co.inverse_r = inverse_r;
-  if (norm.centred) {
-    co.tail = sums[2] / double(n);
-    co.mean_dyhat = sums[0] / double(n);
-    co.mean_dyhat_yhat = (sums[1] - co.tail * sums[0]) * inverse_r / double(n);
-  } else if (norm.eps_inside_sqrt) {
-    co.correction = sums[0] * inverse_r * inverse_r * inverse_r / norm.divisor;
-  } else {
-    // rho = sqrt(q) = 0 (the first k values all 0) has no derivative: c = 0 there, as the
-    // CPU's kernel defines it.
-    const double r = 1.0 / inverse_r, rho = r - norm.eps;
-    if (rho > 0) co.correction = sums[0] / (norm.divisor * rho * r * r);
-  }
-  return co;
-}
-
-// da for value a at column i of its block, given dy; ŷ goes to yhat.
-template <typename T>
-__device__ double raw_gradient(const BlockNorm<T>& norm, const RowCoefficients& co, double dy,
-                               double a, std::int64_t i, double& yhat) {
-  const double dyhat = norm.gain_at(i) * dy;
-  if (norm.centred) {
-    yhat = ((a - co.head) - co.tail) * co.inverse_r;
-    return (dyhat - co.mean_dyhat - yhat * co.mean_dyhat_yhat) * co.inverse_r;
-  }
-  yhat = a * co.inverse_r;
-  return dyhat * co.inverse_r - (i < norm.k ? a * co.correction : 0.0);
-}
 
 template <typename T> __global__ void normed_gru_backward_kernel(const BackwardArgs<T> args) {
   __shared__ double shared[6 * warp_size];
@@ -302,41 +187,6 @@ template <typename T> __global__ void normed_gru_backward_kernel(const BackwardA
   }
 }
 
-// dgain and dbias of both norms: column i of the products summed over the rows in row order.
-template <typename T>
-__global__ void affine_sums_kernel(const T* products, std::int64_t rows, std::int64_t units,
-                                   T* gates_gain, T* gates_bias, T* candidate_gain,
-                                   T* candidate_bias) {
-  const std::int64_t width = 3 * units;
-  NG_KERNEL_LOOP(column, width) {
-    double gain_sum = 0, bias_sum = 0;
-    for (std::int64_t row = 0; row < rows; ++row) {
-      gain_sum += double(products[row * 2 * width + column]);
-      bias_sum += double(products[row * 2 * width + width + column]);
-    }
-    const bool gate = column < 2 * units;
-    const std::int64_t index = gate ? column : column - 2 * units;
-    T* gain = gate ? gates_gain : candidate_gain;
-    T* bias = gate ? gates_bias : candidate_bias;
-    if (gain) gain[index] = T(gain_sum);
-    if (bias) bias[index] = T(bias_sum);
-  }
-}
-
-// Threads per row block: a multiple of 32 near H, at most 256.
-int row_threads(std::int64_t units) {
-  const std::int64_t rounded = (units + warp_size - 1) / warp_size * warp_size;
-  return static_cast<int>(std::clamp<std::int64_t>(rounded, warp_size, threads_per_block));
-}
-
-unsigned row_blocks(std::int64_t rows) {
-  return static_cast<unsigned>(std::min<std::int64_t>(rows, 65535));
-}
-
-template <typename T> T* optional_data(const TensorRef* operand) {
-  return operand ? operand->ptr<T>() : nullptr;
-}
-
 }  // namespace
 
 void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms, const TensorRef& h,
@@ -349,18 +199,19 @@ void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms,
   if (rows * H == 0) return;
   dispatch_floating(h.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ForwardArgs<T> args{h.ptr<T>(),
-                        activations.ptr<T>(),
-                        normalised.ptr<T>(),
-                        statistics.ptr<T>(),
-                        gx.ptr<const T>(),
-                        gh.ptr<const T>(),
-                        h_prev.ptr<const T>(),
-                        mask_data<T>(mask),
-                        rows,
-                        H,
-                        block_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
-                        block_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+    ForwardArgs<T> args{
+        h.ptr<T>(),
+        activations.ptr<T>(),
+        normalised.ptr<T>(),
+        statistics.ptr<T>(),
+        gx.ptr<const T>(),
+        gh.ptr<const T>(),
+        h_prev.ptr<const T>(),
+        mask_data<T>(mask),
+        rows,
+        H,
+        fused_row_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
+        fused_row_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
     normed_gru_forward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
     NG_CUDA_CHECK_LAUNCH();
   });
@@ -397,16 +248,17 @@ void normed_gru_cell_backward(const Context& context, const GruStateNorms& norms
           mask_data<T>(mask),
           rows,
           H,
-          block_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
-          block_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+          fused_row_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
+          fused_row_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
       normed_gru_backward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
       NG_CUDA_CHECK_LAUNCH();
     }
     if (wants_affine) {
-      affine_sums_kernel<T><<<grid_for(3 * H, context), threads_per_block, 0, context.stream>>>(
-          products.as<const T>(), rows, H, optional_data<T>(affine.gates_gain),
-          optional_data<T>(affine.gates_bias), optional_data<T>(affine.candidate_gain),
-          optional_data<T>(affine.candidate_bias));
+      affine_column_sums_kernel<T>
+          <<<grid_for(3 * H, context), threads_per_block, 0, context.stream>>>(
+              products.as<const T>(), rows, 2 * H, H, optional_data<T>(affine.gates_gain),
+              optional_data<T>(affine.gates_bias), optional_data<T>(affine.candidate_gain),
+              optional_data<T>(affine.candidate_bias));
       NG_CUDA_CHECK_LAUNCH();
     }
   });

@@ -1,0 +1,23 @@
+#pragma once
+// The recurrent kernels' activations in place over a unit-stride run (recurrent_cells.cpp,
+// lstm_step.cpp): float32 through the vector kernels of vector_exp.h, float64 value by value.
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cpu/vector_exp.h"
+
+namespace normgrad::backend::cpu {
+
+inline void sigmoid_in_place(float* values, std::int64_t count) {
+  sigmoid_row(values, values, count);
+}
+inline void tanh_in_place(float* values, std::int64_t count) { tanh_row(values, values, count); }
+inline void sigmoid_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = 1.0 / (1.0 + std::exp(-values[j]));
+}
+inline void tanh_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = std::tanh(values[j]);
+}
+
+}  // namespace normgrad::backend::cpu

@@ -1,0 +1,361 @@
+// An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract): row by
+// row, the state norm's statistic, the gates, the cell state, the cell norm and the output, and
+// the reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
+// activations through vector_exp.h). The norms' formulas and coefficients are those of
+// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/lstm_step.cu) uses too; here
+// the sums are taken in double lanes and the values in the data's type.
+//
+// Rows are independent and spread over threads. The gains' and biases' gradients are sums over
+// rows: each row writes its products (dy ŷ and dy) to scratch memory, and the columns are then
+// summed in row order, so no result depends on the thread count.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gate_math.h"
+#include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
+#include "backends/fused_row_norm.h"
+#include "backends/recurrent_checks.h"
+
+namespace normgrad::backend::cpu {
+
+namespace {
+
+template <typename T> bool row_takes_step(const T* mask, std::int64_t row) {
+  return mask == nullptr || mask[row] != T(0);
+}
+
+// One of the step's norms over rows of n values: its kernel form (fused_row_norm.h), and the
+// row loops below, which the compiler vectorises (sums in double lanes).
+template <typename T> struct StepNorm {
+  bool applied = false;
+  FusedRowNorm<T> form;
+  std::int64_t n = 0;
+
+  // The statistic of row a: the mean as saved (rounded to T, `head`), the rest of it (`tail`)
+  // and 1 / r. LayerNorm's mean is summed as deviations from the row's first value and its
+  // variance from the mean, never as E[a^2] - E[a]^2.
+  void statistic(const T* a, T& head, T& tail, T& inverse_r) const {
+    double sum = 0;
+    if (form.centred) {
+      const T shift = a[0];
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t i = 0; i < n; ++i) sum += double(a[i] - shift);
+      const double mean = double(shift) + sum / double(n);
+      head = T(mean);
+      tail = T(mean - double(head));
+      sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double deviation = double((a[i] - head) - tail);
+        sum += deviation * deviation;
+      }
+    } else {
+      head = tail = T(0);
+#pragma omp simd reduction(+ : sum)
+      for (std::int64_t i = 0; i < form.k; ++i) sum += double(a[i]) * double(a[i]);
+    }
+    inverse_r = T(form.inverse_r(sum, n));
+  }
+
+  // y = g ((a - head) - tail) / r + b.
+  void normalise(T* y, const T* a, T head, T tail, T inverse_r) const {
+    const T* gain = gain_or_ones();
+    const T* bias = bias_or_zeros();
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i)
+      y[i] = ((a[i] - head) - tail) * inverse_r * gain[i] + bias[i];
+  }
+
+  // da from dy for row a (fused_row_norm.h's formulas), and the row's products dy ŷ and dy for
+  // the gain's and bias's sums (where `gain_products` is not null).
+  void backward(T* da, const T* dy, const T* a, T head, T inverse_r, T* gain_products,
+                T* bias_products) const {
+    const T* gain = gain_or_ones();
+    double sums[3] = {0, 0, 0};
+    double s0 = 0, s1 = 0, s2 = 0;
+    if (form.centred) {
+#pragma omp simd reduction(+ : s0, s1, s2)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double dyhat = double(gain[i] * dy[i]);
+        const double deviation = double(a[i] - head);
+        s0 += dyhat;
+        s1 += dyhat * deviation;
+        s2 += deviation;
+      }
+    } else {
+#pragma omp simd reduction(+ : s0)
+      for (std::int64_t i = 0; i < n; ++i) s0 += double(gain[i] * dy[i]) * double(a[i]);
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+    sums[2] = s2;
+    const RowCoefficients co = coefficients(form, sums, n, double(head), double(inverse_r));
+    const T r = T(co.inverse_r);
+    if (form.centred) {
+      const T mean_dyhat = T(co.mean_dyhat), mean_dyhat_yhat = T(co.mean_dyhat_yhat);
+      const T co_head = T(co.head), co_tail = T(co.tail);
+#pragma omp simd
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T yhat = ((a[i] - co_head) - co_tail) * r;
+        da[i] = (gain[i] * dy[i] - mean_dyhat - yhat * mean_dyhat_yhat) * r;
+      }
+    } else {
+      const T correction = T(co.correction);
+#pragma omp simd
+      for (std::int64_t i = 0; i < form.k; ++i) da[i] = gain[i] * dy[i] * r - a[i] * correction;
+#pragma omp simd
+      for (std::int64_t i = form.k; i < n; ++i) da[i] = gain[i] * dy[i] * r;
+    }
+    if (gain_products == nullptr) return;
+    const T co_head = T(co.head), co_tail = T(co.tail);
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i) {
+      gain_products[i] = dy[i] * ((a[i] - co_head) - co_tail) * r;  // dy ŷ (head, tail 0: RMS)
+      bias_products[i] = dy[i];
+    }
+  }
+
+ private:
+  // The gain and bias, or ones and zeros where the norm has none, so that the loops above
+  // carry no branch.
+  const T* gain_or_ones() const {
+    if (form.gain != nullptr) return form.gain;
+    thread_local std::vector<T> ones;
+    if (static_cast<std::int64_t>(ones.size()) < n) ones.assign(static_cast<std::size_t>(n), T(1));
+    return ones.data();
+  }
+  const T* bias_or_zeros() const {
+    if (form.bias != nullptr) return form.bias;
+    thread_local std::vector<T> zeros;
+    if (static_cast<std::int64_t>(zeros.size()) < n)
+      zeros.assign(static_cast<std::size_t>(n), T(0));
+    return zeros.data();
+  }
+};
+
+template <typename T> struct StepNorms { StepNorm<T> state, cell; };
+
+template <typename T> StepNorms<T> step_norms(const LstmStepNorms& norms, std::int64_t H) {
+  return {
+      {norms.normalise_state, fused_row_norm<T>(norms.state, norms.state_gain, norms.state_bias),
+       4 * H},
+      {norms.normalise_cell, fused_row_norm<T>(norms.cell, norms.cell_gain, norms.cell_bias), H}};
+}
+
+// Scratch rows for one thread, kept between calls.
+template <typename T> T* row_scratch(std::size_t count) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+template <typename T>
+void forward_row(const StepNorms<T>& norms, std::int64_t row, std::int64_t rows, std::int64_t H,
+                 T* state, T* activations, T* cell, T* statistics, const T* gx, const T* gh,
+                 const T* h_prev, const T* c_prev, const T* mask) {
+  const T* x = gx + row * 4 * H;
+  const T* p = gh + row * 4 * H;
+  T* a = activations + row * 4 * H;
+  T* h = state + row * 2 * H;
+  T* c = h + H;
+  T* n = cell + row * H;
+  const T* previous_c = c_prev + row * H;
+  T state_head = 0, state_tail = 0, state_inverse_r = 1;
+  T cell_head = 0, cell_tail = 0, cell_inverse_r = 1;
+  if (norms.state.applied) {
+    norms.state.statistic(p, state_head, state_tail, state_inverse_r);
+    norms.state.normalise(a, p, state_head, state_tail, state_inverse_r);
+#pragma omp simd
+    for (std::int64_t k = 0; k < 4 * H; ++k) a[k] += x[k];
+  } else {
+#pragma omp simd
+    for (std::int64_t k = 0; k < 4 * H; ++k) a[k] = x[k] + p[k];
+  }
+  sigmoid_in_place(a, 2 * H);
+  tanh_in_place(a + 2 * H, H);
+  sigmoid_in_place(a + 3 * H, H);
+#pragma omp simd
+  for (std::int64_t j = 0; j < H; ++j) c[j] = a[H + j] * previous_c[j] + a[j] * a[2 * H + j];
+  if (norms.cell.applied) {
+    norms.cell.statistic(c, cell_head, cell_tail, cell_inverse_r);
+    norms.cell.normalise(n, c, cell_head, cell_tail, cell_inverse_r);
+  } else {
+    for (std::int64_t j = 0; j < H; ++j) n[j] = c[j];
+  }
+  for (std::int64_t j = 0; j < H; ++j) h[j] = n[j];
+  tanh_in_place(h, H);
+#pragma omp simd
+  for (std::int64_t j = 0; j < H; ++j) h[j] *= a[3 * H + j];
+  if (!row_takes_step(mask, row))
+    for (std::int64_t j = 0; j < H; ++j) {
+      h[j] = h_prev[row * H + j];
+      c[j] = previous_c[j];
+    }
+  statistics[row] = state_head;
+  statistics[rows + row] = state_inverse_r;
+  statistics[2 * rows + row] = cell_head;
+  statistics[3 * rows + row] = cell_inverse_r;
+}
+
+template <typename T> struct BackwardRow {
+  T* dgx;
+  T* dgh;
+  T* dh_prev;
+  T* dc_prev;
+  T* products;  // null, or [rows, 2, 5H]: dy ŷ then dy, the state norm's 4H then the cell's H
+  const T* dstate;
+  const T* state;
+  const T* activations;
+  const T* cell;
+  const T* statistics;
+  const T* gh;
+  const T* c_prev;
+  const T* mask;
+  std::int64_t rows, units;
+};
+
+template <typename T>
+void backward_row(const StepNorms<T>& norms, const BackwardRow<T>& b, std::int64_t row) {
+  const std::int64_t H = b.units;
+  T* dx = b.dgx + row * 4 * H;
+  T* dp = b.dgh + row * 4 * H;
+  T* products = b.products ? b.products + row * 10 * H : nullptr;
+  const T* dh = b.dstate + row * 2 * H;
+  const T* dc = dh + H;
+  T* dh_prev = b.dh_prev + row * H;
+  T* dc_prev = b.dc_prev + row * H;
+  if (!row_takes_step(b.mask, row)) {
+    for (std::int64_t k = 0; k < 4 * H; ++k) dx[k] = dp[k] = T(0);
+    for (std::int64_t j = 0; j < H; ++j) {
+      dh_prev[j] = dh[j];
+      dc_prev[j] = dc[j];
+    }
+    if (products)
+      for (std::int64_t k = 0; k < 10 * H; ++k) products[k] = T(0);
+    return;
+  }
+  const T* a = b.activations + row * 4 * H;
+  const T* c = b.state + row * 2 * H + H;
+  const T* previous_c = b.c_prev + row * H;
+  // t = tanh(n), then dn = dh o (1 - t^2); dc' = dc + the cell norm's backward of dn.
+  T* t = row_scratch<T>(static_cast<std::size_t>(3 * H));
+  T* dn = t + H;
+  T* dcell = dn + H;
+  for (std::int64_t j = 0; j < H; ++j) t[j] = b.cell[row * H + j];
+  tanh_in_place(t, H);
+#pragma omp simd
+  for (std::int64_t j = 0; j < H; ++j) dn[j] = dh[j] * a[3 * H + j] * (T(1) - t[j] * t[j]);
+  if (norms.cell.applied)
+    norms.cell.backward(dcell, dn, c, b.statistics[2 * b.rows + row],
+                        b.statistics[3 * b.rows + row], products ? products + 4 * H : nullptr,
+                        products ? products + 9 * H : nullptr);
+  else
+    for (std::int64_t j = 0; j < H; ++j) dcell[j] = dn[j];
+#pragma omp simd
+  for (std::int64_t j = 0; j < H; ++j) {
+    const T d = dc[j] + dcell[j];
+    const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
+    dx[j] = d * g * i * (T(1) - i);
+    dx[H + j] = d * previous_c[j] * f * (T(1) - f);
+    dx[2 * H + j] = d * i * (T(1) - g * g);
+    dx[3 * H + j] = dh[j] * t[j] * o * (T(1) - o);
+    dc_prev[j] = d * f;
+    dh_prev[j] = T(0);
+  }
+  if (norms.state.applied)
+    norms.state.backward(dp, dx, b.gh + row * 4 * H, b.statistics[row], b.statistics[b.rows + row],
+                         products, products ? products + 5 * H : nullptr);
+  else
+    for (std::int64_t k = 0; k < 4 * H; ++k) dp[k] = dx[k];
+}
+
+}  // namespace
+
+void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
+                                   const TensorRef& activations, const TensorRef& cell,
+                                   const TensorRef& statistics, const TensorRef& gx,
+                                   const TensorRef& gh, const TensorRef& h_prev,
+                                   const TensorRef& c_prev, const TensorRef* mask) {
+  const char* op = "cpu lstm_step_forward";
+  const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
+                                                 gx, gh, h_prev, c_prev, mask);
+  if (rows * H == 0) return;
+  const std::int64_t units = H;
+  dispatch_floating(cell.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const StepNorms<T> step = step_norms<T>(norms, units);
+    const T* mask_values = mask ? mask->ptr<const T>() : nullptr;
+    parallel_for(rows, 30 * units, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row)
+        forward_row(step, row, rows, units, state.ptr<T>(), activations.ptr<T>(), cell.ptr<T>(),
+                    statistics.ptr<T>(), gx.ptr<const T>(), gh.ptr<const T>(),
+                    h_prev.ptr<const T>(), c_prev.ptr<const T>(), mask_values);
+    });
+  });
+}
+
+void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef& dgx,
+                                    const TensorRef& dgh, const TensorRef& dh_prev,
+                                    const TensorRef& dc_prev, const LstmStepNormGrads& affine,
+                                    const TensorRef& dstate, const TensorRef& state,
+                                    const TensorRef& activations, const TensorRef& cell,
+                                    const TensorRef& statistics, const TensorRef& gh,
+                                    const TensorRef& c_prev, const TensorRef* mask) {
+  const char* op = "cpu lstm_step_backward";
+  const auto [rows, H] =
+      check_lstm_step_backward(op, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,
+                               activations, cell, statistics, gh, c_prev, mask);
+  if (H == 0) return;
+  const bool wants_affine =
+      affine.state_gain || affine.state_bias || affine.cell_gain || affine.cell_bias;
+  dispatch_floating(cell.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const StepNorms<T> step = step_norms<T>(norms, H);
+    std::vector<T> products(wants_affine ? static_cast<std::size_t>(rows * 10 * H) : 0);
+    const BackwardRow<T> b{dgx.ptr<T>(),
+                           dgh.ptr<T>(),
+                           dh_prev.ptr<T>(),
+                           dc_prev.ptr<T>(),
+                           wants_affine ? products.data() : nullptr,
+                           dstate.ptr<const T>(),
+                           state.ptr<const T>(),
+                           activations.ptr<const T>(),
+                           cell.ptr<const T>(),
+                           statistics.ptr<const T>(),
+                           gh.ptr<const T>(),
+                           c_prev.ptr<const T>(),
+                           mask ? mask->ptr<const T>() : nullptr,
+                           rows,
+                           H};
+    parallel_for(rows, 40 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) backward_row(step, b, row);
+    });
+    if (!wants_affine) return;
+    // Column sums in row order: state gain/bias over columns [0, 4H), cell's over [4H, 5H).
+    const std::int64_t width = 5 * H;
+    std::vector<double> gain_sums(static_cast<std::size_t>(width), 0.0), bias_sums = gain_sums;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const T* source = products.data() + row * 2 * width;
+      for (std::int64_t column = 0; column < width; ++column) {
+        gain_sums[column] += double(source[column]);
+        bias_sums[column] += double(source[width + column]);
+      }
+    }
+    const auto write = [&](const TensorRef* out, const std::vector<double>& sums,
+                           std::int64_t first, std::int64_t count) {
+      if (out == nullptr) return;
+      for (std::int64_t i = 0; i < count; ++i) out->ptr<T>()[i] = T(sums[first + i]);
+    };
+    write(affine.state_gain, gain_sums, 0, 4 * H);
+    write(affine.state_bias, bias_sums, 0, 4 * H);
+    write(affine.cell_gain, gain_sums, 4 * H, H);
+    write(affine.cell_bias, bias_sums, 4 * H, H);
+  });
+}
+
+}  // namespace normgrad::backend::cpu
