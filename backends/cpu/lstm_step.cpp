@@ -3,12 +3,14 @@
 // the reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
 // activations through vector_exp.h). The norms' formulas and coefficients are those of
 // backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/lstm_step.cu) uses too; here
-// the sums are taken in double lanes and the values in the data's type.
+// the sums are taken as the CPU's norm kernels take them (norm_rows.h: the data's type within
+// blocks of 256 values, the blocks in double) and the values in the data's type.
 //
 // Rows are independent and spread over threads. The gains' and biases' gradients are sums over
 // rows: each row writes its products (dy ŷ and dy) to scratch memory, and the columns are then
 // summed in row order, so no result depends on the thread count.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gate_math.h"
+#include "backends/cpu/norm_rows.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/fused_row_norm.h"
@@ -42,22 +46,13 @@ template <typename T> struct StepNorm {
   void statistic(const T* a, T& head, T& tail, T& inverse_r) const {
     double sum = 0;
     if (form.centred) {
-      const T shift = a[0];
-#pragma omp simd reduction(+ : sum)
-      for (std::int64_t i = 0; i < n; ++i) sum += double(a[i] - shift);
-      const double mean = double(shift) + sum / double(n);
+      const double mean = double(a[0]) + norm_rows::sum_of_deviations(a, n, a[0]) / double(n);
       head = T(mean);
       tail = T(mean - double(head));
-      sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double deviation = double((a[i] - head) - tail);
-        sum += deviation * deviation;
-      }
+      sum = norm_rows::sum_of_squared_deviations(a, n, head, tail);
     } else {
       head = tail = T(0);
-#pragma omp simd reduction(+ : sum)
-      for (std::int64_t i = 0; i < form.k; ++i) sum += double(a[i]) * double(a[i]);
+      sum = norm_rows::sum_of_squares(a, form.k);
     }
     inverse_r = T(form.inverse_r(sum, n));
   }
@@ -76,24 +71,28 @@ template <typename T> struct StepNorm {
   void backward(T* da, const T* dy, const T* a, T head, T inverse_r, T* gain_products,
                 T* bias_products) const {
     const T* gain = gain_or_ones();
+    // Row sums in T lanes over blocks of norm_rows::lane_block values, the blocks in double.
     double sums[3] = {0, 0, 0};
-    double s0 = 0, s1 = 0, s2 = 0;
-    if (form.centred) {
+    for (std::int64_t first = 0; first < n; first += norm_rows::lane_block) {
+      const std::int64_t last = std::min(n, first + norm_rows::lane_block);
+      T s0 = 0, s1 = 0, s2 = 0;
+      if (form.centred) {
 #pragma omp simd reduction(+ : s0, s1, s2)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double dyhat = double(gain[i] * dy[i]);
-        const double deviation = double(a[i] - head);
-        s0 += dyhat;
-        s1 += dyhat * deviation;
-        s2 += deviation;
-      }
-    } else {
+        for (std::int64_t i = first; i < last; ++i) {
+          const T dyhat = gain[i] * dy[i];
+          const T deviation = a[i] - head;
+          s0 += dyhat;
+          s1 += dyhat * deviation;
+          s2 += deviation;
+        }
+      } else {
 #pragma omp simd reduction(+ : s0)
-      for (std::int64_t i = 0; i < n; ++i) s0 += double(gain[i] * dy[i]) * double(a[i]);
+        for (std::int64_t i = first; i < last; ++i) s0 += gain[i] * dy[i] * a[i];
+      }
+      sums[0] += double(s0);
+      sums[1] += double(s1);
+      sums[2] += double(s2);
     }
-    sums[0] = s0;
-    sums[1] = s1;
-    sums[2] = s2;
     const RowCoefficients co = coefficients(form, sums, n, double(head), double(inverse_r));
     const T r = T(co.inverse_r);
     if (form.centred) {
@@ -274,6 +273,24 @@ void backward_row(const StepNorms<T>& norms, const BackwardRow<T>& b, std::int64
     for (std::int64_t k = 0; k < 4 * H; ++k) dp[k] = dx[k];
 }
 
+// Rows [begin, end), the loops compiled for AVX2 and for baseline x86-64 (row_kernel.h).
+template <typename T>
+NORMGRAD_ROW_KERNEL void lstm_forward_rows(const StepNorms<T>& norms, std::int64_t begin,
+                                           std::int64_t end, std::int64_t rows, std::int64_t H,
+                                           T* state, T* activations, T* cell, T* statistics,
+                                           const T* gx, const T* gh, const T* h_prev,
+                                           const T* c_prev, const T* mask) {
+  for (std::int64_t row = begin; row < end; ++row)
+    forward_row(norms, row, rows, H, state, activations, cell, statistics, gx, gh, h_prev, c_prev,
+                mask);
+}
+
+template <typename T>
+NORMGRAD_ROW_KERNEL void lstm_backward_rows(const StepNorms<T>& norms, const BackwardRow<T>& b,
+                                            std::int64_t begin, std::int64_t end) {
+  for (std::int64_t row = begin; row < end; ++row) backward_row(norms, b, row);
+}
+
 }  // namespace
 
 void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
@@ -291,10 +308,9 @@ void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& 
     const StepNorms<T> step = step_norms<T>(norms, units);
     const T* mask_values = mask ? mask->ptr<const T>() : nullptr;
     parallel_for(rows, 30 * units, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t row = begin; row < end; ++row)
-        forward_row(step, row, rows, units, state.ptr<T>(), activations.ptr<T>(), cell.ptr<T>(),
-                    statistics.ptr<T>(), gx.ptr<const T>(), gh.ptr<const T>(),
-                    h_prev.ptr<const T>(), c_prev.ptr<const T>(), mask_values);
+      lstm_forward_rows(step, begin, end, rows, units, state.ptr<T>(), activations.ptr<T>(),
+                        cell.ptr<T>(), statistics.ptr<T>(), gx.ptr<const T>(), gh.ptr<const T>(),
+                        h_prev.ptr<const T>(), c_prev.ptr<const T>(), mask_values);
     });
   });
 }
@@ -316,12 +332,17 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
   dispatch_floating(cell.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const StepNorms<T> step = step_norms<T>(norms, H);
-    std::vector<T> products(wants_affine ? static_cast<std::size_t>(rows * 10 * H) : 0);
+    // Kept per thread between calls: a fresh allocation of this size would be page-faulted in
+    // on every step. Every row writes all the columns that are summed into a wanted gradient.
+    thread_local std::vector<T> kept;
+    if (wants_affine && kept.size() < static_cast<std::size_t>(rows * 10 * H))
+      kept.resize(static_cast<std::size_t>(rows * 10 * H));
+    T* products = wants_affine ? kept.data() : nullptr;
     const BackwardRow<T> b{dgx.ptr<T>(),
                            dgh.ptr<T>(),
                            dh_prev.ptr<T>(),
                            dc_prev.ptr<T>(),
-                           wants_affine ? products.data() : nullptr,
+                           products,
                            dstate.ptr<const T>(),
                            state.ptr<const T>(),
                            activations.ptr<const T>(),
@@ -333,14 +354,14 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
                            rows,
                            H};
     parallel_for(rows, 40 * H, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t row = begin; row < end; ++row) backward_row(step, b, row);
+      lstm_backward_rows(step, b, begin, end);
     });
     if (!wants_affine) return;
     // Column sums in row order: state gain/bias over columns [0, 4H), cell's over [4H, 5H).
     const std::int64_t width = 5 * H;
     std::vector<double> gain_sums(static_cast<std::size_t>(width), 0.0), bias_sums = gain_sums;
     for (std::int64_t row = 0; row < rows; ++row) {
-      const T* source = products.data() + row * 2 * width;
+      const T* source = products + row * 2 * width;
       for (std::int64_t column = 0; column < width; ++column) {
         gain_sums[column] += double(source[column]);
         bias_sums[column] += double(source[width + column]);

@@ -35,15 +35,16 @@ __global__ void affine_column_sums_kernel(const T* products, std::int64_t rows, 
                                           T* second_gain, T* second_bias) {
   const std::int64_t width = first + second;
   NG_KERNEL_LOOP(column, width) {
+    const bool in_first = column < first;
+    const std::int64_t index = in_first ? column : column - first;
+    T* gain = in_first ? first_gain : second_gain;
+    T* bias = in_first ? first_bias : second_bias;
+    if (!gain && !bias) continue;  // a norm left out wrote no products for its columns
     double gain_sum = 0, bias_sum = 0;
     for (std::int64_t row = 0; row < rows; ++row) {
       gain_sum += double(products[row * 2 * width + column]);
       bias_sum += double(products[row * 2 * width + width + column]);
     }
-    const bool in_first = column < first;
-    const std::int64_t index = in_first ? column : column - first;
-    T* gain = in_first ? first_gain : second_gain;
-    T* bias = in_first ? first_bias : second_bias;
     if (gain) gain[index] = T(gain_sum);
     if (bias) bias[index] = T(bias_sum);
   }
