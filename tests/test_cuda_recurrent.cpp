@@ -56,6 +56,15 @@ Tensor every_third_row_kept(std::int64_t rows, DType dtype) {
   return from_vector(takes, {rows}).to(dtype);
 }
 
+// The gradients of a fused step's norm gains and biases over `rows` rows: the norms' own
+// tolerance (sums over a row enter every value), or that of a sum of O(1) products over the
+// rows where that is larger.
+Tolerance affine_tolerance(DType dtype, std::int64_t rows) {
+  const Tolerance gradients = testing::norm_gradients(dtype);
+  return {gradients.rtol,
+          std::max(gradients.atol, testing::summed(dtype, static_cast<double>(rows), 4.0).atol)};
+}
+
 // A layer's tolerance after `steps` steps: each step's rounding enters the next.
 Tolerance layer_tolerance(DType dtype, double steps) {
   const Tolerance per_step = testing::norm_gradients(dtype);
@@ -114,12 +123,8 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
                            normal({rows, 3 * hidden}, 2, dtype, 3.0),
                            normal({rows, hidden}, 3, dtype)};
           for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
-          // Sums over 2H values enter every output: the norms' tolerances. The gains' and
-          // biases' gradients sum a product of O(1) terms over the rows as well.
           const Tolerance gradients = testing::norm_gradients(dtype);
-          const Tolerance affine{
-              gradients.rtol,
-              std::max(gradients.atol, testing::summed(dtype, double(rows), 4.0).atol)};
+          const Tolerance affine = affine_tolerance(dtype, rows);
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
@@ -152,9 +157,7 @@ TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below a
                            normal({rows, hidden}, 3, dtype), normal({rows, hidden}, 4, dtype)};
           for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
           const Tolerance gradients = testing::norm_gradients(dtype);
-          const Tolerance affine{
-              gradients.rtol,
-              std::max(gradients.atol, testing::summed(dtype, double(rows), 4.0).atol)};
+          const Tolerance affine = affine_tolerance(dtype, rows);
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
