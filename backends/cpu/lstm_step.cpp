@@ -29,12 +29,8 @@ namespace normgrad::backend::cpu {
 
 namespace {
 
-template <typename T> bool row_takes_step(const T* mask, std::int64_t row) {
-  return mask == nullptr || mask[row] != T(0);
-}
-
 // One of the step's norms over rows of n values: its kernel form (fused_row_norm.h), and the
-// row loops below, which the compiler vectorises (sums in double lanes).
+// row loops below, which the compiler vectorises.
 template <typename T> struct StepNorm {
   bool applied = false;
   FusedRowNorm<T> form;
@@ -190,7 +186,7 @@ void forward_row(const StepNorms<T>& norms, std::int64_t row, std::int64_t rows,
   tanh_in_place(h, H);
 #pragma omp simd
   for (std::int64_t j = 0; j < H; ++j) h[j] *= a[3 * H + j];
-  if (!row_takes_step(mask, row))
+  if (!takes_step(mask, row))
     for (std::int64_t j = 0; j < H; ++j) {
       h[j] = h_prev[row * H + j];
       c[j] = previous_c[j];
@@ -228,7 +224,7 @@ void backward_row(const StepNorms<T>& norms, const BackwardRow<T>& b, std::int64
   const T* dc = dh + H;
   T* dh_prev = b.dh_prev + row * H;
   T* dc_prev = b.dc_prev + row * H;
-  if (!row_takes_step(b.mask, row)) {
+  if (!takes_step(b.mask, row)) {
     for (std::int64_t k = 0; k < 4 * H; ++k) dx[k] = dp[k] = T(0);
     for (std::int64_t j = 0; j < H; ++j) {
       dh_prev[j] = dh[j];

@@ -18,14 +18,6 @@
 
 namespace normgrad::backend::cpu {
 
-namespace {
-
-template <typename T> bool takes_step(const TensorRef* mask, std::int64_t row) {
-  return !mask || mask->ptr<const T>()[row] != T(0);
-}
-
-}  // namespace
-
 void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
                                   const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                                   const TensorRef* mask) {
@@ -47,7 +39,7 @@ void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activatio
 #pragma omp simd
         for (std::int64_t j = 0; j < H; ++j) a[2 * H + j] = x[2 * H + j] + a[j] * s[2 * H + j];
         tanh_in_place(a + 2 * H, H);
-        if (!takes_step<T>(mask, row)) {
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
           for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
           continue;
         }
@@ -80,7 +72,7 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
         T* dx = dgx.ptr<T>() + row * 3 * H;
         T* ds = dgh.ptr<T>() + row * 3 * H;
         T* dprevious = dh_prev.ptr<T>() + row * H;
-        if (!takes_step<T>(mask, row)) {
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
           for (std::int64_t j = 0; j < 3 * H; ++j) dx[j] = ds[j] = T(0);
           for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
           continue;
@@ -119,7 +111,7 @@ void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activati
         for (std::int64_t j = 0; j < 3 * H; ++j) a[j] = pre[j];
         sigmoid_in_place(a, 2 * H);
         tanh_in_place(a + 2 * H, H);
-        if (!takes_step<T>(mask, row)) {
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
           for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
           continue;
         }
@@ -147,7 +139,7 @@ void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc
         T* dpre = dgates.ptr<T>() + row * 4 * H;
         T* dprevious = dc_prev.ptr<T>() + row * H;
         for (std::int64_t j = 3 * H; j < 4 * H; ++j) dpre[j] = T(0);
-        if (!takes_step<T>(mask, row)) {
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
           for (std::int64_t j = 0; j < 3 * H; ++j) dpre[j] = T(0);
           for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
           continue;
