@@ -37,6 +37,7 @@
 #include "nn/checkpoint.h"
 #include "nn/linear.h"
 #include "nn/losses.h"
+#include "nn/mixed_precision.h"
 #include "nn/multi_head_attention.h"
 #include "nn/ranking_losses.h"
 #include "nn/sequential.h"

@@ -4,9 +4,13 @@
 //   dispatch_any(dtype, "cpu fill", [&](auto tag) { using T = typename decltype(tag)::type; ... });
 //
 // dispatch_floating throws normgrad::Error for int64, so float-only kernels (exp, softmax, ...)
-// fail with a message instead of being instantiated for integers.
+// fail with a message instead of being instantiated for integers. Neither instantiates a kernel
+// for bfloat16, a storage type: the ops that take it convert it to float32 around their float32
+// kernels (bfloat16_widening.h), and the rest refuse it here. dispatch_storage adds bfloat16 for
+// the kernels that only move or convert values (copy, fill).
 
 #include <cstdint>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -14,6 +18,13 @@
 namespace normgrad::backend {
 
 template <typename T> struct TypeTag { using type = T; };
+
+[[noreturn]] inline void throw_bfloat16_unsupported(const char* op) {
+  throw Error(detail::concat(op,
+                             ": dtype bfloat16 is not supported here; bfloat16 serves the "
+                             "matrix products, the norms, softmax, cross-entropy and the "
+                             "elementwise ops: convert with .to(DType::Float32) first"));
+}
 
 template <typename Function>
 decltype(auto) dispatch_any(DType dtype, const char* op, Function&& function) {
@@ -24,8 +35,16 @@ decltype(auto) dispatch_any(DType dtype, const char* op, Function&& function) {
       return function(TypeTag<double>{});
     case DType::Int64:
       return function(TypeTag<std::int64_t>{});
+    case DType::BFloat16:
+      throw_bfloat16_unsupported(op);
   }
   throw Error(detail::concat(op, ": unknown dtype ", static_cast<int>(dtype)));
+}
+
+template <typename Function>
+decltype(auto) dispatch_storage(DType dtype, const char* op, Function&& function) {
+  if (dtype == DType::BFloat16) return function(TypeTag<bfloat16>{});
+  return dispatch_any(dtype, op, std::forward<Function>(function));
 }
 
 template <typename Function>
@@ -37,6 +56,8 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& functio
       return function(TypeTag<double>{});
     case DType::Int64:
       break;
+    case DType::BFloat16:
+      throw_bfloat16_unsupported(op);
   }
   throw Error(
       detail::concat(op, ": dtype ", dtype, " is not supported (expects float32 or float64)"));

@@ -87,6 +87,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
 template Tensor from_vector<float>(const std::vector<float>&, const Shape&);
 template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
 template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&);
+template Tensor from_vector<bfloat16>(const std::vector<bfloat16>&, const Shape&);
 
 namespace {
 Tensor from_doubles(const std::vector<double>& values, const Shape& shape,

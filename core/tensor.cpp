@@ -97,6 +97,7 @@ T* Tensor::data_ptr() const {
 template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template std::int64_t* Tensor::data_ptr<std::int64_t>() const;
+template bfloat16* Tensor::data_ptr<bfloat16>() const;
 
 double Tensor::item() const {
   check_defined(impl_.get(), "item");
@@ -123,6 +124,7 @@ std::vector<T> Tensor::to_vector() const {
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template std::vector<bfloat16> Tensor::to_vector<bfloat16>() const;
 
 namespace detail {
 

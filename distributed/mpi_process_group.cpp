@@ -43,6 +43,8 @@ MPI_Datatype mpi_type(DType dtype) {
       return MPI_DOUBLE;
     case DType::Int64:
       return MPI_INT64_T;
+    case DType::BFloat16:  // moved as bits by broadcast and all-gather; all_reduce refuses it
+      return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
@@ -94,6 +96,8 @@ char* bytes_of(const Tensor& tensor) {
       return reinterpret_cast<char*>(tensor.data_ptr<double>());
     case DType::Int64:
       return reinterpret_cast<char*>(tensor.data_ptr<std::int64_t>());
+    case DType::BFloat16:
+      return reinterpret_cast<char*>(tensor.data_ptr<bfloat16>());
   }
   return nullptr;
 }
@@ -318,6 +322,9 @@ Work ProcessGroup::all_reduce_async(const Tensor& tensor, ReduceOp op) const {
            "needs a contiguous tensor");
   NG_CHECK(op == ReduceOp::Sum || is_floating(tensor.dtype()), "distributed: all_reduce",
            "the mean of int64 tensors is not an int64; sum them instead");
+  NG_CHECK(tensor.dtype() != DType::BFloat16 || !tensor.device().is_cpu(),
+           "distributed: all_reduce",
+           "MPI has no bfloat16 sum; reduce a float32 copy (.to(DType::Float32)) instead");
   if (!tensor.device().is_cpu())
     return WorkMaker::make(*this, "ncclAllReduce",
                            nccl::all_reduce(*this, tensor, op == ReduceOp::Mean));

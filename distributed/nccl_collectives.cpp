@@ -44,6 +44,8 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclFloat64;
     case DType::Int64:
       return ncclInt64;
+    case DType::BFloat16:
+      return ncclBfloat16;
   }
   return ncclFloat32;
 }

@@ -22,8 +22,14 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 }
 
 double lowest_of(DType dtype) {
-  return dtype == DType::Float32 ? static_cast<double>(std::numeric_limits<float>::lowest())
-                                 : std::numeric_limits<double>::lowest();
+  switch (dtype) {
+    case DType::Float32:
+      return static_cast<double>(std::numeric_limits<float>::lowest());
+    case DType::BFloat16:  // -0x1.fep127: float's lowest would round to -inf
+      return -static_cast<double>(static_cast<float>(bfloat16::from_bits(0x7f7f)));
+    default:
+      return std::numeric_limits<double>::lowest();
+  }
 }
 
 }  // namespace

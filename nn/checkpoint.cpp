@@ -35,6 +35,8 @@ void* raw_data(const Tensor& t) {
       return t.data_ptr<double>();
     case DType::Int64:
       return t.data_ptr<std::int64_t>();
+    case DType::BFloat16:
+      return t.data_ptr<bfloat16>();
   }
   return nullptr;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Checkpoints in the safetensors format: an 8-byte little-endian header length, a JSON header
-// naming each tensor's dtype ("F32", "F64", "I64"), shape and byte range, then the raw
+// naming each tensor's dtype ("F32", "F64", "I64", "BF16"), shape and byte range, then the raw
 // little-endian data. Python's safetensors and PyTorch (safetensors.torch.load_file) open the
-// files normgrad writes, and normgrad opens theirs when the dtypes are among those three.
+// files normgrad writes, and normgrad opens theirs when the dtypes are among those four.
 //
 //   nn::save(model, "model.safetensors");    // parameters and buffers by their dotted names
 //   nn::load(model, "model.safetensors");    // every name present, with its shape and dtype

@@ -2,10 +2,13 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "nn/mixed_precision.h"
 
 namespace normgrad::nn::functional {
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& input, const Tensor& weight_in, const Tensor& bias_in) {
+  const Tensor weight = in_input_dtype(weight_in, input);
+  const Tensor bias = in_input_dtype(bias_in, input);
   NG_CHECK(input.defined() && weight.defined(), "linear", "input and weight must be defined");
   NG_CHECK(weight.dim() == 2, "linear", "weight must be 2-d [out_features, in_features], got ",
            weight.shape());

@@ -43,6 +43,10 @@ Tensor reduce(const Tensor& per_row, const Tensor& targets, const CrossEntropyOp
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
+  // bfloat16 logits are scored in float32: a log-normaliser rounded to 8 bits would move every
+  // probability of the gradient by up to 2^-9 of the logits' size.
+  if (logits.defined() && logits.dtype() == DType::BFloat16)
+    return cross_entropy(logits.to(DType::Float32), targets, options);
   const std::int64_t classes = check(logits, targets, options, "cross_entropy");
   const std::int64_t rows = targets.numel();
   const Tensor x = logits.contiguous().detach().view({rows, classes});

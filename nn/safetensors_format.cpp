@@ -26,6 +26,8 @@ bool dtype_from_name(const std::string& name, DType& dtype) {
     dtype = DType::Float64;
   else if (name == "I64")
     dtype = DType::Int64;
+  else if (name == "BF16")
+    dtype = DType::BFloat16;
   else
     return false;
   return true;
@@ -107,6 +109,8 @@ const char* dtype_name(DType dtype) {
       return "F64";
     case DType::Int64:
       return "I64";
+    case DType::BFloat16:
+      return "BF16";
   }
   return "?";
 }

@@ -201,6 +201,8 @@ inline std::string bits_mismatch(const normgrad::Tensor& a, const normgrad::Tens
       return first_difference(a.to_vector<double>(), b.to_vector<double>());
     case DType::Int64:
       return first_difference(a.to_vector<std::int64_t>(), b.to_vector<std::int64_t>());
+    case DType::BFloat16:
+      return first_difference(a.to_vector<float>(), b.to_vector<float>());
   }
   return what + ": unknown dtype";
 }

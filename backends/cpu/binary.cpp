@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
@@ -109,6 +110,7 @@ void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, cons
 
 void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                         double alpha) {
+  if (any_bfloat16({&out, &a, &b})) return widened::binary(*this, op, out, a, b, alpha);
   NG_CHECK(a.dtype == b.dtype, "cpu binary", binary_name(op), ": a is ", a.dtype, " but b is ",
            b.dtype);
   if (is_comparison(op)) {
@@ -139,6 +141,7 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
 // out = cond != 0 ? a : b. cond may have any dtype; a, b and out share one.
 void CpuBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
                        const TensorRef& b) {
+  if (any_bfloat16({&out, &cond, &a, &b})) return widened::where(*this, out, cond, a, b);
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu where",
            "out, a and b must share a dtype, got ", out.dtype, ", ", a.dtype, " and ", b.dtype);
   dispatch_any(out.dtype, "cpu where", [&](auto value_tag) {

@@ -14,7 +14,7 @@
 namespace normgrad::backend::cpu {
 
 void CpuBackend::fill(const TensorRef& out, double value) {
-  dispatch_any(out.dtype, "cpu fill", [&](auto tag) {
+  dispatch_storage(out.dtype, "cpu fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T typed_value = static_cast<T>(value);
     for_each_element<1>({&out}, "cpu fill",
@@ -34,7 +34,7 @@ void CpuBackend::fill(const TensorRef& out, double value) {
 // out[i] = start + i * step in row-major order, computed in double and converted once, so
 // float32 and int64 outputs have no accumulated rounding.
 void CpuBackend::arange(const TensorRef& out, double start, double step) {
-  dispatch_any(out.dtype, "cpu arange", [&](auto tag) {
+  dispatch_storage(out.dtype, "cpu arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_element<1>(
         {&out}, "cpu arange",
@@ -121,8 +121,8 @@ template <typename Dst, typename Src> void copy_typed(const TensorRef& dst, cons
 }  // namespace
 
 void CpuBackend::copy(const TensorRef& dst, const TensorRef& src) {
-  dispatch_any(dst.dtype, "cpu copy", [&](auto dst_tag) {
-    dispatch_any(src.dtype, "cpu copy", [&](auto src_tag) {
+  dispatch_storage(dst.dtype, "cpu copy", [&](auto dst_tag) {
+    dispatch_storage(src.dtype, "cpu copy", [&](auto src_tag) {
       copy_typed<typename decltype(dst_tag)::type, typename decltype(src_tag)::type>(dst, src);
     });
   });

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/sgemm_avx2.h"
@@ -296,6 +297,7 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 
 void CpuBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
                         bool accumulate) {
+  if (any_bfloat16({&out, &a, &b})) return widened::matmul(*this, out, a, b, accumulate);
   NG_CHECK(out.rank() >= 2, "cpu matmul", "needs rank >= 2, got out of shape ", out.shape);
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu matmul", "dtypes differ: out ",
            out.dtype, ", a ", a.dtype, ", b ", b.dtype);

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
@@ -354,6 +355,8 @@ void CpuBackend::norm_backward(const NormParams& params, const TensorRef& dx,
                                const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
                                const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
                                const TensorRef* gain) {
+  if (any_bfloat16({&dx, &dy, &x}))
+    return widened::norm_backward(*this, params, dx, dgain, dbias, dy, x, mean, rstd, gain);
   const char* op = "cpu norm_backward";
   NG_CHECK(
       dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype,

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
@@ -103,6 +104,8 @@ void norm_forward_typed(const NormProblem<T>& problem, T* y, std::int64_t y_stri
 void CpuBackend::norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
                               const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
                               const TensorRef* bias) {
+  if (any_bfloat16({&y, &x}))
+    return widened::norm_forward(*this, params, y, mean, rstd, x, gain, bias);
   const char* op = "cpu norm_forward";
   NG_CHECK(y.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype, op,
            "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",

@@ -12,10 +12,11 @@
 
 #include <cmath>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/philox_avx2.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "backends/philox.h"
 
 namespace normgrad::backend::cpu {
@@ -106,6 +107,7 @@ void random_integer(const TensorRef& out, std::uint64_t seed, std::uint64_t offs
 
 void CpuBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                         std::uint64_t offset, double alpha, double beta) {
+  if (any_bfloat16({&out})) return widened::random(*this, out, kind, seed, offset, alpha, beta);
   dispatch_any(out.dtype, "cpu random", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (kind == RandomKind::Integer) {

@@ -17,10 +17,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {
 
@@ -203,6 +204,7 @@ void arg_reduce(const ReducePlan& plan, const TensorRef& out, const TensorRef& i
 
 void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
                         std::uint64_t reduced, double scale) {
+  if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);
   const int rank = static_cast<int>(in.rank());
   std::uint64_t reduced_mask = 0;
   for (int d = 0; d < rank; ++d)

@@ -20,12 +20,13 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
+#include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {
 
@@ -297,6 +298,7 @@ void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const Tens
 }  // namespace
 
 void CpuBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
+  if (any_bfloat16({&out, &in})) return widened::softmax(*this, out, in, dim, log);
   NG_CHECK(out.dtype == in.dtype, "cpu softmax", "out is ", out.dtype, " but in is ", in.dtype);
   dispatch_floating(in.dtype, "cpu softmax", [&](auto tag) {
     softmax_forward<typename decltype(tag)::type>(out, in, dim, log);
@@ -305,6 +307,7 @@ void CpuBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, boo
 
 void CpuBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
                                   int dim, bool log) {
+  if (any_bfloat16({&dx, &dy, &y})) return widened::softmax_backward(*this, dx, dy, y, dim, log);
   NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cpu softmax_backward",
            "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
   dispatch_floating(dx.dtype, "cpu softmax_backward", [&](auto tag) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
@@ -130,6 +131,7 @@ void unary_floating(UnaryOp op, const TensorRef& out, const TensorRef& in, T alp
 
 void CpuBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
                        double beta) {
+  if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
   NG_CHECK(out.dtype == in.dtype, "cpu unary", unary_name(op), ": out is ", out.dtype,
            " but in is ", in.dtype);
   dispatch_any(out.dtype, "cpu unary", [&](auto tag) {

@@ -1,6 +1,7 @@
 // CudaBackend's methods: each makes its device current and calls the launcher of the same name
 // in the op family's file (see cuda_backend.h).
 
+#include "backends/bfloat16_widening.h"
 #include "backends/conv_by_columns.h"
 #include "backends/cuda/adam.h"
 #include "backends/cuda/batch_norm.h"
@@ -39,30 +40,35 @@ void CudaBackend::copy(const TensorRef& dst, const TensorRef& src) {
 
 void CudaBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
                         double beta) {
+  if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
   DeviceGuard guard(context_.device);
   cuda::unary(context_, op, out, in, alpha, beta);
 }
 
 void CudaBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                          double alpha) {
+  if (any_bfloat16({&out, &a, &b})) return widened::binary(*this, op, out, a, b, alpha);
   DeviceGuard guard(context_.device);
   cuda::binary(context_, op, out, a, b, alpha);
 }
 
 void CudaBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
                         const TensorRef& b) {
+  if (any_bfloat16({&out, &cond, &a, &b})) return widened::where(*this, out, cond, a, b);
   DeviceGuard guard(context_.device);
   cuda::where(context_, out, cond, a, b);
 }
 
 void CudaBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                          std::uint64_t offset, double alpha, double beta) {
+  if (any_bfloat16({&out})) return widened::random(*this, out, kind, seed, offset, alpha, beta);
   DeviceGuard guard(context_.device);
   cuda::random(context_, out, kind, seed, offset, alpha, beta);
 }
 
 void CudaBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
                          std::uint64_t reduced, double scale) {
+  if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);
   DeviceGuard guard(context_.device);
   cuda::reduce(context_, op, out, in, reduced, scale);
 }
@@ -74,12 +80,14 @@ void CudaBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorR
 }
 
 void CudaBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
+  if (any_bfloat16({&out, &in})) return widened::softmax(*this, out, in, dim, log);
   DeviceGuard guard(context_.device);
   cuda::softmax(context_, out, in, dim, log);
 }
 
 void CudaBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
                                    int dim, bool log) {
+  if (any_bfloat16({&dx, &dy, &y})) return widened::softmax_backward(*this, dx, dy, y, dim, log);
   DeviceGuard guard(context_.device);
   cuda::softmax_backward(context_, dx, dy, y, dim, log);
 }
@@ -87,6 +95,8 @@ void CudaBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, con
 void CudaBackend::norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
                                const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
                                const TensorRef* bias) {
+  if (any_bfloat16({&y, &x}))
+    return widened::norm_forward(*this, params, y, mean, rstd, x, gain, bias);
   DeviceGuard guard(context_.device);
   cuda::norm_forward(context_, params, y, mean, rstd, x, gain, bias);
 }
@@ -95,6 +105,8 @@ void CudaBackend::norm_backward(const NormParams& params, const TensorRef& dx,
                                 const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
                                 const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
                                 const TensorRef* gain) {
+  if (any_bfloat16({&dx, &dy, &x}))
+    return widened::norm_backward(*this, params, dx, dgain, dbias, dy, x, mean, rstd, gain);
   DeviceGuard guard(context_.device);
   cuda::norm_backward(context_, params, dx, dgain, dbias, dy, x, mean, rstd, gain);
 }

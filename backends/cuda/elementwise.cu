@@ -684,7 +684,7 @@ void binary_floating(const Context& context, BinaryOp op, const TensorRef& out, 
 }  // namespace
 
 void fill(const Context& context, const TensorRef& out, double value) {
-  dispatch_any(out.dtype, "cuda fill", [&](auto tag) {
+  dispatch_storage(out.dtype, "cuda fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T typed_value = static_cast<T>(value);
     // +0 (and the integer 0) is all zero bytes.
@@ -703,7 +703,7 @@ void arange(const Context& context, const TensorRef& out, double start, double s
   const TensorRef* const operands[1] = {&out};
   Indexer indexers[1];
   make_indexers(operands, indexers, "cuda arange");
-  dispatch_any(out.dtype, "cuda arange", [&](auto tag) {
+  dispatch_storage(out.dtype, "cuda arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     arange_kernel<<<grid_for(n, context), threads_per_block, 0, context.stream>>>(
         out.ptr<T>(), indexers[0], n, start, step);
@@ -712,8 +712,8 @@ void arange(const Context& context, const TensorRef& out, double start, double s
 }
 
 void copy(const Context& context, const TensorRef& dst, const TensorRef& src) {
-  dispatch_any(dst.dtype, "cuda copy", [&](auto dst_tag) {
-    dispatch_any(src.dtype, "cuda copy", [&](auto src_tag) {
+  dispatch_storage(dst.dtype, "cuda copy", [&](auto dst_tag) {
+    dispatch_storage(src.dtype, "cuda copy", [&](auto src_tag) {
       copy_typed<typename decltype(dst_tag)::type, typename decltype(src_tag)::type>(context, dst,
                                                                                      src);
     });

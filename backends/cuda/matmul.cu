@@ -23,7 +23,9 @@
 //
 // Precision. float32 products use CUBLAS_COMPUTE_32F (full FP32) unless tf32_allowed(), which
 // selects CUBLAS_COMPUTE_32F_FAST_TF32; the handle's math mode is set to match for each call.
-// float64 uses CUBLAS_COMPUTE_64F.
+// float64 uses CUBLAS_COMPUTE_64F. bfloat16 operands (CUDA_R_16BF) are multiplied with
+// CUBLAS_COMPUTE_32F: products and sums in float32 on the tensor cores, the result rounded to
+// bfloat16 once.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -154,11 +156,15 @@ void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, Ten
   const bool tf32 = std::is_same_v<T, float> && tf32_allowed();
   NG_CUBLAS_CHECK(
       cublasSetMathMode(context.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  const cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
+  const cudaDataType_t type = std::is_same_v<T, float>    ? CUDA_R_32F
+                              : std::is_same_v<T, double> ? CUDA_R_64F
+                                                          : CUDA_R_16BF;
   const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F
                                       : tf32                    ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                 : CUBLAS_COMPUTE_32F;
-  const T alpha = T(1), beta = accumulate ? T(1) : T(0);
+  // alpha and beta have the compute type's precision.
+  using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const Scale alpha = 1, beta = accumulate ? 1 : 0;
   for (std::int64_t index = 0; index < outer_count; ++index) {
     T* c = out.ptr<T>() + outer[0].offset(index);
     const T* a_base = a.ptr<const T>() + outer[1].offset(index);
@@ -199,10 +205,14 @@ void matmul(const Context& context, const TensorRef& out, const TensorRef& a, co
           cudaMemsetAsync(out.data, 0, out.numel() * element_size(out.dtype), context.stream));
     return;
   }
-  if (out.dtype == DType::Float32)
-    matmul_typed<float>(context, out, a, b, accumulate);
-  else
-    matmul_typed<double>(context, out, a, b, accumulate);
+  switch (out.dtype) {
+    case DType::Float32:
+      return matmul_typed<float>(context, out, a, b, accumulate);
+    case DType::BFloat16:
+      return matmul_typed<bfloat16>(context, out, a, b, accumulate);
+    default:
+      return matmul_typed<double>(context, out, a, b, accumulate);
+  }
 }
 
 }  // namespace normgrad::backend::cuda

@@ -8,6 +8,7 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
+#include "nn/mixed_precision.h"
 #include "nn/norms/row_norm_params.h"
 
 namespace normgrad::nn {
@@ -46,8 +47,10 @@ Tensor as_rows(const Tensor& t, std::int64_t rows, std::int64_t n) {
 
 // k: the leading values that give an RMS statistic (0: all of them).
 Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic statistic,
-                  std::int64_t k, const Tensor& gain_in, const Tensor& bias_in,
+                  std::int64_t k, const Tensor& gain_parameter, const Tensor& bias_parameter,
                   const NormOptions& options, const char* name, const char* node_name) {
+  const Tensor gain_in = in_input_dtype(gain_parameter, x);
+  const Tensor bias_in = in_input_dtype(bias_parameter, x);
   backend::NormParams params;
   autograd::primitive::check_floating(x, name);
   Shape affine_shape;
@@ -77,8 +80,10 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic st
   const std::int64_t rows = x.numel() / n;
   const Tensor input = as_rows(x.detach(), rows, n);
   Tensor y = ::normgrad::detail::make_tensor(x.shape(), x.dtype(), x.device());
-  Tensor mean = ::normgrad::detail::make_tensor({rows}, x.dtype(), x.device());
-  Tensor rstd = ::normgrad::detail::make_tensor({rows}, x.dtype(), x.device());
+  // The statistics of bfloat16 rows stay float32, so backward divides by the forward's r.
+  const DType statistics_dtype = x.dtype() == DType::BFloat16 ? DType::Float32 : x.dtype();
+  Tensor mean = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
+  Tensor rstd = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
   backend::TensorRef gain_ref, bias_ref;
   if (rows > 0)
     ::normgrad::detail::backend_of(x).norm_forward(

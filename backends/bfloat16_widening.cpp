@@ -1,0 +1,165 @@
+// Float32 working copies for bfloat16 operands (bfloat16_widening.h).
+
+#include "backends/bfloat16_widening.h"
+
+#include <cstdint>
+
+namespace normgrad::backend {
+
+namespace {
+
+// The operand with its broadcast dims cut to size 1: the values a copy must hold.
+TensorRef distinct_values(const TensorRef& operand) {
+  TensorRef view = operand;
+  for (std::size_t d = 0; d < view.shape.size(); ++d)
+    if (view.strides[d] == 0) view.shape[d] = 1;
+  return view;
+}
+
+}  // namespace
+
+bool any_bfloat16(std::initializer_list<const TensorRef*> operands) {
+  for (const TensorRef* operand : operands)
+    if (operand != nullptr && operand->dtype == DType::BFloat16) return true;
+  return false;
+}
+
+Float32Copies::~Float32Copies() {
+  for (Copy& copy : copies_)
+    if (copy.bytes > 0) backend_.deallocate(copy.working.data, copy.bytes);
+}
+
+const TensorRef& Float32Copies::add(const TensorRef& operand, bool read, bool written) {
+  if (operand.dtype != DType::BFloat16) {
+    copies_.push_back(Copy{operand, operand, 0, false});
+    return copies_.back().working;
+  }
+  Copy copy;
+  copy.original = operand;
+  copy.written = written;
+  const TensorRef compact = distinct_values(operand);
+  copy.working.dtype = DType::Float32;
+  copy.working.shape = operand.shape;
+  copy.working.strides.assign(operand.shape.size(), 0);
+  std::int64_t stride = 1;
+  for (std::size_t d = operand.shape.size(); d-- > 0;) {
+    if (operand.strides[d] == 0 && operand.shape[d] != 1) continue;  // broadcast: stays 0
+    copy.working.strides[d] = stride;
+    stride *= compact.shape[d];
+  }
+  copy.bytes = static_cast<std::size_t>(compact.numel()) * sizeof(float);
+  if (copy.bytes > 0) copy.working.data = backend_.allocate(copy.bytes);
+  copies_.push_back(copy);
+  Copy& kept = copies_.back();
+  if (read && kept.bytes > 0) {
+    backend_.copy(distinct_values(kept.working), compact);
+  }
+  return kept.working;
+}
+
+const TensorRef& Float32Copies::input(const TensorRef& operand) {
+  return add(operand, true, false);
+}
+const TensorRef& Float32Copies::output(const TensorRef& operand) {
+  return add(operand, false, true);
+}
+const TensorRef& Float32Copies::update(const TensorRef& operand) {
+  return add(operand, true, true);
+}
+const TensorRef* Float32Copies::input(const TensorRef* operand) {
+  return operand == nullptr ? nullptr : &input(*operand);
+}
+const TensorRef* Float32Copies::output(const TensorRef* operand) {
+  return operand == nullptr ? nullptr : &output(*operand);
+}
+
+void Float32Copies::finish() {
+  for (const Copy& copy : copies_) {
+    if (!copy.written || copy.bytes == 0) continue;
+    TensorRef source = copy.working;
+    source.shape = distinct_values(copy.original).shape;
+    backend_.copy(distinct_values(copy.original), source);
+  }
+}
+
+namespace widened {
+
+void random(Backend& backend, const TensorRef& out, RandomKind kind, std::uint64_t seed,
+            std::uint64_t offset, double alpha, double beta) {
+  Float32Copies copies(backend);
+  backend.random(copies.output(out), kind, seed, offset, alpha, beta);
+  copies.finish();
+}
+
+void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+           double beta) {
+  Float32Copies copies(backend);
+  backend.unary(op, copies.output(out), copies.input(in), alpha, beta);
+  copies.finish();
+}
+
+void binary(Backend& backend, BinaryOp op, const TensorRef& out, const TensorRef& a,
+            const TensorRef& b, double alpha) {
+  Float32Copies copies(backend);
+  backend.binary(op, copies.output(out), copies.input(a), copies.input(b), alpha);
+  copies.finish();
+}
+
+void where(Backend& backend, const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+           const TensorRef& b) {
+  Float32Copies copies(backend);
+  backend.where(copies.output(out), copies.input(cond), copies.input(a), copies.input(b));
+  copies.finish();
+}
+
+void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
+            std::uint64_t reduced, double scale) {
+  Float32Copies copies(backend);
+  backend.reduce(op, copies.output(out), copies.input(in), reduced, scale);
+  copies.finish();
+}
+
+void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+            bool accumulate) {
+  Float32Copies copies(backend);
+  const TensorRef& out_copy = accumulate ? copies.update(out) : copies.output(out);
+  backend.matmul(out_copy, copies.input(a), copies.input(b), accumulate);
+  copies.finish();
+}
+
+void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log) {
+  Float32Copies copies(backend);
+  backend.softmax(copies.output(out), copies.input(in), dim, log);
+  copies.finish();
+}
+
+void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                      const TensorRef& y, int dim, bool log) {
+  Float32Copies copies(backend);
+  backend.softmax_backward(copies.output(dx), copies.input(dy), copies.input(y), dim, log);
+  copies.finish();
+}
+
+void norm_forward(Backend& backend, const NormParams& params, const TensorRef& y,
+                  const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
+                  const TensorRef* gain, const TensorRef* bias) {
+  Float32Copies copies(backend);
+  backend.norm_forward(params, copies.output(y), copies.output(mean), copies.output(rstd),
+                       copies.input(x), copies.input(gain), copies.input(bias));
+  copies.finish();
+}
+
+void norm_backward(Backend& backend, const NormParams& params, const TensorRef& dx,
+                   const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
+                   const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
+                   const TensorRef* gain) {
+  Float32Copies copies(backend);
+  backend.norm_backward(params, copies.output(dx), copies.output(dgain), copies.output(dbias),
+                        copies.input(dy), copies.input(x), copies.input(mean), copies.input(rstd),
+                        copies.input(gain));
+  copies.finish();
+}
+
+}  // namespace widened
+
+}  // namespace normgrad::backend

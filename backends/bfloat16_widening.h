@@ -1,0 +1,92 @@
+#pragma once
+// bfloat16 through float32 kernels. A kernel that takes bfloat16 operands without a bfloat16
+// kernel of its own gives each of them a float32 working copy: inputs are converted up before
+// the kernel runs, outputs rounded back (to nearest, ties to even) after it. float32, float64 and
+// int64 operands pass through untouched. The result is exactly the float32 kernel's on the
+// rounded inputs, rounded once: what a native kernel that loads bfloat16, computes in float32 and
+// stores bfloat16 gives, at the price of the copies' memory traffic.
+//
+//   Float32Copies copies(backend);
+//   backend.binary(op, copies.output(out), copies.input(a), copies.input(b), alpha);  // float32
+//   copies.finish();                                                  // rounds `out` back
+//
+// The `widened` functions below do this for each op that takes bfloat16 without a kernel of its
+// own; a backend's method hands over to them when an operand is bfloat16:
+//
+//   if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
+//
+// A copy keeps its operand's shape. Broadcast dims (stride 0) stay broadcast in the copy, which
+// holds each distinct value once; every other dim is laid out contiguously. So the float32
+// kernel sees the same broadcasting as the original, in contiguous rows.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+
+#include "backends/backend.h"
+
+namespace normgrad::backend {
+
+// Whether any of the given operands (null ones skipped) holds bfloat16.
+bool any_bfloat16(std::initializer_list<const TensorRef*> operands);
+
+class Float32Copies {
+ public:
+  explicit Float32Copies(Backend& backend) : backend_(backend) {}
+  Float32Copies(const Float32Copies&) = delete;
+  Float32Copies& operator=(const Float32Copies&) = delete;
+  ~Float32Copies();  // frees the copies; finish() must have run for outputs to be written
+
+  // The operand as the float32 kernel should see it (itself unless it is bfloat16). The
+  // references stay valid while this object lives; the pointer forms pass null through.
+  const TensorRef& input(const TensorRef& operand);   // read by the kernel
+  const TensorRef& output(const TensorRef& operand);  // written by it
+  const TensorRef& update(const TensorRef& operand);  // read and written (accumulation)
+  const TensorRef* input(const TensorRef* operand);
+  const TensorRef* output(const TensorRef* operand);
+
+  // Rounds every output and update back into its bfloat16 operand.
+  void finish();
+
+ private:
+  struct Copy {
+    TensorRef original;
+    TensorRef working;  // float32, broadcast dims kept
+    std::size_t bytes = 0;
+    bool written = false;
+  };
+  const TensorRef& add(const TensorRef& operand, bool read, bool written);
+
+  Backend& backend_;
+  std::deque<Copy> copies_;  // a deque: the references handed out stay valid as it grows
+};
+
+// The backend's float32 kernel of each op, run on float32 copies of the bfloat16 operands.
+// Arguments as in backend.h; the norms' mean and rstd are float32 for bfloat16 input.
+namespace widened {
+void random(Backend& backend, const TensorRef& out, RandomKind kind, std::uint64_t seed,
+            std::uint64_t offset, double alpha, double beta);
+void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+           double beta);
+void binary(Backend& backend, BinaryOp op, const TensorRef& out, const TensorRef& a,
+            const TensorRef& b, double alpha);
+void where(Backend& backend, const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+           const TensorRef& b);
+void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
+            std::uint64_t reduced, double scale);
+void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+            bool accumulate);
+void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log);
+void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                      const TensorRef& y, int dim, bool log);
+void norm_forward(Backend& backend, const NormParams& params, const TensorRef& y,
+                  const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
+                  const TensorRef* gain, const TensorRef* bias);
+void norm_backward(Backend& backend, const NormParams& params, const TensorRef& dx,
+                   const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
+                   const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
+                   const TensorRef* gain);
+}  // namespace widened
+
+}  // namespace normgrad::backend

@@ -1,0 +1,70 @@
+#pragma once
+// bfloat16: the upper half of a float32 — its sign, its 8-bit exponent and the top 7 of its 23
+// mantissa bits. It has float32's range (to about 3.4e38) with 8 significant bits: rounding
+// moves a value by at most 2^-8 of itself, and every bfloat16 is exactly a float32.
+//
+// normgrad stores bfloat16 and computes in float32: a kernel widens each value to float, works,
+// and rounds its result back once. Conversions round to nearest, ties to even; NaN stays NaN
+// (quiet), infinities stay infinite, and a finite value too large for bfloat16 becomes infinity,
+// as IEEE rounding asks. From double or int64 the value goes through float first.
+//
+// Host and device code share this header; the bits are those of CUDA's __nv_bfloat16, so a
+// buffer of either type is a buffer of the other.
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define NG_BFLOAT16_HD __host__ __device__
+#else
+#define NG_BFLOAT16_HD
+#endif
+
+namespace normgrad {
+
+struct bfloat16 {
+  std::uint16_t bits = 0;
+
+  constexpr bfloat16() = default;
+  template <typename T>
+  requires std::is_arithmetic_v<T> NG_BFLOAT16_HD explicit bfloat16(T value)
+      : bits(round(static_cast<float>(value))) {}
+
+  NG_BFLOAT16_HD operator float() const {
+    const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(wide);
+#else
+    float value;
+    std::memcpy(&value, &wide, sizeof value);
+    return value;
+#endif
+  }
+
+  static constexpr bfloat16 from_bits(std::uint16_t raw) {
+    bfloat16 value;
+    value.bits = raw;
+    return value;
+  }
+
+  // float32 -> the nearest bfloat16's bits. Adding 0x7fff plus the lowest kept bit to the 32 bits
+  // and dropping the low half rounds to nearest with ties to even; a carry out of the mantissa
+  // moves up the exponent, and from the largest finite values into infinity.
+  NG_BFLOAT16_HD static std::uint16_t round(float value) {
+#if defined(__CUDA_ARCH__)
+    std::uint32_t wide = __float_as_uint(value);
+#else
+    std::uint32_t wide;
+    std::memcpy(&wide, &value, sizeof wide);
+#endif
+    if ((wide & 0x7fffffffu) > 0x7f800000u)  // NaN: keep the sign and payload top, make it quiet
+      return static_cast<std::uint16_t>((wide >> 16) | 0x0040u);
+    wide += 0x7fffu + ((wide >> 16) & 1u);
+    return static_cast<std::uint16_t>(wide >> 16);
+  }
+};
+
+static_assert(sizeof(bfloat16) == 2 && alignof(bfloat16) == 2);
+
+}  // namespace normgrad

@@ -1,0 +1,348 @@
+// bfloat16: its rounding against an independent reference, conversions, the ops that take it
+// (each the float32 kernel on the rounded inputs, rounded once), their error against float32,
+// mixed-precision training with float32 parameters, and clear refusals where it is not served.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "cuda_parity.h"
+#include "helpers.h"
+#include "normgrad.h"
+#include "scratch_folder.h"
+
+using namespace normgrad;
+using testing::error_of;
+
+namespace {
+
+float float_of_bits(std::uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+std::uint32_t bits_of(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+float widen(std::uint16_t bits) { return float_of_bits(static_cast<std::uint32_t>(bits) << 16); }
+
+// The bfloat16 nearest to a finite float, found by comparing distances in double: the two
+// candidates are the value's upper half (truncation towards zero) and the next bfloat16 away
+// from zero; on a tie the one with an even last bit wins. Past the largest finite bfloat16,
+// IEEE rounding gives infinity once the value reaches the midpoint to the next power of two.
+std::uint16_t reference_round(float value) {
+  const auto toward_zero = static_cast<std::uint16_t>(bits_of(value) >> 16);
+  const auto away = static_cast<std::uint16_t>(toward_zero + 1);
+  const double exact = value;
+  const double below = widen(toward_zero);
+  // The bfloat16 after the largest finite one (0x7f7f) is infinity, whose "value" for the
+  // midpoint rule is 2^128.
+  const double above = (away & 0x7fff) == 0x7f80 ? std::copysign(std::ldexp(1.0, 128), exact)
+                                                 : static_cast<double>(widen(away));
+  const double distance_below = std::fabs(exact - below);
+  const double distance_above = std::fabs(above - exact);
+  if (distance_below < distance_above) return toward_zero;
+  if (distance_above < distance_below) return away;
+  return (toward_zero & 1) == 0 ? toward_zero : away;
+}
+
+Tensor bf16(const Tensor& t) { return t.to(DType::BFloat16); }
+Tensor f32(const Tensor& t) { return t.to(DType::Float32); }
+
+// Bit-for-bit equality of two bfloat16 tensors.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::BFloat16 || b.dtype() != DType::BFloat16 || a.shape() != b.shape())
+    return false;
+  const std::vector<bfloat16> x = a.to_vector<bfloat16>(), y = b.to_vector<bfloat16>();
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i].bits != y[i].bits) return false;
+  return true;
+}
+
+// max |actual - expected| / scale over elements, with scale an elementwise bound of the sizes
+// involved (so that "relative error" means the same thing at every element).
+double worst_scaled_error(const Tensor& actual, const Tensor& expected, const Tensor& scale) {
+  const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>(),
+                            s = scale.to_vector<double>();
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - e[i]) / s[i]);
+  return worst;
+}
+
+// bfloat16's unit roundoff: 8 significant bits, so rounding errs by at most 2^-8 of the value.
+constexpr double unit = 0x1p-8;
+
+}  // namespace
+
+TEST_CASE("bfloat16 rounds float32 to nearest with ties to even, as an independent reference") {
+  CHECK(bfloat16(1.0f).bits == 0x3f80);
+  CHECK(bfloat16(1.0f + 0x1p-8f).bits == 0x3f80);             // a tie: 0x3f80 is even
+  CHECK(bfloat16(1.0f + 3 * 0x1p-8f).bits == 0x3f82);         // a tie: 0x3f81 is odd
+  CHECK(bfloat16(1.0f + 0x1p-8f + 0x1p-20f).bits == 0x3f81);  // just above the midpoint
+  CHECK(bfloat16(-0.0f).bits == 0x8000);
+  CHECK(bfloat16(float_of_bits(0x7f7f7fff)).bits == 0x7f7f);  // below the midpoint: the largest
+  CHECK(bfloat16(float_of_bits(0x7f7f8000)).bits == 0x7f80);  // the midpoint: infinity
+  CHECK(bfloat16(std::numeric_limits<float>::max()).bits == 0x7f80);
+  CHECK(bfloat16(-std::numeric_limits<float>::infinity()).bits == 0xff80);
+  CHECK(bfloat16(float_of_bits(0x00000001)).bits == 0x0000);  // the smallest subnormal: to 0
+  CHECK(bfloat16(float_of_bits(0x00010000)).bits == 0x0001);  // a bfloat16 subnormal is exact
+  CHECK(bfloat16(float_of_bits(0x7f800001)).bits == 0x7fc0);  // signalling NaN: quiet
+  CHECK(std::isnan(static_cast<float>(bfloat16(std::nanf("")))));
+  CHECK(bfloat16(3).bits == bfloat16(3.0f).bits);  // integers and doubles go through float
+  CHECK(static_cast<double>(bfloat16(0.1)) == static_cast<double>(widen(0x3dcd)));
+
+  // Every finite bfloat16 survives the round trip; every NaN stays a NaN.
+  for (std::uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const float value = widen(static_cast<std::uint16_t>(bits));
+    if (std::isnan(value)) {
+      CHECK(std::isnan(static_cast<float>(bfloat16(value))));
+      continue;
+    }
+    if (bfloat16(value).bits != bits) {
+      CAPTURE(bits);
+      FAIL_CHECK("a bfloat16 changed in the round trip");
+    }
+  }
+  // Floats from every binade, and the midpoints and their neighbours, against the reference.
+  Generator generator(5);
+  std::vector<float> values;
+  for (std::uint32_t upper = 0; upper < 0x7f80; upper += 7)
+    for (std::uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x3a5cu})
+      for (std::uint32_t sign : {0u, 0x80000000u})
+        values.push_back(float_of_bits(sign | (upper << 16) | low));
+  int wrong = 0;
+  for (const float value : values)
+    if (bfloat16(value).bits != reference_round(value) && ++wrong <= 5) {
+      CAPTURE(bits_of(value));
+      FAIL_CHECK("rounding differs from the reference");
+    }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("tensors convert to and from bfloat16") {
+  CHECK(element_size(DType::BFloat16) == 2);
+  CHECK(to_string(DType::BFloat16) == "bfloat16");
+  CHECK(is_floating(DType::BFloat16));
+
+  const std::vector<float> values = {1.0f, -2.5f, 0.1f, 1e30f, 3.0e38f, -1e-40f, 65504.0f};
+  const Tensor x = from_vector(values, {7});
+  const Tensor y = bf16(x);
+  CHECK(y.dtype() == DType::BFloat16);
+  const std::vector<bfloat16> stored = y.to_vector<bfloat16>();
+  for (std::size_t i = 0; i < values.size(); ++i) CHECK(stored[i].bits == bfloat16(values[i]).bits);
+  // Widening is exact, in float32 and float64 alike.
+  const std::vector<double> wide = y.to(DType::Float64).to_vector<double>();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    CHECK(wide[i] == static_cast<double>(static_cast<float>(stored[i])));
+  CHECK(same_bits(bf16(y.to(DType::Float64)), y));
+
+  // int64 converts through float; factories fill bfloat16 directly.
+  const Tensor counts = from_vector<std::int64_t>({0, 1, 257, -3}, {4});
+  CHECK(bf16(counts).to_vector<float>() == std::vector<float>{0, 1, 256, -3});
+  CHECK(zeros({2, 3}, {.dtype = DType::BFloat16}).to_vector<float>() == std::vector<float>(6, 0));
+  CHECK(full({2}, 1.5, {.dtype = DType::BFloat16}).to_vector<float>() ==
+        std::vector<float>{1.5f, 1.5f});
+  // Random draws are the float32 draws, rounded.
+  Generator a(11), b(11);
+  CHECK(same_bits(randn({64}, a, {.dtype = DType::BFloat16}), bf16(randn({64}, b))));
+
+  // Strided views convert too.
+  const Tensor matrix = randn({5, 6}, a);
+  CHECK(same_bits(bf16(matrix.t()), bf16(matrix).t().contiguous()));
+}
+
+TEST_CASE("to(bfloat16) passes gradients back in the source dtype") {
+  Tensor x = from_vector<float>({1.0f, 2.0f, 3.0f}, {3}).requires_grad_();
+  (bf16(x) * 0.5).sum().backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().dtype() == DType::Float32);
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{0.5f, 0.5f, 0.5f});
+}
+
+TEST_CASE("bfloat16 ops give the float32 kernel's result on the rounded inputs, rounded once") {
+  Generator generator(3);
+  const Tensor a = bf16(randn({4, 6}, generator));
+  const Tensor b = bf16(randn({6, 5}, generator));
+  const Tensor row = bf16(randn({6}, generator));
+  const Tensor batched = bf16(randn({3, 4, 6}, generator));
+  const auto once = [](const Tensor& float_result) { return bf16(float_result); };
+
+  CHECK(same_bits(exp(a), once(exp(f32(a)))));
+  CHECK(same_bits(tanh(a.t()), once(tanh(f32(a).t()))));
+  CHECK(same_bits(a * 3.0, once(f32(a) * 3.0)));
+  CHECK(same_bits(a + row, once(f32(a) + f32(row))));  // a broadcast operand
+  CHECK(same_bits(batched * row, once(f32(batched) * f32(row))));
+  CHECK(same_bits(where(gt(a, 0.0), a, -a), once(where(gt(f32(a), 0.0), f32(a), -f32(a)))));
+  CHECK(same_bits(a.sum({1}), once(f32(a).sum({1}))));
+  CHECK(same_bits(a.softmax(-1), once(f32(a).softmax(-1))));
+  CHECK(same_bits(matmul(a, b), once(matmul(f32(a), f32(b)))));
+  CHECK(same_bits(matmul(b.t(), a.t()), once(matmul(f32(b).t(), f32(a).t()))));  // transposed
+  CHECK(same_bits(matmul(batched, b), once(matmul(f32(batched), f32(b)))));      // broadcast batch
+  const Tensor gain = bf16(randn({6}, generator)), bias = bf16(randn({6}, generator));
+  CHECK(same_bits(nn::layer_norm(a, 1, gain, bias),
+                  once(nn::layer_norm(f32(a), 1, f32(gain), f32(bias)))));
+  CHECK(same_bits(nn::rms_norm(batched, 1, gain, Tensor()),
+                  once(nn::rms_norm(f32(batched), 1, f32(gain), Tensor()))));
+
+  // Backward passes too: the gradient of each bfloat16 input is bfloat16.
+  Tensor x = a.clone().requires_grad_(), w = b.clone().requires_grad_();
+  Tensor x32 = f32(a).requires_grad_(), w32 = f32(b).requires_grad_();
+  matmul(x, w).tanh().sum().backward();
+  bf16(matmul(x32, w32)).tanh().sum().backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().dtype() == DType::BFloat16);
+  CHECK(w.grad().dtype() == DType::BFloat16);
+}
+
+// The stated tolerances of bfloat16 against float32 on the same unrounded data, to first order
+// in u = 2^-8, the most that rounding moves a value (relative). A product of two rounded inputs
+// errs by up to 2u |a| |b| before the output's own rounding (u |c|), so a matrix product stays
+// within 2u sum |a_ik| |b_kj| + u |c_ij|. A norm's output y = g (x - mu) / r + b stays within
+// u (|x| / r + mean|x| / r + 2 |ŷ|) |g| + u (|b| + |y|) per value (below). Its input gradient
+// sums over the row like a product: within 4u of the largest |dx|.
+TEST_CASE("bfloat16 products and norms stay within the stated tolerances of float32") {
+  Generator generator(7);
+  const Tensor a = randn({48, 256}, generator), b = randn({256, 40}, generator);
+  const Tensor c = matmul(a, b);
+  const Tensor scale = matmul(abs(a), abs(b)) * (2 * unit) + abs(c) * unit;
+  const double product_error = worst_scaled_error(matmul(bf16(a), bf16(b)), c, scale);
+  CAPTURE(product_error);
+  CHECK(product_error <= 1.0);
+  CHECK(product_error > 0);  // the bfloat16 product did round
+
+  for (const bool layer : {true, false}) {
+    CAPTURE(layer);
+    const Tensor x = randn({32, 512}, generator) * 2.0 + 0.5;
+    const Tensor gain = randn({512}, generator), bias = randn({512}, generator);
+    const Tensor dy = randn({32, 512}, generator);
+    const auto norm = [layer](const Tensor& input, const Tensor& g, const Tensor& shift) {
+      return layer ? nn::layer_norm(input, 1, g, shift) : nn::rms_norm(input, 1, g, shift);
+    };
+    Tensor x32 = x.clone().requires_grad_(), x16 = bf16(x).requires_grad_();
+    const Tensor y32 = norm(x32, gain, bias);
+    const Tensor y16 = norm(x16, gain, bias);  // float32 gain and bias meet bfloat16 rows
+    CHECK(y16.dtype() == DType::BFloat16);
+    // Rounding x moves x - mu by up to u (|x| + mean|x|) and r by up to u r (so ŷ by u |ŷ|);
+    // rounding g and b moves y by u (|ŷ| |g| + |b|); rounding y, by u |y|.
+    const Tensor centred = layer ? x - x.mean({1}, true) : x;
+    const Tensor r = centred.square().mean({1}, true).sqrt();
+    const Tensor moved = (abs(x) + abs(x).mean({1}, true)) / r + abs(centred / r) * 2.0;
+    const Tensor y_scale = (moved * abs(gain) + abs(bias) + abs(y32.detach())) * unit;
+    const double value_error = worst_scaled_error(y16, y32, y_scale);
+    CAPTURE(value_error);
+    CHECK(value_error <= 1.0);
+    (y32 * dy).sum().backward();
+    (f32(y16) * dy).sum().backward();
+    const double largest = x32.grad().abs().max().item();
+    const double gradient_error = (f32(x16.grad()) - x32.grad()).abs().max().item() / largest;
+    CAPTURE(gradient_error);
+    CHECK(gradient_error <= 4 * unit);
+  }
+}
+
+TEST_CASE("a network trains in mixed precision: bfloat16 activations, float32 parameters") {
+  manual_seed(21);
+  nn::Linear first(16, 64), last(64, 4);
+  nn::RMSNorm norm({64});
+  std::vector<Tensor> parameters = first.parameters();
+  for (const Tensor& p : norm.parameters()) parameters.push_back(p);
+  for (const Tensor& p : last.parameters()) parameters.push_back(p);
+  std::vector<Tensor> initial;
+  for (const Tensor& p : parameters) initial.push_back(p.detach().clone());
+
+  Generator data(4);
+  const Tensor inputs = randn({128, 16}, data);
+  const Tensor targets = argmax(matmul(inputs, randn({16, 4}, data)), 1);
+
+  std::vector<double> losses[2];
+  for (const bool mixed : {false, true}) {
+    for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i].detach().copy_(initial[i]);
+    optim::SGD sgd(parameters, {.lr = 0.1, .momentum = 0.9});
+    for (int step = 0; step < 40; ++step) {
+      sgd.zero_grad();
+      const Tensor x = mixed ? bf16(inputs) : inputs;
+      const Tensor logits = last.forward(relu(norm.forward(first.forward(x))));
+      CHECK(logits.dtype() == (mixed ? DType::BFloat16 : DType::Float32));
+      const Tensor loss = nn::cross_entropy(logits, targets);
+      CHECK(loss.dtype() == DType::Float32);  // bfloat16 logits are scored in float32
+      loss.backward();
+      for (const Tensor& p : parameters) CHECK(p.grad().dtype() == DType::Float32);
+      sgd.step();
+      losses[mixed].push_back(loss.item());
+    }
+  }
+  CAPTURE(losses[0].back());
+  CAPTURE(losses[1].back());
+  CHECK(losses[1].back() < 0.5 * losses[1].front());  // it learns
+  // The two runs follow the same path: within 3% at every step (bfloat16's 2^-8 steps add up).
+  for (std::size_t step = 0; step < losses[0].size(); ++step) {
+    CAPTURE(step);
+    CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 0.03 * losses[0][step] + 1e-3);
+  }
+}
+
+TEST_CASE("ops that do not serve bfloat16 refuse it with a clear error") {
+  Generator generator(2);
+  const Tensor image = bf16(randn({1, 2, 5, 5}, generator));
+  const Tensor kernel = bf16(randn({3, 2, 3, 3}, generator));
+  const std::string message = error_of([&] { conv2d(image, kernel); });
+  CAPTURE(message);
+  CHECK(message.find("bfloat16") != std::string::npos);
+  CHECK(message.find("Float32") != std::string::npos);
+  // Mixing bfloat16 with float32 outside a layer's parameters stays an error of the op.
+  const std::string mixed = error_of([&] { bf16(randn({3}, generator)) + randn({3}, generator); });
+  CHECK(mixed.find("dtypes differ") != std::string::npos);
+}
+
+TEST_CASE("checkpoints keep bfloat16 tensors as safetensors BF16") {
+  testing::ScratchFolder folder("bfloat16_checkpoint");
+  std::filesystem::create_directories(folder.path);
+  const std::string path = folder / "model.safetensors";
+  nn::Linear stored(3, 2, {.dtype = DType::BFloat16});
+  CHECK(stored.weight.dtype() == DType::BFloat16);
+  const Tensor rounded = bf16(randn({2, 3}));
+  stored.weight.detach().copy_(rounded);
+  nn::save(stored, path);
+  nn::Linear loaded(3, 2, {.dtype = DType::BFloat16});
+  nn::load(loaded, path);
+  CHECK(same_bits(loaded.weight.detach(), rounded));
+  CHECK(same_bits(loaded.bias.detach(), stored.bias.detach()));
+  // A float32 model refuses the bfloat16 file rather than converting silently.
+  nn::Linear wide(3, 2);
+  const std::string message = error_of([&] { nn::load(wide, path); });
+  CAPTURE(message);
+  CHECK(!message.empty());
+}
+
+TEST_CASE("cuda parity: bfloat16 products and norms") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  using namespace testing;
+  Generator generator(9);
+  // cuBLAS adds in its own order on the tensor cores: the product's stated bound (above), and
+  // one bfloat16 rounding of the result either way.
+  const Tensor a = bf16(randn({70, 300}, generator)), b = bf16(randn({300, 50}, generator));
+  const Tensor cpu = matmul(a, b);
+  const Tensor gpu = matmul(a.to(parity_device()), b.to(parity_device())).to(Device::cpu());
+  CHECK(gpu.dtype() == DType::BFloat16);
+  const Tensor scale = matmul(abs(f32(a)), abs(f32(b))) * 1e-5 + abs(f32(cpu)) * (2 * unit);
+  CHECK(worst_scaled_error(gpu, cpu, scale) <= 1.0);
+  for (const bool layer : {true, false}) {
+    CAPTURE(layer);
+    const Tensor x = bf16(randn({33, 700}, generator)), gain = randn({700}, generator);
+    const auto norm = [layer](const Tensor& input, const Tensor& g) {
+      return layer ? nn::layer_norm(input, 1, g, Tensor()) : nn::rms_norm(input, 1, g, Tensor());
+    };
+    const Tensor y_cpu = norm(x, gain);
+    const Tensor y_gpu = norm(x.to(parity_device()), gain.to(parity_device())).to(Device::cpu());
+    CHECK(y_gpu.dtype() == DType::BFloat16);
+    // One rounding of nearly the same float32 value either way: one bfloat16 step apart.
+    CHECK(worst_scaled_error(y_gpu, y_cpu, abs(f32(y_cpu)) * (2 * unit) + 1e-6) <= 1.0);
+  }
+}
