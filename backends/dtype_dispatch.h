@@ -48,6 +48,16 @@ decltype(auto) dispatch_storage(DType dtype, const char* op, Function&& function
 }
 
 template <typename Function>
+decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& function);
+
+// dispatch_floating, and bfloat16 too: for kernels that load bfloat16 and compute in float32.
+template <typename Function>
+decltype(auto) dispatch_floating_or_bfloat16(DType dtype, const char* op, Function&& function) {
+  if (dtype == DType::BFloat16) return function(TypeTag<bfloat16>{});
+  return dispatch_floating(dtype, op, std::forward<Function>(function));
+}
+
+template <typename Function>
 decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& function) {
   switch (dtype) {
     case DType::Float32:

@@ -29,6 +29,12 @@ constexpr std::size_t element_size(DType dtype) {
 
 constexpr bool is_floating(DType dtype) { return dtype != DType::Int64; }
 
+// The dtype a kernel computes a dtype's values in, and keeps their statistics in (a norm's
+// mean and rstd): float32 for bfloat16, the dtype itself otherwise.
+constexpr DType compute_dtype(DType dtype) {
+  return dtype == DType::BFloat16 ? DType::Float32 : dtype;
+}
+
 constexpr std::string_view to_string(DType dtype) {
   switch (dtype) {
     case DType::Float32: return "float32";

@@ -321,7 +321,7 @@ TEST_CASE("checkpoints keep bfloat16 tensors as safetensors BF16") {
   CHECK(!message.empty());
 }
 
-TEST_CASE("cuda parity: bfloat16 products and norms") {
+TEST_CASE("cuda parity: bfloat16 products and norms, forward and backward") {
   SKIP_PARITY_WITHOUT_CUDA();
   using namespace testing;
   Generator generator(9);
@@ -333,16 +333,35 @@ TEST_CASE("cuda parity: bfloat16 products and norms") {
   CHECK(gpu.dtype() == DType::BFloat16);
   const Tensor scale = matmul(abs(f32(a)), abs(f32(b))) * 1e-5 + abs(f32(cpu)) * (2 * unit);
   CHECK(worst_scaled_error(gpu, cpu, scale) <= 1.0);
-  for (const bool layer : {true, false}) {
-    CAPTURE(layer);
-    const Tensor x = bf16(randn({33, 700}, generator)), gain = randn({700}, generator);
-    const auto norm = [layer](const Tensor& input, const Tensor& g) {
-      return layer ? nn::layer_norm(input, 1, g, Tensor()) : nn::rms_norm(input, 1, g, Tensor());
-    };
-    const Tensor y_cpu = norm(x, gain);
-    const Tensor y_gpu = norm(x.to(parity_device()), gain.to(parity_device())).to(Device::cpu());
-    CHECK(y_gpu.dtype() == DType::BFloat16);
-    // One rounding of nearly the same float32 value either way: one bfloat16 step apart.
-    CHECK(worst_scaled_error(y_gpu, y_cpu, abs(f32(y_cpu)) * (2 * unit) + 1e-6) <= 1.0);
+  // The norms load bfloat16 and compute in float32 on both devices, in different orders: the
+  // same values up to a bfloat16 step of the output, gradients up to two steps of the largest.
+  for (const Shape& shape : {Shape{33, 700}, Shape{64, 1024}}) {  // 700: no 16-byte packs
+    for (const bool layer : {true, false}) {
+      CAPTURE(shape);
+      CAPTURE(layer);
+      const Tensor x0 = bf16(randn(shape, generator) + 0.5), dy = randn(shape, generator);
+      const Tensor gain0 = randn({shape[1]}, generator), bias0 = randn({shape[1]}, generator);
+      Tensor outputs[2], x_grads[2], gain_grads[2], bias_grads[2];
+      for (int device = 0; device < 2; ++device) {
+        const Device where = device == 0 ? Device::cpu() : parity_device();
+        Tensor x = x0.to(where).requires_grad_();
+        Tensor gain = gain0.to(where).requires_grad_(), bias = bias0.to(where).requires_grad_();
+        const Tensor y = layer ? nn::layer_norm(x, 1, gain, bias) : nn::rms_norm(x, 1, gain, bias);
+        (f32(y) * dy.to(where)).sum().backward();
+        outputs[device] = y.to(Device::cpu());
+        x_grads[device] = x.grad().to(Device::cpu());
+        gain_grads[device] = gain.grad().to(Device::cpu());
+        bias_grads[device] = bias.grad().to(Device::cpu());
+      }
+      CHECK(outputs[1].dtype() == DType::BFloat16);
+      CHECK(x_grads[1].dtype() == DType::BFloat16);
+      CHECK(worst_scaled_error(outputs[1], outputs[0], abs(f32(outputs[0])) * unit + 1e-6) <= 1.0);
+      const auto relative_to_largest = [](const Tensor& actual, const Tensor& expected) {
+        return (f32(actual) - f32(expected)).abs().max().item() / f32(expected).abs().max().item();
+      };
+      CHECK(relative_to_largest(x_grads[1], x_grads[0]) <= 2 * unit);
+      CHECK(relative_to_largest(gain_grads[1], gain_grads[0]) <= 2 * unit);
+      CHECK(relative_to_largest(bias_grads[1], bias_grads[0]) <= 2 * unit);
+    }
   }
 }

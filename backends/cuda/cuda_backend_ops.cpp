@@ -95,8 +95,6 @@ void CudaBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, con
 void CudaBackend::norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
                                const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
                                const TensorRef* bias) {
-  if (any_bfloat16({&y, &x}))
-    return widened::norm_forward(*this, params, y, mean, rstd, x, gain, bias);
   DeviceGuard guard(context_.device);
   cuda::norm_forward(context_, params, y, mean, rstd, x, gain, bias);
 }
@@ -105,8 +103,6 @@ void CudaBackend::norm_backward(const NormParams& params, const TensorRef& dx,
                                 const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
                                 const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
                                 const TensorRef* gain) {
-  if (any_bfloat16({&dx, &dy, &x}))
-    return widened::norm_backward(*this, params, dx, dgain, dbias, dy, x, mean, rstd, gain);
   DeviceGuard guard(context_.device);
   cuda::norm_backward(context_, params, dx, dgain, dbias, dy, x, mean, rstd, gain);
 }

@@ -11,6 +11,11 @@
 // row (the mean, then the centred sum of squares; or the backward's row sums, then dx) run over
 // those registers. Rows too long for the registers are streamed from memory once per pass.
 //
+// bfloat16. Rows of bfloat16 are loaded 8 values to a 16-byte pack and computed in float32:
+// every "input's type" below is then float32 (the sums, the mean's head and tail, the column
+// accumulators, the saved mean and rstd), and each output value is rounded to bfloat16 once as
+// it is stored. float32 and float64 compute in their own type.
+//
 // Sums. Each thread adds its own values in the input's type (at most a few dozen of them), the
 // thread sums are converted to double and added across the group by a butterfly of shuffles
 // (and across warps through shared memory, in warp order): a fixed order, bit-identical on
@@ -63,6 +68,11 @@ constexpr std::int64_t block_mode_min_block_rows = 4, block_mode_max_block_rows 
 
 // The second kernel's block: 32 columns by 32 groups of partial rows.
 constexpr int finish_groups = 32;
+
+// The type a storage type is computed in: bfloat16 in float32, the others in themselves.
+template <typename S> struct ComputeOf { using type = S; };
+template <> struct ComputeOf<bfloat16> { using type = float; };
+template <typename S> using Compute = typename ComputeOf<S>::type;
 
 // V adjacent values, loaded and stored as one 16-byte access when V = 16 / sizeof(T).
 template <typename T, int kVec> struct alignas(sizeof(T) * kVec) Pack { T v[kVec]; };
@@ -117,35 +127,37 @@ __device__ __forceinline__ void group_sum(double (&values)[N], double* scratch) 
   }
 }
 
-template <typename T> struct ForwardArgs {
+// S: the stored type of x, y, dy, dx, gain and bias; the statistics and the column partials
+// are kept in its compute type.
+template <typename S> struct ForwardArgs {
   std::int64_t rows = 0, n = 0, k = 0, channels = 0;
   std::int64_t x_stride = 0, y_stride = 0;  // between rows (backends/norm_layout.h)
   double divisor = 1, eps = 0;
   bool eps_inside_sqrt = true;
-  const T* x = nullptr;
-  const T* gain = nullptr;
-  const T* bias = nullptr;
-  T* y = nullptr;
-  T* mean = nullptr;
-  T* rstd = nullptr;
+  const S* x = nullptr;
+  const S* gain = nullptr;
+  const S* bias = nullptr;
+  S* y = nullptr;
+  Compute<S>* mean = nullptr;
+  Compute<S>* rstd = nullptr;
 };
 
-template <typename T> struct BackwardArgs {
+template <typename S> struct BackwardArgs {
   std::int64_t rows = 0, n = 0, k = 0, channels = 0;
   std::int64_t x_stride = 0, dy_stride = 0, dx_stride = 0;  // between rows
   double divisor = 1, eps = 0;
   bool eps_inside_sqrt = true;
-  const T* x = nullptr;
-  const T* dy = nullptr;
-  const T* mean = nullptr;
-  const T* rstd = nullptr;
-  const T* gain = nullptr;
-  T* dx = nullptr;
+  const S* x = nullptr;
+  const S* dy = nullptr;
+  const Compute<S>* mean = nullptr;
+  const Compute<S>* rstd = nullptr;
+  const S* gain = nullptr;
+  S* dx = nullptr;
   bool want_gain = false, want_bias = false;
   // Column form with dgain/dbias: block b takes rows [b block_rows, (b + 1) block_rows) and
   // writes column_partial[b][2][n]. 0: rows are spread over the grid, no column partials.
   std::int64_t block_rows = 0;
-  T* column_partial = nullptr;
+  Compute<S>* column_partial = nullptr;
   double* row_partial = nullptr;  // spatial form: [2][rows] per-row sums of dy ŷ and dy
 };
 
@@ -153,9 +165,10 @@ template <typename T> struct BackwardArgs {
 
 // y = g (x - mu) / r + b, mean = mu (its head), rstd = 1 / r, for every row; kChunks packs per
 // thread held in registers (0: the row is streamed from memory once per pass).
-template <typename T, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
-__global__ void norm_forward_kernel(const ForwardArgs<T> args) {
-  using P = Pack<T, kVec>;
+template <typename S, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
+__global__ void norm_forward_kernel(const ForwardArgs<S> args) {
+  using T = Compute<S>;
+  using P = Pack<S, kVec>;
   __shared__ double scratch[warp_size];
   const RowGroup<kWarpPerRow> group;
   const std::int64_t n = args.n;
@@ -167,25 +180,25 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
 
   for (std::int64_t row = blockIdx.x * std::int64_t{group.count} + group.index; row < args.rows;
        row += std::int64_t{gridDim.x} * group.count) {
-    const T* x = args.x + row * args.x_stride;
+    const S* x = args.x + row * args.x_stride;
     P cache[kChunks > 0 ? kChunks : 1];
     if constexpr (kChunks > 0) {
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const std::int64_t col = first_column + c * stride;
-        if (col < n) cache[c] = load_pack<T, kVec>(x + col);
+        if (col < n) cache[c] = load_pack<S, kVec>(x + col);
       }
     }
     const auto values = [&](int c, std::int64_t col) -> P {
       if constexpr (kChunks > 0)
         return cache[c];
       else
-        return load_pack<T, kVec>(x + col);
+        return load_pack<S, kVec>(x + col);
     };
 
     double mu = 0, inverse_r = 0;
     if constexpr (kCentred) {
-      const T shift = x[0];  // sum(x - x_0): exact for values near the row's own
+      const T shift = static_cast<T>(x[0]);  // sum(x - x_0): exact for values near the row's
       T partial = 0;
 #pragma unroll
       for (int c = 0; c < chunks; ++c) {
@@ -193,7 +206,7 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
         if (col >= n) continue;
         const P p = values(c, col);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) partial += p.v[e] - shift;
+        for (int e = 0; e < kVec; ++e) partial += static_cast<T>(p.v[e]) - shift;
       }
       double sum[1] = {static_cast<double>(partial)};
       group_sum<1, kWarpPerRow>(sum, scratch);
@@ -208,7 +221,7 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
         const P p = values(c, col);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const T deviation = (p.v[e] - head) - tail;
+          const T deviation = (static_cast<T>(p.v[e]) - head) - tail;
           squares += deviation * deviation;
         }
       }
@@ -227,7 +240,10 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
           if (col >= n) continue;
           const P p = values(c, col);
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) squares += p.v[e] * p.v[e];
+          for (int e = 0; e < kVec; ++e) {
+            const T value = static_cast<T>(p.v[e]);
+            squares += value * value;
+          }
         }
       } else {
 #pragma unroll
@@ -236,8 +252,10 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
           if (col >= args.k) continue;  // only the first k values give the statistic
           const P p = values(c, col);
 #pragma unroll
-          for (int e = 0; e < kVec; ++e)
-            if (col + e < args.k) squares += p.v[e] * p.v[e];
+          for (int e = 0; e < kVec; ++e) {
+            const T value = static_cast<T>(p.v[e]);
+            if (col + e < args.k) squares += value * value;
+          }
         }
       }
       double sum[1] = {static_cast<double>(squares)};
@@ -250,30 +268,34 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
     const T head = static_cast<T>(mu);
     const T tail = static_cast<T>(mu - static_cast<double>(head));
     const T scale = static_cast<T>(inverse_r);
-    const T row_gain =
-        args.channels > 0 && args.gain != nullptr ? args.gain[row % args.channels] : T(1);
-    const T row_bias =
-        args.channels > 0 && args.bias != nullptr ? args.bias[row % args.channels] : T(0);
-    T* y = args.y + row * args.y_stride;
+    const T row_gain = args.channels > 0 && args.gain != nullptr
+                           ? static_cast<T>(args.gain[row % args.channels])
+                           : T(1);
+    const T row_bias = args.channels > 0 && args.bias != nullptr
+                           ? static_cast<T>(args.bias[row % args.channels])
+                           : T(0);
+    S* y = args.y + row * args.y_stride;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
       const std::int64_t col = first_column + c * stride;
       if (col >= n) continue;
       const P p = values(c, col);
       P g, b, out;
-      if (column_gain) g = load_pack<T, kVec>(args.gain + col);
-      if (column_bias) b = load_pack<T, kVec>(args.bias + col);
+      if (column_gain) g = load_pack<S, kVec>(args.gain + col);
+      if (column_bias) b = load_pack<S, kVec>(args.bias + col);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
+        const T value = static_cast<T>(p.v[e]);
         T normalised;
         if constexpr (kCentred)
-          normalised = ((p.v[e] - head) - tail) * scale;
+          normalised = ((value - head) - tail) * scale;
         else
-          normalised = p.v[e] * scale;
-        out.v[e] =
-            normalised * (column_gain ? g.v[e] : row_gain) + (column_bias ? b.v[e] : row_bias);
+          normalised = value * scale;
+        const T gain_value = column_gain ? static_cast<T>(g.v[e]) : row_gain;
+        const T bias_value = column_bias ? static_cast<T>(b.v[e]) : row_bias;
+        out.v[e] = static_cast<S>(normalised * gain_value + bias_value);
       }
-      store_pack<T, kVec>(y + col, out);
+      store_pack<S, kVec>(y + col, out);
     }
     if (group.lane == 0) {
       args.mean[row] = head;
@@ -287,10 +309,12 @@ __global__ void norm_forward_kernel(const ForwardArgs<T> args) {
 // dx for every row and, per the args, the rows' dgain/dbias contributions (see the file comment).
 // Column accumulators live in dynamic shared memory, [group][2][n], or (kChunks = 0, rows too
 // long for shared memory) directly in the block's partial row in global memory.
-template <typename T, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
-__device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) {
-  using P = Pack<T, kVec>;
-  extern __shared__ __align__(16) unsigned char accumulator_bytes[];
+template <typename S, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
+__device__ __forceinline__ void norm_backward_rows(const BackwardArgs<S>& args) {
+  using T = Compute<S>;
+  using P = Pack<S, kVec>;  // stored values
+  using A = Pack<T, kVec>;  // the same columns in the compute type (32 bytes for bfloat16)
+  extern __shared__ __align__(32) unsigned char accumulator_bytes[];
   __shared__ double scratch[3 * warp_size];
   const RowGroup<kWarpPerRow> group;
   const std::int64_t n = args.n;
@@ -323,43 +347,51 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
     for (int c = 0; c < chunks; ++c) {
       const std::int64_t col = first_column + c * stride;
       if (col >= n) continue;
-      const P zero{};
+      const A zero{};
       store_pack<T, kVec>(accumulator + col, zero);
       store_pack<T, kVec>(accumulator + n + col, zero);
     }
   }
 
   for (std::int64_t row = row_begin; row < row_end; row += row_step) {
-    const T* x = args.x + row * args.x_stride;
-    const T* dy = args.dy + row * args.dy_stride;
+    const S* x = args.x + row * args.x_stride;
+    const S* dy = args.dy + row * args.dy_stride;
     P x_cache[kChunks > 0 ? kChunks : 1], dy_cache[kChunks > 0 ? kChunks : 1];
     if constexpr (kChunks > 0) {
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const std::int64_t col = first_column + c * stride;
         if (col >= n) continue;
-        x_cache[c] = load_pack<T, kVec>(x + col);
-        dy_cache[c] = load_pack<T, kVec>(dy + col);
+        x_cache[c] = load_pack<S, kVec>(x + col);
+        dy_cache[c] = load_pack<S, kVec>(dy + col);
       }
     }
-    const auto x_values = [&](int c, std::int64_t col) -> P {
-      if constexpr (kChunks > 0)
-        return x_cache[c];
-      else
-        return load_pack<T, kVec>(x + col);
+    // The packs in the compute type (a no-op but for bfloat16).
+    const auto widen = [](const P& stored) {
+      A wide;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) wide.v[e] = static_cast<T>(stored.v[e]);
+      return wide;
     };
-    const auto dy_values = [&](int c, std::int64_t col) -> P {
+    const auto x_values = [&](int c, std::int64_t col) -> A {
       if constexpr (kChunks > 0)
-        return dy_cache[c];
+        return widen(x_cache[c]);
       else
-        return load_pack<T, kVec>(dy + col);
+        return widen(load_pack<S, kVec>(x + col));
     };
-    const T row_gain =
-        args.channels > 0 && args.gain != nullptr ? args.gain[row % args.channels] : T(1);
-    const auto gains = [&](std::int64_t col) -> P {
-      P g;
+    const auto dy_values = [&](int c, std::int64_t col) -> A {
+      if constexpr (kChunks > 0)
+        return widen(dy_cache[c]);
+      else
+        return widen(load_pack<S, kVec>(dy + col));
+    };
+    const T row_gain = args.channels > 0 && args.gain != nullptr
+                           ? static_cast<T>(args.gain[row % args.channels])
+                           : T(1);
+    const auto gains = [&](std::int64_t col) -> A {
+      A g;
       if (column_gain) {
-        g = load_pack<T, kVec>(args.gain + col);
+        g = widen(load_pack<S, kVec>(args.gain + col));
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) g.v[e] = row_gain;
@@ -378,7 +410,7 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
       for (int c = 0; c < chunks; ++c) {
         const std::int64_t col = first_column + c * stride;
         if (col >= n) continue;
-        const P xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
+        const A xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           const T dyhat = g.v[e] * dyp.v[e];
@@ -403,7 +435,7 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
       for (int c = 0; c < chunks; ++c) {
         const std::int64_t col = first_column + c * stride;
         if (col >= n) continue;
-        const P xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
+        const A xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) partial += g.v[e] * dyp.v[e] * xp.v[e];
       }
@@ -424,36 +456,38 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
     }
 
     // dx, and the row's share of dgain and dbias.
-    T* dx = args.dx + row * args.dx_stride;
+    S* dx = args.dx + row * args.dx_stride;
     T gain_sum = 0, bias_sum = 0;
 #pragma unroll
     for (int c = 0; c < chunks; ++c) {
       const std::int64_t col = first_column + c * stride;
       if (col >= n) continue;
-      const P xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
-      P out, yhat;
+      const A xp = x_values(c, col), dyp = dy_values(c, col), g = gains(col);
+      P out;
+      A yhat;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const T dyhat = g.v[e] * dyp.v[e];
         if constexpr (kCentred) {
           yhat.v[e] = ((xp.v[e] - head) - tail) * inverse_r;
-          out.v[e] = (dyhat - mean_dyhat - yhat.v[e] * mean_dyhat_yhat) * inverse_r;
+          out.v[e] = static_cast<S>((dyhat - mean_dyhat - yhat.v[e] * mean_dyhat_yhat) * inverse_r);
         } else {
           yhat.v[e] = xp.v[e] * inverse_r;
           // values past k do not enter the statistic
-          out.v[e] = dyhat * inverse_r - xp.v[e] * (col + e < args.k ? correction : T(0));
+          out.v[e] = static_cast<S>(dyhat * inverse_r -
+                                    xp.v[e] * (col + e < args.k ? correction : T(0)));
         }
       }
-      store_pack<T, kVec>(dx + col, out);
+      store_pack<S, kVec>(dx + col, out);
       if (column_partials) {
         if (args.want_gain) {
-          P sum = load_pack<T, kVec>(accumulator + col);
+          A sum = load_pack<T, kVec>(accumulator + col);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) sum.v[e] += dyp.v[e] * yhat.v[e];
           store_pack<T, kVec>(accumulator + col, sum);
         }
         if (args.want_bias) {
-          P sum = load_pack<T, kVec>(accumulator + n + col);
+          A sum = load_pack<T, kVec>(accumulator + n + col);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) sum.v[e] += dyp.v[e];
           store_pack<T, kVec>(accumulator + n + col, sum);
@@ -494,19 +528,19 @@ __device__ __forceinline__ void norm_backward_rows(const BackwardArgs<T>& args) 
   }
 }
 
-template <typename T, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
-__global__ void norm_backward_kernel(const BackwardArgs<T> args) {
-  norm_backward_rows<T, kCentred, kVec, kChunks, kWarpPerRow>(args);
+template <typename S, bool kCentred, int kVec, int kChunks, bool kWarpPerRow>
+__global__ void norm_backward_kernel(const BackwardArgs<S> args) {
+  norm_backward_rows<S, kCentred, kVec, kChunks, kWarpPerRow>(args);
 }
 
 // The longest rows kept in registers (a block per row, max_chunks packs of x and of dy per
 // thread) would take about 150 registers a thread, one block per multiprocessor: the whole
 // multiprocessor then waits at each row's reduction with no loads in flight. Bounded to two
 // blocks, one block's loads overlap the other's reduction and arithmetic.
-template <typename T, bool kCentred, int kVec>
+template <typename S, bool kCentred, int kVec>
 __global__ void __launch_bounds__(block_mode_threads, 2)
-    norm_backward_long_row_kernel(const BackwardArgs<T> args) {
-  norm_backward_rows<T, kCentred, kVec, max_chunks, false>(args);
+    norm_backward_long_row_kernel(const BackwardArgs<S> args) {
+  norm_backward_rows<S, kCentred, kVec, max_chunks, false>(args);
 }
 
 // out[col] = sum over slots s of partial[s stride + col] (entries at or past `limit` skipped),
@@ -663,8 +697,9 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
                   const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
                   const TensorRef* gain, const TensorRef* bias) {
   const char* op = "cuda norm_forward";
-  NG_CHECK(y.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype, op,
-           "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",
+  NG_CHECK(y.dtype == x.dtype && mean.dtype == compute_dtype(x.dtype) &&
+               rstd.dtype == compute_dtype(x.dtype),
+           op, "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",
            rstd.dtype);
   for (const TensorRef* operand : {&mean, &rstd})
     NG_CHECK(is_contiguous(*operand), op, "mean and rstd must be contiguous, got strides ",
@@ -675,8 +710,8 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
   const std::int64_t x_stride = norm_row_stride(x, rows, n, op, "x");
   const std::int64_t y_stride = norm_row_stride(y, rows, n, op, "y");
   if (rows == 0) return;
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;  // the stored type
     ForwardArgs<T> args;
     args.rows = rows;
     args.n = n;
@@ -691,8 +726,8 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
     args.bias = bias != nullptr ? bias->ptr<const T>() : nullptr;
     args.y = y.ptr<T>();
     args.y_stride = y_stride;
-    args.mean = mean.ptr<T>();
-    args.rstd = rstd.ptr<T>();
+    args.mean = mean.ptr<Compute<T>>();
+    args.rstd = rstd.ptr<Compute<T>>();
     const bool column = params.channels == 0;
     const RowLayout layout =
         row_layout<T>(n, {x_stride, y_stride},
@@ -717,10 +752,10 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
                    const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
                    const TensorRef* gain) {
   const char* op = "cuda norm_backward";
-  NG_CHECK(
-      dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == x.dtype && rstd.dtype == x.dtype,
-      op, "dtypes differ: x ", x.dtype, ", dx ", dx.dtype, ", dy ", dy.dtype, ", mean ", mean.dtype,
-      ", rstd ", rstd.dtype);
+  NG_CHECK(dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == compute_dtype(x.dtype) &&
+               rstd.dtype == compute_dtype(x.dtype),
+           op, "dtypes differ: x ", x.dtype, ", dx ", dx.dtype, ", dy ", dy.dtype, ", mean ",
+           mean.dtype, ", rstd ", rstd.dtype);
   for (const TensorRef* operand : {&mean, &rstd})
     NG_CHECK(is_contiguous(*operand), op, "mean and rstd must be contiguous, got strides ",
              operand->strides, " for shape ", operand->shape);
@@ -730,8 +765,9 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
   const std::int64_t x_stride = norm_row_stride(x, rows, n, op, "x");
   const std::int64_t dy_stride = norm_row_stride(dy, rows, n, op, "dy");
   const std::int64_t dx_stride = norm_row_stride(dx, rows, n, op, "dx");
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;  // the stored type
+    using C = Compute<T>;                    // the statistics' and partial sums' type
     const std::int64_t width = params.channels > 0 ? params.channels : n;
     if (rows == 0) {  // the empty sums are 0
       for (const TensorRef* out : {dgain, dbias})
@@ -752,8 +788,8 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
     args.x_stride = x_stride;
     args.dy_stride = dy_stride;
     args.dx_stride = dx_stride;
-    args.mean = mean.ptr<const T>();
-    args.rstd = rstd.ptr<const T>();
+    args.mean = mean.ptr<const C>();
+    args.rstd = rstd.ptr<const C>();
     args.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
     args.dx = dx.ptr<T>();
     args.want_gain = dgain != nullptr;
@@ -781,12 +817,12 @@ void norm_backward(const Context& context, const NormParams& params, const Tenso
       grid = static_cast<unsigned>(blocks);
       if (layout.chunks > 0) {
         const int groups = layout.warp_per_row ? layout.threads / warp_size : 1;
-        shared_bytes = static_cast<std::size_t>(groups) * 2 * n * sizeof(T);
+        shared_bytes = static_cast<std::size_t>(groups) * 2 * n * sizeof(C);
       }
     }
-    Workspace column_partial(context, partials && column ? blocks * 2 * n * sizeof(T) : 0);
+    Workspace column_partial(context, partials && column ? blocks * 2 * n * sizeof(C) : 0);
     Workspace row_partial(context, partials && !column ? 2 * rows * sizeof(double) : 0);
-    args.column_partial = column_partial.as<T>();
+    args.column_partial = column_partial.as<C>();
     args.row_partial = partials && !column ? row_partial.as<double>() : nullptr;
 
     with_layout_of<T>(layout, [&](auto vec, auto chunks, auto warp) {

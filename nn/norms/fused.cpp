@@ -81,7 +81,7 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic st
   const Tensor input = as_rows(x.detach(), rows, n);
   Tensor y = ::normgrad::detail::make_tensor(x.shape(), x.dtype(), x.device());
   // The statistics of bfloat16 rows stay float32, so backward divides by the forward's r.
-  const DType statistics_dtype = x.dtype() == DType::BFloat16 ? DType::Float32 : x.dtype();
+  const DType statistics_dtype = compute_dtype(x.dtype());
   Tensor mean = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
   Tensor rstd = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
   backend::TensorRef gain_ref, bias_ref;
