@@ -99,10 +99,14 @@ AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& k
            key.shape(), " and ", value.shape());
   NG_CHECK(key.size(1) == value.size(1), forward_op,
            "key and value must have the same length, got ", key.shape(), " and ", value.shape());
+  // Inputs have the parameters' dtype, or are bfloat16 for float32 parameters (mixed precision:
+  // the projections round the parameters, nn/mixed_precision.h).
   for (const Tensor* x : {&query, &key, &value})
-    NG_CHECK(x->dtype() == in_proj_weight.dtype(), forward_op, "expects ", in_proj_weight.dtype(),
-             " inputs like the layer's parameters, got ", query.dtype(), ", ", key.dtype(), " and ",
-             value.dtype());
+    NG_CHECK(x->dtype() == in_proj_weight.dtype() ||
+                 (x->dtype() == DType::BFloat16 && in_proj_weight.dtype() == DType::Float32),
+             forward_op, "expects ", in_proj_weight.dtype(),
+             " inputs like the layer's parameters (or bfloat16 for float32 ones), got ",
+             query.dtype(), ", ", key.dtype(), " and ", value.dtype());
   const std::int64_t batch = query.size(0), query_len = query.size(1), key_len = key.size(1);
   const Tensor blocked = combined_mask(masks, batch, query_len, key_len, query.device());
 

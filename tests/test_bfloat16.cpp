@@ -288,6 +288,38 @@ TEST_CASE("a network trains in mixed precision: bfloat16 activations, float32 pa
   }
 }
 
+TEST_CASE("a Transformer layer runs in mixed precision, padding masks included") {
+  manual_seed(31);
+  nn::TransformerEncoderLayer layer(32, 4, 64, {.norm = "rmsnorm", .dropout = 0.0});
+  Generator generator(6);
+  const Tensor x = randn({2, 5, 32}, generator);
+  const Tensor padding = testing::int_mask({{0, 0, 0, 0, 0}, {0, 0, 0, 1, 1}});
+  const Tensor upstream = randn({2, 5, 32}, generator);
+  Tensor outputs[2];
+  std::vector<Tensor> grads[2];
+  for (const bool mixed : {false, true}) {
+    layer.zero_grad();
+    outputs[mixed] = layer.forward(mixed ? bf16(x) : x, padding);
+    (f32(outputs[mixed]) * upstream).sum().backward();
+    for (const Tensor& p : layer.parameters()) grads[mixed].push_back(p.grad());
+  }
+  CHECK(outputs[1].dtype() == DType::BFloat16);
+  // Post-norm output values are O(1); a few bfloat16 roundings on the way: within 2^-4.
+  const double value_error = (f32(outputs[1]) - outputs[0]).abs().max().item();
+  CAPTURE(value_error);
+  CHECK(value_error <= 0x1p-4);
+  CHECK(value_error > 0);
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(grads[1][i].defined());
+    CHECK(grads[1][i].dtype() == DType::Float32);
+    const double largest = grads[0][i].abs().max().item();
+    const double error = (grads[1][i] - grads[0][i]).abs().max().item();
+    CAPTURE(error / largest);
+    CHECK(error <= 0x1p-4 * largest);
+  }
+}
+
 TEST_CASE("ops that do not serve bfloat16 refuse it with a clear error") {
   Generator generator(2);
   const Tensor image = bf16(randn({1, 2, 5, 5}, generator));
