@@ -94,35 +94,43 @@ inline StepExtent check_lstm_backward(const char* op, const TensorRef& dgates,
   check_mask(op, mask, rows, dc.dtype);
   return {rows, H};
 }
-// The two norms of a normed GRU step over H units: neither per channel, each k within its
-// block, every gain and bias (or its gradient) contiguous with its block's width and `dtype`.
-inline void check_state_norms(const char* op, const GruStateNorms& norms, std::int64_t H,
-                              DType dtype, const GruStateNormGrads* grads = nullptr) {
-  const auto check_norm = [&](const NormParams& params, std::int64_t width, const char* name) {
-    NG_CHECK(params.channels == 0, op, "the ", name, " norm cannot be per channel");
-    NG_CHECK(params.centred || (params.k >= 0 && params.k <= width && params.divisor > 0), op,
-             "the ", name, " norm's k = ", params.k, " must lie in [0, ", width,
-             "] and its divisor (", params.divisor, ") be positive");
-  };
-  check_norm(norms.gates, 2 * H, "gates");
-  check_norm(norms.candidate, H, "candidate");
-  const auto check_affine = [&](const TensorRef* operand, std::int64_t width, const char* name) {
-    if (operand == nullptr) return;
+// One norm of a fused recurrent step over `width` values: not per channel, its k within the
+// width; its gain, bias and their gradients (null where absent) contiguous with `width` values
+// of `dtype`. A norm left out (applied = false) may have none of them.
+inline void check_step_norm(const char* op, const char* name, bool applied,
+                            const NormParams& params, std::int64_t width,
+                            std::initializer_list<const TensorRef*> affine, DType dtype) {
+  if (!applied) {
+    for (const TensorRef* operand : affine)
+      NG_CHECK(operand == nullptr, op, "the ", name, " norm is left out but has a gain or bias");
+    return;
+  }
+  NG_CHECK(params.channels == 0, op, "the ", name, " norm cannot be per channel");
+  NG_CHECK(params.centred || (params.k >= 0 && params.k <= width && params.divisor > 0), op, "the ",
+           name, " norm's k = ", params.k, " must lie in [0, ", width, "] and its divisor (",
+           params.divisor, ") be positive");
+  for (const TensorRef* operand : affine) {
+    if (operand == nullptr) continue;
     NG_CHECK(operand->numel() == width && operand->dtype == dtype &&
                  (operand->rank() == 0 || operand->strides.back() == 1) &&
                  (operand->rank() <= 1 || operand->strides[0] == operand->shape[1]),
-             op, name, " must be contiguous with ", width, " values of dtype ", dtype,
-             ", got shape ", operand->shape, ", dtype ", operand->dtype);
-  };
-  check_affine(norms.gates_gain, 2 * H, "the gates norm's gain");
-  check_affine(norms.gates_bias, 2 * H, "the gates norm's bias");
-  check_affine(norms.candidate_gain, H, "the candidate norm's gain");
-  check_affine(norms.candidate_bias, H, "the candidate norm's bias");
-  if (grads == nullptr) return;
-  check_affine(grads->gates_gain, 2 * H, "the gates gain's gradient");
-  check_affine(grads->gates_bias, 2 * H, "the gates bias's gradient");
-  check_affine(grads->candidate_gain, H, "the candidate gain's gradient");
-  check_affine(grads->candidate_bias, H, "the candidate bias's gradient");
+             op, "the ", name, " norm's gain, bias and their gradients must be contiguous with ",
+             width, " values of dtype ", dtype, ", got shape ", operand->shape, ", dtype ",
+             operand->dtype);
+  }
+}
+
+// The two norms of a normed GRU step over H units: `gates` over the 2H gate values and
+// `candidate` over the H candidate values (check_step_norm).
+inline void check_state_norms(const char* op, const GruStateNorms& norms, std::int64_t H,
+                              DType dtype, const GruStateNormGrads* grads = nullptr) {
+  const GruStateNormGrads none;
+  const GruStateNormGrads& g = grads != nullptr ? *grads : none;
+  check_step_norm(op, "gates", true, norms.gates, 2 * H,
+                  {norms.gates_gain, norms.gates_bias, g.gates_gain, g.gates_bias}, dtype);
+  check_step_norm(op, "candidate", true, norms.candidate, H,
+                  {norms.candidate_gain, norms.candidate_bias, g.candidate_gain, g.candidate_bias},
+                  dtype);
 }
 
 // A normed GRU step's statistics: contiguous [4, rows] of the data's dtype.
@@ -161,37 +169,16 @@ inline StepExtent check_normed_gru_backward(
   check_state_norms(op, norms, H, dh.dtype, &affine);
   return extent;
 }
-// The norms of an LSTM step over H units: each one applied is not per channel and has its k
-// within its width; gains and biases (and their gradients) only for norms applied, contiguous,
-// of their norm's width and `dtype`.
+// The norms of an LSTM step over H units: `state` over the 4H state-side values and `cell` over
+// the H cell values, each where applied (check_step_norm).
 inline void check_lstm_norms(const char* op, const LstmStepNorms& norms, std::int64_t H,
                              DType dtype, const LstmStepNormGrads* grads = nullptr) {
-  const auto check_norm = [&](bool applied, const NormParams& params, std::int64_t width,
-                              std::initializer_list<const TensorRef*> affine, const char* name) {
-    if (!applied) {
-      for (const TensorRef* operand : affine)
-        NG_CHECK(operand == nullptr, op, "the ", name, " norm is left out but has a gain or bias");
-      return;
-    }
-    NG_CHECK(params.channels == 0, op, "the ", name, " norm cannot be per channel");
-    NG_CHECK(params.centred || (params.k >= 0 && params.k <= width && params.divisor > 0), op,
-             "the ", name, " norm's k = ", params.k, " must lie in [0, ", width,
-             "] and its divisor (", params.divisor, ") be positive");
-    for (const TensorRef* operand : affine) {
-      if (operand == nullptr) continue;
-      NG_CHECK(operand->numel() == width && operand->dtype == dtype &&
-                   (operand->rank() == 0 || operand->strides.back() == 1),
-               op, "the ", name, " norm's gain, bias and their gradients must be contiguous with ",
-               width, " values of dtype ", dtype, ", got shape ", operand->shape, ", dtype ",
-               operand->dtype);
-    }
-  };
   const LstmStepNormGrads none;
-  const LstmStepNormGrads& g = grads ? *grads : none;
-  check_norm(norms.normalise_state, norms.state, 4 * H,
-             {norms.state_gain, norms.state_bias, g.state_gain, g.state_bias}, "state");
-  check_norm(norms.normalise_cell, norms.cell, H,
-             {norms.cell_gain, norms.cell_bias, g.cell_gain, g.cell_bias}, "cell");
+  const LstmStepNormGrads& g = grads != nullptr ? *grads : none;
+  check_step_norm(op, "state", norms.normalise_state, norms.state, 4 * H,
+                  {norms.state_gain, norms.state_bias, g.state_gain, g.state_bias}, dtype);
+  check_step_norm(op, "cell", norms.normalise_cell, norms.cell, H,
+                  {norms.cell_gain, norms.cell_bias, g.cell_gain, g.cell_bias}, dtype);
 }
 
 inline StepExtent check_lstm_step_forward(const char* op, const LstmStepNorms& norms,

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gate_math.h"
+#include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
@@ -28,6 +29,9 @@
 namespace normgrad::backend::cpu {
 
 namespace {
+
+// The purpose of the backward pass's kept scratch (kept_scratch.h).
+enum class LstmScratch { GainProducts };
 
 // One of the step's norms over rows of n values: its kernel form (fused_row_norm.h), and the
 // row loops below, which the compiler vectorises.
@@ -328,12 +332,12 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
   dispatch_floating(cell.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const StepNorms<T> step = step_norms<T>(norms, H);
-    // Kept per thread between calls: a fresh allocation of this size would be page-faulted in
-    // on every step. Every row writes all the columns that are summed into a wanted gradient.
-    thread_local std::vector<T> kept;
-    if (wants_affine && kept.size() < static_cast<std::size_t>(rows * 10 * H))
-      kept.resize(static_cast<std::size_t>(rows * 10 * H));
-    T* products = wants_affine ? kept.data() : nullptr;
+    // Every row writes all the columns that are summed into a wanted gradient, so the kept
+    // scratch needs no clearing.
+    std::vector<T> fallback;
+    T* products = wants_affine ? kept_scratch<T, LstmScratch::GainProducts>(
+                                     static_cast<std::size_t>(rows * 10 * H), fallback)
+                               : nullptr;
     const BackwardRow<T> b{dgx.ptr<T>(),
                            dgh.ptr<T>(),
                            dh_prev.ptr<T>(),

@@ -10,6 +10,7 @@
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
@@ -229,21 +230,8 @@ void backward_rows(const NormProblem<T>& problem, const BackwardTensors<T>& tens
   }
 }
 
-// Scratch memory. Up to keep_bytes it is kept per thread and purpose between calls (a fresh
-// allocation would be page-faulted in on every call); larger needs are allocated in `fallback`
-// for the call alone, where the page faults are small next to the work.
+// Scratch memory (kept_scratch.h), one kept buffer per purpose.
 enum class Buffer { BlockPartials, RowRuns };
-constexpr std::size_t keep_bytes = std::size_t{4} << 20;
-
-template <typename T, Buffer purpose> T* scratch(std::size_t size, std::vector<T>& fallback) {
-  if (size * sizeof(T) > keep_bytes) {
-    fallback.resize(size);
-    return fallback.data();
-  }
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < size) buffer.resize(size);
-  return buffer.data();
-}
 
 // Rows [begin, end) of one block, their dgain/dbias sums added into the block's gain_sums and
 // bias_sums (double, zeroed by the caller).
@@ -257,7 +245,7 @@ void backward_block(const NormProblem<T>& problem, const BackwardTensors<T>& ten
     // Runs of run_rows rows summed in T, each run then added into the double sums.
     const std::int64_t n = problem.n;
     std::vector<T> fallback;
-    T* run = scratch<T, Buffer::RowRuns>(static_cast<std::size_t>(2 * n), fallback);
+    T* run = kept_scratch<T, Buffer::RowRuns>(static_cast<std::size_t>(2 * n), fallback);
     std::fill(run, run + 2 * n, T(0));
     for (std::int64_t first = begin; first < end; first += run_rows) {
       backward_rows<T, centred, column_gain, partials>(problem, tensors, first,
@@ -331,8 +319,8 @@ void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>
                             : dbias == nullptr   ? Partials::ColumnGain
                                                  : Partials::ColumnBoth;
   std::vector<double> fallback;
-  double* partial =
-      scratch<double, Buffer::BlockPartials>(static_cast<std::size_t>(blocks * slot), fallback);
+  double* partial = kept_scratch<double, Buffer::BlockPartials>(
+      static_cast<std::size_t>(blocks * slot), fallback);
   parallel_for(blocks, block_rows * n, [&](std::int64_t begin, std::int64_t end) {
     backward_range(problem, tensors, centred, partials, begin, end, block_rows, partial);
   });
