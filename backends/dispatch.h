@@ -1,7 +1,9 @@
 #pragma once
 // The one dispatch point: the backend that owns a device's memory and kernels.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "backends/backend.h"
 
@@ -22,5 +24,14 @@ void cuda_synchronize(int index);
 std::int64_t cuda_host_waits(int index);
 void cuda_set_allow_tf32(bool allow);
 bool cuda_allow_tf32();
+bool cuda_is_capturing(int index);
+
+// CUDA graphs (core/cuda.h's Graph), opaque to the library above the backend.
+struct CudaGraph;
+CudaGraph* cuda_graph_create(int index);
+void cuda_graph_capture(CudaGraph* graph, const std::function<void()>& work);
+void cuda_graph_replay(CudaGraph* graph);
+std::size_t cuda_graph_nodes(const CudaGraph* graph);
+void cuda_graph_destroy(CudaGraph* graph) noexcept;
 
 }  // namespace normgrad::backend

@@ -11,6 +11,9 @@
 // the most that normgrad's allocator had handed out to tensors at once (on the GPU with
 // --device cuda, where each step ends by waiting for the device).
 // run_training_steps.py runs both and writes the table in RESULTS.md.
+//
+// --graph (with --device cuda) records zero_grad, forward, loss and backward once as a CUDA
+// graph after the warm-up steps and replays it each step; Adam's step runs eagerly after it.
 
 #include <normgrad/normgrad.h>
 
@@ -20,6 +23,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,7 +51,14 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--batch", batch, "batch size (default: 80 sentences for gru, 64 images for cnn)");
+  bool use_graph = false;
+  app.add_flag("--graph", use_graph,
+               "replay forward and backward as a CUDA graph (needs --device cuda, --warmup >= 1)");
   CLI11_PARSE(app, argc, argv);
+  if (use_graph && (device_name != "cuda" || warmup < 1)) {
+    std::cerr << "bench_training_step: --graph needs --device cuda and at least one warm-up step\n";
+    return 2;
+  }
 
   try {
     const std::int64_t rss_before = resident_bytes();
@@ -76,11 +87,22 @@ int main(int argc, char** argv) {
       model = cnn;
     }
     optim::Adam adam(model->parameters(), {.lr = 1e-4});
-    std::vector<double> times;
-    for (int step = 0; step < warmup + steps; ++step) {
-      const auto start = std::chrono::steady_clock::now();
+    const auto forward_backward = [&] {
       adam.zero_grad();
       loss().backward();
+    };
+    std::unique_ptr<cuda::Graph> graph;
+    std::vector<double> times;
+    for (int step = 0; step < warmup + steps; ++step) {
+      if (use_graph && step == warmup) {  // after the eager warm-up steps
+        graph = std::make_unique<cuda::Graph>(device.index);
+        graph->capture(forward_backward);
+      }
+      const auto start = std::chrono::steady_clock::now();
+      if (graph)
+        graph->replay();
+      else
+        forward_backward();
       adam.step();
       if (device.is_cuda()) cuda::synchronize(device.index);
       const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
@@ -92,8 +114,8 @@ int main(int argc, char** argv) {
                               ? sorted[sorted.size() / 2]
                               : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
-              << R"(","device":")" << device << R"(","threads":)" << get_num_threads()
-              << R"(,"step_seconds":[)";
+              << R"(","device":")" << device << R"(","graph":)" << (use_graph ? "true" : "false")
+              << R"(,"threads":)" << get_num_threads() << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
     std::cout << R"(],"median_seconds":)" << median << R"(,"peak_tensor_bytes":)"
               << memory_stats(device).peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"

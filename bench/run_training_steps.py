@@ -47,14 +47,15 @@ MODEL_NAMES = {"gru": "GRU language model, batch 80 x 50 steps, vocabulary 8000"
                "cnn": "ConvPool-CNN-C, batch 64, 3x32x32"}
 
 
-def command(build_dir, framework, model, norm, steps, warmup, device):
+def command(build_dir, framework, model, norm, steps, warmup, device, graph=False):
     common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--device", device]
     if framework == "torch":
         return [sys.executable, TORCH_SCRIPT, *common, "--threads", THREADS]
-    return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm]
+    return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm,
+            *(["--graph"] if graph else [])]
 
 
-def measure(build_dir, rounds, steps, warmup, quick, device):
+def measure(build_dir, rounds, steps, warmup, quick, device, graph=False):
     """Maps (framework, model, norm) to its runs' JSON results, each with the CPU share that
     other processes took while it ran."""
     environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
@@ -66,8 +67,8 @@ def measure(build_dir, rounds, steps, warmup, quick, device):
                     wait_until_idle()
                 print(f"  round {round_index + 1}/{rounds}: {framework} {model} {norm}", file=sys.stderr,
                       flush=True)
-                output, foreign = run_once(command(build_dir, framework, model, norm, steps, warmup, device),
-                                           environment)
+                output, foreign = run_once(
+                    command(build_dir, framework, model, norm, steps, warmup, device, graph), environment)
                 result = json.loads(output)
                 result["foreign_cpu_share"] = foreign
                 results.setdefault((framework, model, norm), []).append(result)
@@ -154,15 +155,25 @@ def main():
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, no waiting for an idle CPU")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--graph", action="store_true",
+                        help="normgrad replays forward and backward as a CUDA graph (with --device cuda; "
+                             "the table then goes to the output only)")
     arguments = parser.parse_args()
+    if arguments.graph and arguments.device != "cuda":
+        parser.error("--graph needs --device cuda")
     on_gpu = arguments.device == "cuda"
     steps = arguments.steps if arguments.steps is not None else (20 if on_gpu else 3)
     warmup = arguments.warmup if arguments.warmup is not None else (5 if on_gpu else 1)
     rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, steps)
-    results = measure(arguments.build_dir, rounds, steps, warmup, arguments.quick, arguments.device)
+    results = measure(arguments.build_dir, rounds, steps, warmup, arguments.quick, arguments.device,
+                      arguments.graph)
     text = section(results, arguments.build_dir, arguments.quick, arguments.device)
+    if arguments.graph:
+        text = text.replace("One step: zero_grad, forward, cross-entropy, backward, Adam.",
+                            "One step: zero_grad, forward, cross-entropy, backward, Adam; normgrad replays the "
+                            "first four as a CUDA graph (`--graph`).")
     print(text)
-    if not arguments.no_write:
+    if not arguments.no_write and not arguments.graph:
         write_section(arguments.results, text, *MARKERS[arguments.device])
         print(f"updated {arguments.results}", file=sys.stderr)
 

@@ -7,7 +7,13 @@
 // A build without the CUDA backend (or a machine without a GPU) reports no device, and asking
 // for a CUDA tensor there throws normgrad::Error saying so.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+
+namespace normgrad::backend {
+struct CudaGraph;
+}  // namespace normgrad::backend
 
 namespace normgrad::cuda {
 
@@ -26,5 +32,57 @@ std::int64_t host_waits(int device = 0);
 // in the products. Off by default, so results match the CPU's to float32 rounding.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
+
+// Whether a Graph is capturing the device's work at this moment.
+bool is_capturing(int device = 0);
+
+// A CUDA graph: the GPU work that a piece of host code queues, recorded once and replayed as
+// one launch. A training step launches hundreds of small kernels (a recurrent network's a few
+// per time step), each costing the host microseconds; a replay costs one launch.
+//
+//   cuda::Graph graph;                                  // device 0
+//   Tensor x = zeros({B, T}, {.device = Device::cuda()});  // the step's inputs: made before
+//   step(x);                                            // one eager step first (checks, caches)
+//   graph.capture([&] { loss = step(x); });              // records; runs nothing
+//   for (const Batch& batch : batches) {
+//     x.copy_(batch.tokens);                            // new values into the same tensors
+//     graph.replay();                                   // the recorded kernels, on them
+//     optimizer.step();                                 // eager, or captured too
+//   }
+//
+// What a capture records is fixed: the kernels, their shapes, their scalar arguments, and the
+// memory they use. So:
+// - inputs are tensors made before the capture, refilled in place (copy_) before each replay;
+//   tensors made during the capture (outputs, gradients, activations) belong to the graph's
+//   memory, which each replay overwrites, and stay valid while the Graph lives;
+// - nothing is read back during the capture (item(), to_vector(), .to(Device::cpu()) throw),
+//   and nothing is copied from the host; index and target range checks, which read a
+//   kernel's verdict, are left out of captured work: check the data before copying it in;
+// - scalars fixed at capture stay fixed: random draws (dropout masks) repeat on each replay,
+//   and an optimizer's step count or learning rate, passed to its kernels as scalars, would
+//   not advance, so optimizer steps run eagerly after replay();
+// - gradients accumulate as captured: drop them (zero_grad) inside the captured work, before
+//   backward, so that each replay computes them afresh.
+// A failed capture (the work threw, or did something a graph cannot record) ends cleanly
+// with an Error that says what happened, and the Graph can capture again. A build without
+// CUDA, or a machine without a GPU, refuses to make a Graph.
+class Graph {
+ public:
+  explicit Graph(int device = 0);
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Runs `work` on the host with the device's stream recording instead of running.
+  void capture(const std::function<void()>& work);
+  void replay();
+  bool captured() const;
+  // The operations recorded (kernels, memsets, copies).
+  std::size_t size() const;
+
+ private:
+  backend::CudaGraph* graph_;  // the backend's recording (backends/cuda/graph.cpp)
+  bool captured_ = false;
+};
 
 }  // namespace normgrad::cuda

@@ -19,6 +19,13 @@ namespace normgrad::optim {
 
 double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm);
 
+// The same clipping, bit for bit, without waiting for the device: the norm stays a float64
+// scalar tensor on the gradients' device, and the factor (max_norm / (norm + 1e-6) where the
+// norm exceeds max_norm, else exactly 1) is applied there. A CUDA graph can record it
+// (core/cuda.h). A non-finite norm is not caught here, since that needs the host to read it:
+// read the returned norm when convenient, and expect NaN gradients after one.
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& parameters, double max_norm);
+
 // Each gradient clipped on its own: one whose L2 norm exceeds max_norm becomes
 // g * max_norm / ||g|| (no epsilon), the others are left as they are, bit for bit. This is how
 // the order-embedding paper's Theano code clips (its `maxnorm` applied to every gradient; the

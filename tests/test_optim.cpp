@@ -171,6 +171,33 @@ TEST_CASE("clip_grad_norm at and just above max_norm: the documented margin of 1
   CHECK(clipped > max_norm - 2e-6);
 }
 
+TEST_CASE("clip_grad_norm_on_device clips as clip_grad_norm does, bit for bit, without a read") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const double max_norm : {100.0, 5.0, 1.5, 0.3}) {  // above the norm (about 7), and below
+      CAPTURE(dtype);
+      CAPTURE(max_norm);
+      Generator generator(8);
+      const Tensor g1 = randn({7, 5}, generator, {.dtype = dtype}),
+                   g2 = randn({11}, generator, {.dtype = dtype});
+      std::vector<Tensor> sets[2];
+      for (auto& set : sets) {
+        set = {zeros({7, 5}, {.dtype = dtype}).requires_grad_(),
+               zeros({11}, {.dtype = dtype}).requires_grad_(), zeros({2}).requires_grad_()};
+        (set[0] * g1).sum().backward();
+        (set[1] * g2).sum().backward();  // the third has no gradient
+      }
+      const double host = optim::clip_grad_norm(sets[0], max_norm);
+      const Tensor device = optim::clip_grad_norm_on_device(sets[1], max_norm);
+      CHECK(device.dtype() == DType::Float64);
+      CHECK(device.item() == host);
+      for (int i = 0; i < 2; ++i) CHECK(all_close(sets[1][i].grad(), sets[0][i].grad(), 0, 0));
+      CHECK_FALSE(sets[1][2].grad().defined());
+    }
+  }
+  CHECK(optim::clip_grad_norm_on_device({parameter({1.0})}, 1.0).item() == 0.0);  // no gradients
+  CHECK_ERROR(optim::clip_grad_norm_on_device({}, 0.0), "clip_grad_norm_on_device", "positive");
+}
+
 TEST_CASE("clip_grad_norm_each clips every gradient on its own, to exactly max_norm") {
   Tensor a = parameter({3.0, 4.0}), b = parameter({0.3, 0.4}), none = parameter({1.0});
   set_grad(a, {3.0, 4.0});  // norm 5

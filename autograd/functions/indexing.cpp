@@ -5,6 +5,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
+#include "core/cuda.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -25,8 +26,11 @@ void check_index(const Tensor& index, const Tensor& x, const char* name) {
 }
 
 // Every index must lie in [0, size).
+// Left out while a CUDA graph is captured: nothing runs then, so there is nothing to read
+// (core/cuda.h's Graph: a captured step trusts its indices).
 void check_range(const Tensor& index, std::int64_t size, int dim, const char* name) {
   if (index.numel() == 0) return;
+  if (index.device().is_cuda() && cuda::is_capturing(index.device().index)) return;
   const std::uint64_t all = primitive::reduction_mask({}, index.dim(), name);
   // Both extremes read back in one copy: on a GPU, one wait for the device rather than two.
   const std::vector<std::int64_t> extremes =

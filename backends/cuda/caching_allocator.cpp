@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_guard.h"
@@ -34,6 +36,8 @@ CachingAllocator::CachingAllocator(int device)
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mutex_);
   for (auto& [size, block] : free_blocks_) cudaFree(block);  // a destructor must not throw
+  for (auto& [pool, blocks] : pool_free_)
+    for (auto& [size, block] : blocks) cudaFree(block);
 }
 
 std::size_t CachingAllocator::rounded_size(std::size_t nbytes) {
@@ -45,11 +49,16 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
   const std::size_t size = rounded_size(nbytes);
   std::lock_guard lock(mutex_);
   void* block = nullptr;
-  if (auto found = free_blocks_.find(size); found != free_blocks_.end()) {
-    block = found->second;
-    free_blocks_.erase(found);
-    cached_bytes_ -= size;
-  } else {
+  if (active_pool_ >= 0) {  // a graph's own free blocks first
+    auto& pool = pool_free_[active_pool_];
+    if (auto found = pool.find(size); found != pool.end()) {
+      block = found->second;
+      pool.erase(found);
+      cached_bytes_ -= size;
+    }
+  }
+  if (block == nullptr) block = take_cached_locked(size);
+  if (block == nullptr) {
     DeviceGuard guard(device_);
     cudaError_t status = cudaMalloc(&block, size);
     if (status == cudaErrorMemoryAllocation && !free_blocks_.empty()) {
@@ -69,6 +78,7 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
     }
     check_cuda(status, "cudaMalloc", __FILE__, __LINE__);
   }
+  if (active_pool_ >= 0) pool_of_[block] = active_pool_;
   allocated_bytes_ += size;
   peak_allocated_bytes_ = std::max(peak_allocated_bytes_, allocated_bytes_);
   return block;
@@ -79,6 +89,15 @@ void CachingAllocator::deallocate(void* data, std::size_t nbytes) {
   const std::size_t size = rounded_size(nbytes);
   std::lock_guard lock(mutex_);
   allocated_bytes_ -= size;
+  // A pool's block goes back to its pool; a block freed during a capture joins the graph's.
+  int pool = active_pool_;
+  if (const auto owner = pool_of_.find(data); owner != pool_of_.end()) pool = owner->second;
+  if (pool >= 0) {
+    pool_of_[data] = pool;
+    pool_free_[pool].emplace(size, data);
+    cached_bytes_ += size;
+    return;
+  }
   if (enabled_) {
     free_blocks_.emplace(size, data);
     cached_bytes_ += size;
@@ -102,6 +121,52 @@ void CachingAllocator::set_enabled(bool enabled) {
   std::lock_guard lock(mutex_);
   enabled_ = enabled;
   if (!enabled_) release_cached_locked();
+}
+
+void* CachingAllocator::take_cached_locked(std::size_t size) {
+  const auto found = free_blocks_.find(size);
+  if (found == free_blocks_.end()) return nullptr;
+  void* block = found->second;
+  free_blocks_.erase(found);
+  cached_bytes_ -= size;
+  return block;
+}
+
+int CachingAllocator::begin_pool() {
+  std::lock_guard lock(mutex_);
+  NG_CHECK(active_pool_ < 0, "cuda::Graph", "cuda:", device_,
+           ": another graph is being captured on this device");
+  active_pool_ = next_pool_++;
+  pool_free_[active_pool_];
+  return active_pool_;
+}
+
+void CachingAllocator::end_pool() {
+  std::lock_guard lock(mutex_);
+  active_pool_ = -1;
+}
+
+// The graph is gone. Its free blocks join the cache (or go to the driver when caching is off);
+// stream order keeps a replay still queued ahead of their next user. Blocks of the pool still
+// in tensors are forgotten here, so that freeing them later takes the ordinary path.
+void CachingAllocator::release_pool(int pool) {
+  std::lock_guard lock(mutex_);
+  if (active_pool_ == pool) active_pool_ = -1;
+  for (auto it = pool_of_.begin(); it != pool_of_.end();)
+    it = it->second == pool ? pool_of_.erase(it) : std::next(it);
+  const auto blocks = pool_free_.find(pool);
+  if (blocks == pool_free_.end()) return;
+  std::multimap<std::size_t, void*> released = std::move(blocks->second);
+  pool_free_.erase(blocks);
+  if (enabled_) {
+    free_blocks_.merge(released);
+    return;
+  }
+  DeviceGuard guard(device_);
+  for (const auto& [size, block] : released) {
+    cached_bytes_ -= size;
+    NG_CUDA_CHECK(cudaFree(block));
+  }
 }
 
 // cudaFree waits for the device to finish the work queued before it, so a cached block that a

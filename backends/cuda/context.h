@@ -27,6 +27,11 @@ struct Context {
   std::atomic<std::int64_t>* host_waits = nullptr;
 };
 
+// Whether the context's stream is being captured into a CUDA graph (graph.cpp). A capture
+// records kernels without running them, so nothing can be read back meanwhile: the launchers'
+// checks that read a kernel's verdict are left out, and copies to the host are refused.
+bool capturing(const Context& context);
+
 // Whether float32 GEMMs may use TF32 tensor cores (10-bit mantissas in the products): off by
 // default, set for every device by normgrad::cuda::set_allow_tf32 (core/cuda.h).
 bool tf32_allowed();

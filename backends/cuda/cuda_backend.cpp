@@ -33,6 +33,12 @@ std::atomic<bool> tf32{false};
 
 bool tf32_allowed() { return tf32.load(std::memory_order_relaxed); }
 
+bool capturing(const Context& context) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  NG_CUDA_CHECK(cudaStreamIsCapturing(context.stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 Workspace::Workspace(const Context& context, std::size_t nbytes)
     : allocator_(context.allocator), nbytes_(nbytes) {
   if (nbytes_ > 0) data_ = allocator_->allocate(nbytes_);
@@ -81,6 +87,12 @@ void CudaBackend::deallocate(void* data, std::size_t nbytes) {
 void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
+  if (capturing(context_))
+    throw Error(detail::concat(
+        "cuda:", context_.device,
+        ": a value cannot be read back to the host while a CUDA graph is being captured (item(), "
+        "to_vector(), .to(Device::cpu()), or a check that reads a kernel's verdict); a capture "
+        "records kernels without running them: read results after replay()"));
   NG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
   host_waits_.fetch_add(1, std::memory_order_relaxed);
@@ -89,6 +101,12 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbyt
 void CudaBackend::copy_from_host(void* dst, const void* host_src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
+  if (capturing(context_))
+    throw Error(detail::concat(
+        "cuda:", context_.device,
+        ": host data cannot be copied to the device while a CUDA graph is being captured (a "
+        "tensor made on the CPU inside the captured work and moved to the GPU); make it before "
+        "the capture and copy_() new values into it between replays"));
   // No wait: host memory here is pageable (never pinned), and from pageable memory
   // cudaMemcpyAsync returns only once it has copied the buffer to its own staging memory, so
   // the caller may free or reuse it at once. The copy keeps its place in the stream's order, so
@@ -154,5 +172,9 @@ std::int64_t cuda_host_waits(int index) {
 void cuda_set_allow_tf32(bool allow) { cuda::tf32.store(allow, std::memory_order_relaxed); }
 
 bool cuda_allow_tf32() { return cuda::tf32_allowed(); }
+
+bool cuda_is_capturing(int index) {
+  return cuda::capturing(static_cast<cuda::CudaBackend&>(cuda_backend(index)).context());
+}
 
 }  // namespace normgrad::backend

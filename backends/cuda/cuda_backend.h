@@ -141,6 +141,8 @@ class CudaBackend final : public Backend {
   // The stream all of this device's work goes to, for libraries that queue work of their own
   // behind it (NCCL's collectives, distributed/).
   cudaStream_t stream() const { return context_.stream; }
+  // What the launchers get: for graph capture (graph.cpp).
+  const Context& context() const { return context_; }
 
  private:
   void release_handles() noexcept;
