@@ -52,7 +52,9 @@ bool is_capturing(int device = 0);
 //
 // What a capture records is fixed: the kernels, their shapes, their scalar arguments, and the
 // memory they use. So:
-// - inputs are tensors made before the capture, refilled in place (copy_) before each replay;
+// - inputs are tensors made before the capture and kept alive while the Graph lives (a tensor
+//   dropped inside the captured work gives its memory to the graph), refilled in place
+//   (copy_) before each replay;
 //   tensors made during the capture (outputs, gradients, activations) belong to the graph's
 //   memory, which each replay overwrites, and stay valid while the Graph lives;
 // - nothing is read back during the capture (item(), to_vector(), .to(Device::cpu()) throw),
