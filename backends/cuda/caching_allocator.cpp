@@ -61,7 +61,9 @@ void* CachingAllocator::allocate(std::size_t nbytes) {
   if (block == nullptr) {
     DeviceGuard guard(device_);
     cudaError_t status = cudaMalloc(&block, size);
-    if (status == cudaErrorMemoryAllocation && !free_blocks_.empty()) {
+    // (Not while a graph is captured: cudaFree would wait for the device, which a capture
+    // cannot record.)
+    if (status == cudaErrorMemoryAllocation && !free_blocks_.empty() && active_pool_ < 0) {
       cudaGetLastError();  // clear the sticky-until-read error before trying again
       release_cached_locked();
       status = cudaMalloc(&block, size);
