@@ -36,6 +36,14 @@ template <typename T> struct AdamScalars {
             params.eps_inside_sqrt};
   }
 
+  // The step's values from memory (AdamParams::scalars), in place of those from the params.
+  NORMGRAD_HOST_DEVICE void use(const double* values) {
+    lr = static_cast<T>(values[0]);
+    step_size = static_cast<T>(values[1]);
+    inverse_root_correction = static_cast<T>(values[2]);
+    inverse_correction = static_cast<T>(values[3]);
+  }
+
   // One element of the step: w, m and v updated from the gradient g, in the same operations
   // on every device, so that the backends agree to rounding.
   NORMGRAD_HOST_DEVICE void update(T& w, T g, T& m, T& v) const {

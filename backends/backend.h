@@ -154,6 +154,11 @@ struct AdamParams {
   bool eps_inside_sqrt = false;
   double bias_correction1 = 1;  // 1 - beta1^t
   double bias_correction2 = 1;  // 1 - beta2^t
+  // Where not null (optim::AdamOptions::capturable): four float64 values in the weight's
+  // device memory, lr, lr / bias_correction1, 1 / sqrt(bias_correction2) and
+  // 1 / bias_correction2, read by the kernel in place of the fields above, so that the
+  // replays of a CUDA graph see each step's values.
+  const double* scalars = nullptr;
 };
 
 // A 2-d window sliding over the last two dims of an [N, C, H, W] image (convolution and

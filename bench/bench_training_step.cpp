@@ -12,8 +12,9 @@
 // --device cuda, where each step ends by waiting for the device).
 // run_training_steps.py runs both and writes the table in RESULTS.md.
 //
-// --graph (with --device cuda) records zero_grad, forward, loss and backward once as a CUDA
-// graph after the warm-up steps and replays it each step; Adam's step runs eagerly after it.
+// --graph (with --device cuda) records the whole step once as a CUDA graph after the warm-up
+// steps, Adam included (capturable: its counts and bias corrections on the device), and
+// replays it each step.
 
 #include <normgrad/normgrad.h>
 
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "batch size (default: 80 sentences for gru, 64 images for cnn)");
   bool use_graph = false;
   app.add_flag("--graph", use_graph,
-               "replay forward and backward as a CUDA graph (needs --device cuda, --warmup >= 1)");
+               "replay whole steps as a CUDA graph (needs --device cuda, --warmup >= 1)");
   CLI11_PARSE(app, argc, argv);
   if (use_graph && (device_name != "cuda" || warmup < 1)) {
     std::cerr << "bench_training_step: --graph needs --device cuda and at least one warm-up step\n";
@@ -86,24 +87,24 @@ int main(int argc, char** argv) {
       loss = [cnn, x, labels] { return nn::cross_entropy(cnn->forward(x), labels); };
       model = cnn;
     }
-    optim::Adam adam(model->parameters(), {.lr = 1e-4});
-    const auto forward_backward = [&] {
+    optim::Adam adam(model->parameters(), {.lr = 1e-4, .capturable = use_graph});
+    const auto training_step = [&] {
       adam.zero_grad();
       loss().backward();
+      adam.step();
     };
     std::unique_ptr<cuda::Graph> graph;
     std::vector<double> times;
     for (int step = 0; step < warmup + steps; ++step) {
       if (use_graph && step == warmup) {  // after the eager warm-up steps
         graph = std::make_unique<cuda::Graph>(device.index);
-        graph->capture(forward_backward);
+        graph->capture(training_step);
       }
       const auto start = std::chrono::steady_clock::now();
       if (graph)
         graph->replay();
       else
-        forward_backward();
-      adam.step();
+        training_step();
       if (device.is_cuda()) cuda::synchronize(device.index);
       const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (step >= warmup) times.push_back(elapsed.count());

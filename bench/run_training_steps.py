@@ -156,8 +156,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="1 round of 1 step, no waiting for an idle CPU")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--graph", action="store_true",
-                        help="normgrad replays forward and backward as a CUDA graph (with --device cuda; "
-                             "the table then goes to the output only)")
+                        help="normgrad replays whole steps as a CUDA graph (with --device cuda; the "
+                             "table then goes to the output only)")
     arguments = parser.parse_args()
     if arguments.graph and arguments.device != "cuda":
         parser.error("--graph needs --device cuda")
@@ -170,8 +170,8 @@ def main():
     text = section(results, arguments.build_dir, arguments.quick, arguments.device)
     if arguments.graph:
         text = text.replace("One step: zero_grad, forward, cross-entropy, backward, Adam.",
-                            "One step: zero_grad, forward, cross-entropy, backward, Adam; normgrad replays the "
-                            "first four as a CUDA graph (`--graph`).")
+                            "One step: zero_grad, forward, cross-entropy, backward, Adam; normgrad replays it "
+                            "as a CUDA graph (`--graph`, Adam capturable).")
     print(text)
     if not arguments.no_write and not arguments.graph:
         write_section(arguments.results, text, *MARKERS[arguments.device])

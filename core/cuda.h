@@ -47,7 +47,7 @@ bool is_capturing(int device = 0);
 //   for (const Batch& batch : batches) {
 //     x.copy_(batch.tokens);                            // new values into the same tensors
 //     graph.replay();                                   // the recorded kernels, on them
-//     optimizer.step();                                 // eager, or captured too
+//     optimizer.step();                                 // eager, or captured (capturable Adam)
 //   }
 //
 // What a capture records is fixed: the kernels, their shapes, their scalar arguments, and the
@@ -61,8 +61,9 @@ bool is_capturing(int device = 0);
 //   and nothing is copied from the host; index and target range checks, which read a
 //   kernel's verdict, are left out of captured work: check the data before copying it in;
 // - scalars fixed at capture stay fixed: random draws (dropout masks) repeat on each replay,
-//   and an optimizer's step count or learning rate, passed to its kernels as scalars, would
-//   not advance, so optimizer steps run eagerly after replay();
+//   and an optimizer that passes its step count or learning rate to its kernels as scalars
+//   would not advance; Adam with `capturable` keeps them on the device and may be captured,
+//   other optimizer steps run eagerly after replay();
 // - gradients accumulate as captured: drop them (zero_grad) inside the captured work, before
 //   backward, so that each replay computes them afresh.
 // A failed capture (the work threw, or did something a graph cannot record) ends cleanly

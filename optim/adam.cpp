@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "autograd/grad_mode.h"
+#include "autograd/ops.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
 
@@ -25,6 +26,18 @@ void check_options(const AdamOptions& options) {
            options.weight_decay);
 }
 
+// The capturable path's scalars for one parameter's step, on its device: the count goes up
+// by one, and [lr, lr / (1 - beta1^t), 1 / sqrt(1 - beta2^t), 1 / (1 - beta2^t)] follows from
+// it in float64, by the operations the default path does on the host (std::pow, a correctly
+// rounded sqrt and divisions), so the CPU gives the same bits.
+Tensor capturable_scalars(Tensor& count, const Tensor& lr, double beta1, double beta2) {
+  count.add_(1.0);
+  const TensorOptions on{.dtype = DType::Float64, .device = count.device()};
+  const Tensor correction1 = rsub(pow(scalar_tensor(beta1, on), count), 1.0);
+  const Tensor correction2 = rsub(pow(scalar_tensor(beta2, on), count), 1.0);
+  return stack({lr, lr / correction1, rdiv(sqrt(correction2), 1.0), rdiv(correction2, 1.0)});
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
@@ -34,11 +47,32 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
       steps_(parameters_.size(), 0),
       options_(options) {
   check_options(options_);
+  if (!options_.capturable || parameters_.empty()) return;
+  const Device device = parameters_.front().device();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor& parameter = parameters_[i];
+    NG_CHECK(parameter.device() == device, "Adam",
+             "capturable: the parameters must share one "
+             "device, but parameter 0 is on ",
+             device, " and parameter ", i, " on ", parameter.device());
+    const TensorOptions like{.dtype = parameter.dtype(), .device = device};
+    exp_avg_[i] = zeros(parameter.shape(), like);
+    exp_avg_sq_[i] = zeros(parameter.shape(), like);
+    device_steps_.push_back(zeros({}, {.dtype = DType::Float64, .device = device}));
+  }
+  device_lr_ = scalar_tensor(options_.lr, {.dtype = DType::Float64, .device = device});
 }
 
 void Adam::set_lr(double lr) {
   NG_CHECK(lr >= 0, "Adam", "learning rate must be non-negative, got ", lr);
   options_.lr = lr;
+  if (device_lr_.defined()) device_lr_.fill_(lr);
+}
+
+std::int64_t Adam::step_count(std::size_t index) const {
+  if (options_.capturable && index < device_steps_.size())
+    return static_cast<std::int64_t>(device_steps_[index].item());
+  return steps_.at(index);
 }
 
 void Adam::set_beta1(double beta1) {
@@ -53,7 +87,9 @@ nn::StateDict Adam::state_dict() const {
     state["exp_avg." + std::to_string(i)] = exp_avg_[i].clone();
     state["exp_avg_sq." + std::to_string(i)] = exp_avg_sq_[i].clone();
   }
-  state["steps"] = from_vector(steps_, {static_cast<std::int64_t>(steps_.size())});
+  std::vector<std::int64_t> counts(parameters_.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = step_count(i);
+  state["steps"] = from_vector(counts, {static_cast<std::int64_t>(counts.size())});
   return state;
 }
 
@@ -78,8 +114,21 @@ void Adam::load_state_dict(const nn::StateDict& state) {
   for (std::size_t i = 0; i < parameters_.size(); ++i)
     NG_CHECK(exp_avg[i].defined() == exp_avg_sq[i].defined(), "Adam", "parameter ", i,
              " has only one of exp_avg and exp_avg_sq");
-  exp_avg_ = std::move(exp_avg);
-  exp_avg_sq_ = std::move(exp_avg_sq);
+  if (options_.capturable) {  // the tensors a graph may have recorded keep their memory
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      if (exp_avg[i].defined()) {
+        exp_avg_[i].copy_(exp_avg[i]);
+        exp_avg_sq_[i].copy_(exp_avg_sq[i]);
+      } else {  // never stepped in the saved state
+        exp_avg_[i].fill_(0.0);
+        exp_avg_sq_[i].fill_(0.0);
+      }
+      device_steps_[i].fill_(static_cast<double>(counts[i]));
+    }
+  } else {
+    exp_avg_ = std::move(exp_avg);
+    exp_avg_sq_ = std::move(exp_avg_sq);
+  }
   steps_ = counts;
 }
 
@@ -109,6 +158,11 @@ void Adam::step() {
         .bias_correction1 = 1 - std::pow(options_.beta1, static_cast<double>(t)),
         .bias_correction2 = 1 - std::pow(options_.beta2, static_cast<double>(t)),
     };
+    Tensor scalars;
+    if (options_.capturable) {
+      scalars = capturable_scalars(device_steps_[i], device_lr_, options_.beta1, options_.beta2);
+      params.scalars = static_cast<const double*>(normgrad::detail::ref(scalars).data);
+    }
     const Tensor contiguous_grad = grad.contiguous();
     normgrad::detail::backend_of(parameter).adam_update(
         params, normgrad::detail::ref(parameter), normgrad::detail::ref(contiguous_grad),

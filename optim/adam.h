@@ -23,6 +23,14 @@ struct AdamOptions {
   double weight_decay = 0.0;
   bool decoupled_weight_decay = false;  // true: AdamW
   bool eps_inside_sqrt = false;
+  // Keeps the step counts and the learning rate in the parameters' device memory and works
+  // out the bias corrections there, so that a CUDA graph (core/cuda.h) can record step() and
+  // each replay takes the next step. The parameters must share one device; their moments and
+  // counts are made at construction, so that no capture makes them. The results are those
+  // of the default path, bit for bit on the CPU (where it is slower: about ten small ops a
+  // parameter and step). set_lr() takes effect in replays too; beta1 and beta2 are recorded
+  // as captured.
+  bool capturable = false;
 };
 
 class Adam : public Optimizer {
@@ -41,8 +49,9 @@ class Adam : public Optimizer {
   nn::StateDict state_dict() const override;
   void load_state_dict(const nn::StateDict& state) override;
   // The optimizer's state per parameter: its step count and moment estimates (undefined
-  // until its first step).
-  std::int64_t step_count(std::size_t index) const { return steps_.at(index); }
+  // until its first step; capturable: zero from the start, and the count is read back from
+  // the device).
+  std::int64_t step_count(std::size_t index) const;
   const Tensor& exp_avg(std::size_t index) const { return exp_avg_.at(index); }
   const Tensor& exp_avg_sq(std::size_t index) const { return exp_avg_sq_.at(index); }
 
@@ -50,6 +59,10 @@ class Adam : public Optimizer {
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
   std::vector<std::int64_t> steps_;
   AdamOptions options_;
+  // capturable: each parameter's step count (float64, exact to 2^53) and the learning rate, on
+  // the parameters' device.
+  std::vector<Tensor> device_steps_;
+  Tensor device_lr_;
 };
 
 // AdamW: Adam with decoupled weight decay (default 0.01, as in PyTorch).

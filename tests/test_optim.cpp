@@ -139,6 +139,61 @@ TEST_CASE("SGD with Nesterov momentum follows the update worked out by hand") {
   CHECK_ERROR(optim::SGD({w}, {.nesterov = true}), "SGD", "Nesterov", "momentum");
 }
 
+TEST_CASE("capturable Adam takes the default path's steps, bit for bit") {
+  for (const bool decoupled : {false, true}) {
+    for (const DType dtype : {DType::Float32, DType::Float64}) {
+      CAPTURE(decoupled);
+      CAPTURE(dtype);
+      Generator generator(12);
+      const Tensor w0 = randn({6, 5}, generator, {.dtype = dtype});
+      const Tensor b0 = randn({5}, generator, {.dtype = dtype});
+      std::vector<Tensor> sets[2];
+      for (auto& set : sets) set = {w0.clone().requires_grad_(), b0.clone().requires_grad_()};
+      const optim::AdamOptions options{
+          .lr = 0.01, .weight_decay = 0.1, .decoupled_weight_decay = decoupled};
+      optim::AdamOptions capturable_options = options;
+      capturable_options.capturable = true;
+      optim::Adam optimisers[2] = {optim::Adam(sets[0], options),
+                                   optim::Adam(sets[1], capturable_options)};
+      for (int step = 0; step < 6; ++step) {
+        for (int which = 0; which < 2; ++which) {
+          if (step == 3) optimisers[which].set_lr(0.003);
+          for (Tensor& p : sets[which]) p.zero_grad();
+          const Tensor& w = sets[which][0];
+          const Tensor& b = sets[which][1];
+          // b has no gradient on odd steps: its count must not advance then.
+          const Tensor loss =
+              step % 2 == 0 ? (matmul(w, b.unsqueeze(1)).square()).sum() : (w * w).sum();
+          loss.backward();
+          optimisers[which].step();
+        }
+      }
+      for (int i = 0; i < 2; ++i) {
+        CAPTURE(i);
+        CHECK(all_close(sets[1][i], sets[0][i], 0, 0));
+        CHECK(optimisers[1].step_count(static_cast<std::size_t>(i)) ==
+              optimisers[0].step_count(static_cast<std::size_t>(i)));
+      }
+      CHECK(optimisers[1].step_count(1) == 3);
+      // Its state loads into another capturable Adam, which then steps as the first one does.
+      std::vector<Tensor> copy = {sets[1][0].detach().clone().requires_grad_(),
+                                  sets[1][1].detach().clone().requires_grad_()};
+      optim::Adam restored(copy, capturable_options);
+      restored.set_lr(0.003);
+      restored.load_state_dict(optimisers[1].state_dict());
+      for (auto* pair : {&sets[1], &copy}) {
+        for (Tensor& p : *pair) p.zero_grad();
+        (matmul((*pair)[0], (*pair)[1].unsqueeze(1)).square()).sum().backward();
+      }
+      optimisers[1].step();
+      restored.step();
+      for (int i = 0; i < 2; ++i) CHECK(all_close(copy[i], sets[1][i], 0, 0));
+    }
+  }
+  const Tensor a = zeros({2}).requires_grad_();
+  CHECK(optim::Adam({a}, {.capturable = true}).exp_avg(0).defined());  // made at construction
+}
+
 TEST_CASE("clip_grad_norm scales all gradients together only when their norm is too large") {
   Tensor a = parameter({3.0}), b = parameter({0.0, 4.0}), none = parameter({1.0});
   set_grad(a, {3.0});

@@ -56,7 +56,8 @@ void CpuBackend::adam_update(const AdamParams& params, const TensorRef& weight,
   }
   dispatch_floating(weight.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const auto scalars = AdamScalars<T>::from(params);
+    auto scalars = AdamScalars<T>::from(params);
+    if (params.scalars != nullptr) scalars.use(params.scalars);  // host memory on the CPU
     T* w = weight.ptr<T>();
     const T* g = grad.ptr<const T>();
     T* m = exp_avg.ptr<T>();

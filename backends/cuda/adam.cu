@@ -19,9 +19,12 @@ namespace normgrad::backend::cuda {
 
 namespace {
 
+// `values`: null, or the step's scalars in device memory (AdamParams::scalars).
 template <typename T>
 __global__ void adam_kernel(std::int64_t count, T* __restrict__ w, const T* __restrict__ g,
-                            T* __restrict__ m, T* __restrict__ v, const AdamScalars<T> s) {
+                            T* __restrict__ m, T* __restrict__ v, AdamScalars<T> s,
+                            const double* __restrict__ values) {
+  if (values != nullptr) s.use(values);
   NG_KERNEL_LOOP(i, count) s.update(w[i], g[i], m[i], v[i]);
 }
 
@@ -45,7 +48,8 @@ void adam_update(const Context& context, const AdamParams& params, const TensorR
     using T = typename decltype(tag)::type;
     const auto s = AdamScalars<T>::from(params);
     adam_kernel<T><<<grid_for(count, context), threads_per_block, 0, context.stream>>>(
-        count, weight.ptr<T>(), grad.ptr<const T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), s);
+        count, weight.ptr<T>(), grad.ptr<const T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), s,
+        params.scalars);
     NG_CUDA_CHECK_LAUNCH();
   });
 }
