@@ -52,8 +52,8 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor& parameter = parameters_[i];
     NG_CHECK(parameter.device() == device, "Adam",
-             "capturable: the parameters must share one "
-             "device, but parameter 0 is on ",
+             "capturable: the parameters must share a device; "
+             "parameter 0 is on ",
              device, " and parameter ", i, " on ", parameter.device());
     const TensorOptions like{.dtype = parameter.dtype(), .device = device};
     exp_avg_[i] = zeros(parameter.shape(), like);

@@ -84,15 +84,18 @@ void CudaBackend::deallocate(void* data, std::size_t nbytes) {
   allocator_->deallocate(data, nbytes);
 }
 
+// The copies between host and device cannot be recorded in a graph (graph.cpp).
+void CudaBackend::refuse_while_capturing(const char* what) const {
+  if (capturing(context_)) throw Error(detail::concat("cuda:", context_.device, ": ", what));
+}
+
 void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
-  if (capturing(context_))
-    throw Error(detail::concat(
-        "cuda:", context_.device,
-        ": a value cannot be read back to the host while a CUDA graph is being captured (item(), "
-        "to_vector(), .to(Device::cpu()), or a check that reads a kernel's verdict); a capture "
-        "records kernels without running them: read results after replay()"));
+  refuse_while_capturing(
+      "a value cannot be read back to the host while a CUDA graph is being captured (item(), "
+      "to_vector(), .to(Device::cpu()), or a check that reads a kernel's verdict); a capture "
+      "records kernels without running them: read results after replay()");
   NG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, context_.stream));
   NG_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
   host_waits_.fetch_add(1, std::memory_order_relaxed);
@@ -101,12 +104,10 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, std::size_t nbyt
 void CudaBackend::copy_from_host(void* dst, const void* host_src, std::size_t nbytes) {
   if (nbytes == 0) return;
   DeviceGuard guard(context_.device);
-  if (capturing(context_))
-    throw Error(detail::concat(
-        "cuda:", context_.device,
-        ": host data cannot be copied to the device while a CUDA graph is being captured (a "
-        "tensor made on the CPU inside the captured work and moved to the GPU); make it before "
-        "the capture and copy_() new values into it between replays"));
+  refuse_while_capturing(
+      "host data cannot be copied to the device while a CUDA graph is being captured (a tensor "
+      "made on the CPU inside the captured work and moved to the GPU); make it before the "
+      "capture and copy_() new values into it between replays");
   // No wait: host memory here is pageable (never pinned), and from pageable memory
   // cudaMemcpyAsync returns only once it has copied the buffer to its own staging memory, so
   // the caller may free or reuse it at once. The copy keeps its place in the stream's order, so

@@ -146,6 +146,7 @@ class CudaBackend final : public Backend {
 
  private:
   void release_handles() noexcept;
+  void refuse_while_capturing(const char* what) const;  // throws `what` during a capture
 
   std::unique_ptr<CachingAllocator> allocator_;
   std::atomic<std::int64_t> host_waits_{0};

@@ -16,8 +16,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <string>
-
 #include "backends/cuda/caching_allocator.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -39,19 +37,24 @@ namespace {
 
 const char* const capture_op = "cuda::Graph::capture";
 
-// Ends a capture that failed: the stream records no more, the partial graph and the pool go.
-void abandon_capture(CudaGraph& state) noexcept {
+// A failed capture's pool back to the cache, the allocator no longer routing to it.
+void drop_pool(CudaGraph& state) noexcept {
   const cuda::Context& context = state.backend->context();
-  cudaGraph_t partial = nullptr;
-  cudaStreamEndCapture(context.stream, &partial);
-  if (partial != nullptr) cudaGraphDestroy(partial);
-  cudaGetLastError();  // the capture's error is reported by the caller
   try {
     context.allocator->end_pool();
     context.allocator->release_pool(state.pool);
   } catch (...) {  // a failing cudaFree leaks the pool's blocks; the capture's error matters more
   }
   state.pool = -1;
+}
+
+// Ends a capture that failed: the stream records no more, the partial graph and the pool go.
+void abandon_capture(CudaGraph& state) noexcept {
+  cudaGraph_t partial = nullptr;
+  cudaStreamEndCapture(state.backend->context().stream, &partial);
+  if (partial != nullptr) cudaGraphDestroy(partial);
+  cudaGetLastError();  // the capture's error is reported by the caller
+  drop_pool(state);
 }
 
 }  // namespace
@@ -70,9 +73,7 @@ void cuda_graph_capture(CudaGraph* state, const std::function<void()>& work) {
   state->pool = context.allocator->begin_pool();
   const cudaError_t began = cudaStreamBeginCapture(context.stream, cudaStreamCaptureModeRelaxed);
   if (began != cudaSuccess) {
-    context.allocator->end_pool();
-    context.allocator->release_pool(state->pool);
-    state->pool = -1;
+    drop_pool(*state);
     cuda::check_cuda(began, "cudaStreamBeginCapture", __FILE__, __LINE__);
   }
   try {
@@ -90,8 +91,7 @@ void cuda_graph_capture(CudaGraph* state, const std::function<void()>& work) {
   if (ended != cudaSuccess || graph == nullptr) {
     if (graph != nullptr) cudaGraphDestroy(graph);
     cudaGetLastError();
-    context.allocator->release_pool(state->pool);
-    state->pool = -1;
+    drop_pool(*state);
     throw Error(detail::concat(
         capture_op, ": cuda:", context.device, ": the capture was invalidated (",
         cudaGetErrorName(ended),
@@ -104,8 +104,7 @@ void cuda_graph_capture(CudaGraph* state, const std::function<void()>& work) {
     cudaGraphDestroy(graph);
     state->graph = nullptr;
     state->executable = nullptr;
-    context.allocator->release_pool(state->pool);
-    state->pool = -1;
+    drop_pool(*state);
     cuda::check_cuda(made, "cudaGraphInstantiate", __FILE__, __LINE__);
   }
   NG_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &state->nodes));
