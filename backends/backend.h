@@ -207,6 +207,13 @@ class Backend {
   // so results are identical for any thread count or device.
   virtual void random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                       std::uint64_t offset, double alpha, double beta) = 0;
+  // The same draw with its counters read from `counters` (int64 [2], on out's device) when the
+  // kernel runs: seed = counters[0] and offset = counters[1] + offset, as unsigned bits. A CUDA
+  // graph records its draws this way and sets the counters before each replay, so that a
+  // replay draws the numbers its eager twin would (core/cuda.h).
+  virtual void random_with_counters(const TensorRef& out, RandomKind kind,
+                                    const TensorRef& counters, std::uint64_t offset, double alpha,
+                                    double beta) = 0;
 
   // ---- elementwise ------------------------------------------------------------------------
   virtual void unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,

@@ -31,6 +31,7 @@ struct CudaGraph;
 CudaGraph* cuda_graph_create(int index);
 void cuda_graph_capture(CudaGraph* graph, const std::function<void()>& work);
 void cuda_graph_replay(CudaGraph* graph);
+bool cuda_graph_captured(const CudaGraph* graph);
 std::size_t cuda_graph_nodes(const CudaGraph* graph);
 void cuda_graph_destroy(CudaGraph* graph) noexcept;
 

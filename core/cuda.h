@@ -10,12 +10,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 namespace normgrad::backend {
 struct CudaGraph;
 }  // namespace normgrad::backend
 
 namespace normgrad::cuda {
+
+namespace detail {
+struct GraphDraws;
+}  // namespace detail
 
 bool is_available();
 int device_count();
@@ -60,10 +65,14 @@ bool is_capturing(int device = 0);
 // - nothing is read back during the capture (item(), to_vector(), .to(Device::cpu()) throw),
 //   and nothing is copied from the host; index and target range checks, which read a
 //   kernel's verdict, are left out of captured work: check the data before copying it in;
-// - scalars fixed at capture stay fixed: random draws (dropout masks) repeat on each replay,
-//   and an optimizer that passes its step count or learning rate to its kernels as scalars
-//   would not advance; Adam with `capturable` keeps them on the device and may be captured,
-//   other optimizer steps run eagerly after replay();
+// - scalars fixed at capture stay fixed: an optimizer that passes its step count or learning
+//   rate to its kernels as scalars would not advance; Adam with `capturable` keeps them on the
+//   device and may be captured, other optimizer steps run eagerly after replay();
+// - random draws (rand, randn, randint, so dropout) are the exception: a captured draw reads
+//   its generator's seed and position from device memory, which replay() sets before it
+//   launches. Each replay takes from each generator the counters its draws need, as the eager
+//   work would, so it draws the numbers the eager work would have drawn at that point, and
+//   the next replay draws new ones. The generators must outlive the Graph;
 // - gradients accumulate as captured: drop them (zero_grad) inside the captured work, before
 //   backward, so that each replay computes them afresh.
 // A failed capture (the work threw, or did something a graph cannot record) ends cleanly
@@ -84,8 +93,9 @@ class Graph {
   std::size_t size() const;
 
  private:
+  int device_;
   backend::CudaGraph* graph_;  // the backend's recording (backends/cuda/graph.cpp)
-  bool captured_ = false;
+  std::unique_ptr<detail::GraphDraws> draws_;  // the generators its draws read (cuda.cpp)
 };
 
 }  // namespace normgrad::cuda

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "backends/backend.h"
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/generator.h"
+#include "core/graph_draws.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
 
@@ -28,9 +30,20 @@ Tensor filled(const Shape& shape, double value, const TensorOptions& options, co
 Tensor random_tensor(const Shape& shape, Generator& generator, const TensorOptions& options,
                      backend::RandomKind kind, double alpha, double beta, const char* op) {
   Tensor out = detail::make_tensor(shape, options.dtype, options.device, op);
-  const std::uint64_t offset = generator.reserve(static_cast<std::uint64_t>(out.numel()));
-  if (out.numel() > 0)
-    detail::backend_of(out).random(detail::ref(out), kind, generator.seed(), offset, alpha, beta);
+  const auto count = static_cast<std::uint64_t>(out.numel());
+  backend::Backend& backend = detail::backend_of(out);
+  // A draw that a CUDA graph records reads the counters each replay sets (core/cuda.h).
+  const std::optional<cuda::detail::CapturedDraw> captured =
+      options.device.is_cuda() ? cuda::detail::captured_draw(options.device.index, generator, count)
+                               : std::nullopt;
+  if (captured) {
+    if (count > 0)
+      backend.random_with_counters(detail::ref(out), kind, detail::ref(captured->counters),
+                                   captured->offset, alpha, beta);
+  } else {
+    const std::uint64_t offset = generator.reserve(count);
+    if (count > 0) backend.random(detail::ref(out), kind, generator.seed(), offset, alpha, beta);
+  }
   return finish(out, options);
 }
 

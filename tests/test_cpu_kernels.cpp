@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -511,6 +512,26 @@ TEST_CASE("cpu random: deterministic, counter-addressed, layout- and thread-inde
   with_threads(1, [&] { cpu().random(view(one, {n}), RandomKind::Uniform, 5, 7, -1, 1); });
   with_threads(2, [&] { cpu().random(view(two, {n}), RandomKind::Uniform, 5, 7, -1, 1); });
   CHECK(one == two);
+}
+
+TEST_CASE("cpu random: counters read from memory give the draw at (seed, base + offset)") {
+  const std::uint64_t seed = 0x9e3779b97f4a7c15u;  // past int64's range: bits carried as they are
+  std::vector<std::int64_t> cell = {std::bit_cast<std::int64_t>(seed), 1000};
+  for (const RandomKind kind : {RandomKind::Uniform, RandomKind::Normal, RandomKind::Integer}) {
+    INFO(static_cast<int>(kind));
+    std::vector<double> expected(257), got(257);
+    cpu().random(view(expected, {257}), kind, seed, 1000 + 13, -2, 3);
+    cpu().random_with_counters(view(got, {257}), kind, view(cell, {2}), 13, -2, 3);
+    CHECK(got == expected);
+  }
+  std::vector<std::int64_t> three(3);
+  std::vector<double> cell64(2), out(4);
+  CHECK_THROWS_WITH_AS(
+      cpu().random_with_counters(view(out, {4}), RandomKind::Uniform, view(three, {3}), 0, 0, 1),
+      doctest::Contains("counters must be a contiguous int64 tensor of 2 values"), Error);
+  CHECK_THROWS_WITH_AS(
+      cpu().random_with_counters(view(out, {4}), RandomKind::Uniform, view(cell64, {2}), 0, 0, 1),
+      doctest::Contains("float64 of shape [2]"), Error);
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // CUDA graphs (core/cuda.h's Graph): a captured training step (clipping included, on the
 // device) replays as the eager step runs, bit for bit, with the optimizer stepping between
 // replays, and a whole step with capturable Adam inside the graph to a few ulps; memory made during
-// a capture is the graph's alone; a capture that reads back fails cleanly and can be retried; and
-// without a GPU a Graph is refused with a clear error.
+// a capture is the graph's alone; captured dropout draws the eager step's masks, new ones at
+// each replay; a capture that reads back fails cleanly and can be retried; and without a GPU a
+// Graph is refused with a clear error.
 
 #include <memory>
 #include <vector>
@@ -16,13 +17,15 @@ using testing::error_of;
 
 namespace {
 
-// A small classifier with a norm, the same on every call with the same seed.
-std::shared_ptr<nn::Sequential> make_model(Device device) {
+// A small classifier with a norm, the same on every call with the same seed; with dropout
+// drawing from `noise` after the activation when one is given.
+std::shared_ptr<nn::Sequential> make_model(Device device, Generator* noise = nullptr) {
   manual_seed(41);
   auto model = std::make_shared<nn::Sequential>();
   model->push_back(std::make_shared<nn::Linear>(12, 32));
   model->push_back(std::make_shared<nn::RMSNorm>(Shape{32}));
   model->push_back(std::make_shared<nn::ReLU>());
+  if (noise != nullptr) model->push_back(std::make_shared<nn::Dropout>(0.3, noise));
   model->push_back(std::make_shared<nn::Linear>(32, 5));
   model->to(device);
   return model;
@@ -148,6 +151,57 @@ TEST_CASE("a whole training step, capturable Adam included, replays as the eager
     CAPTURE(i);
     CHECK(testing::all_close(a[i].to(Device::cpu()), b[i].to(Device::cpu()), 1e-5, 1e-6));
   }
+}
+
+TEST_CASE("captured dropout draws the eager step's masks at each replay, new ones each time") {
+  SKIP_WITHOUT_CUDA();
+  const Device gpu = Device::cuda();
+  const std::vector<Batch> data = batches(4);
+  Generator captured_noise(77), eager_noise(77);
+  auto captured = make_model(gpu, &captured_noise), eager = make_model(gpu, &eager_noise);
+  Tensor inputs = data[0].inputs.to(gpu), targets = data[0].targets.to(gpu);
+  Tensor loss;
+  const auto step = [&] {
+    captured->zero_grad();
+    loss = nn::cross_entropy(captured->forward(inputs), targets);
+    loss.backward();
+  };
+  step();
+  const std::uint64_t drawn = captured_noise.offset();
+  CHECK(drawn == 16 * 32);
+  cuda::Graph graph;
+  graph.capture(step);
+  CHECK(captured_noise.offset() == drawn);  // a capture draws nothing
+  captured_noise.manual_seed(77);           // replays start where the eager twin starts
+
+  for (const Batch& batch : data) {
+    inputs.copy_(batch.inputs);
+    targets.copy_(batch.targets);
+    graph.replay();
+    eager->zero_grad();
+    const Tensor eager_loss =
+        nn::cross_entropy(eager->forward(batch.inputs.to(gpu)), batch.targets.to(gpu));
+    eager_loss.backward();
+    CHECK(loss.item() == eager_loss.item());
+    const std::vector<Tensor> a = captured->parameters(), b = eager->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK_NO_MISMATCH(
+          testing::bits_mismatch(a[i].grad().to(Device::cpu()), b[i].grad().to(Device::cpu())));
+    }
+  }
+  CHECK(captured_noise.offset() == eager_noise.offset());
+  // The same batch again: new masks, so another loss.
+  const double before = loss.item();
+  graph.replay();
+  CHECK(loss.item() != before);
+  // A generator seeded again between replays is read at the next one.
+  captured_noise.manual_seed(78);
+  graph.replay();
+  const double reseeded = loss.item();
+  captured_noise.manual_seed(78);
+  graph.replay();
+  CHECK(loss.item() == reseeded);
 }
 
 TEST_CASE("memory made during a capture is the graph's: eager work never reuses it") {

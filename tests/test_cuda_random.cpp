@@ -3,14 +3,19 @@
 // or the thread layout. Uniform and integer draws are bit-identical; normal draws agree to the
 // last bits of the maths libraries' log and cos (testing::normal_draws). Checked for rand, randn
 // and randint in each dtype and at sizes that leave partial blocks, for draws split at odd offsets,
-// for dropout masks (through nn::Dropout and the attention dropout) and for GaussianNoise.
+// for dropout masks (through nn::Dropout and the attention dropout) and for GaussianNoise; and
+// a draw that reads its seed and offset from device memory (as a CUDA graph records draws).
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
+#include "backends/dispatch.h"
+#include "core/tensor_internal.h"
 #include "cuda_parity.h"
 
 using namespace normgrad;
+using backend::RandomKind;
 using testing::bits_mismatch;
 using testing::mismatch;
 using testing::parity_device;
@@ -60,6 +65,25 @@ TEST_CASE("cuda parity: a draw split at odd offsets across devices continues the
     const Tensor third = randn({99}, split, {.dtype = dtype});                   // offset 102
     CHECK_NO_MISMATCH(
         mismatch(all, cat({first, second.to(Device::cpu()), third}), testing::normal_draws(dtype)));
+  }
+}
+
+TEST_CASE("cuda parity: a draw whose counters sit in device memory is the CPU's at them") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = parity_device();
+  const std::uint64_t seed = 0x9e3779b97f4a7c15u;  // past int64's range: bits carried as they are
+  const Tensor cell =
+      from_vector<std::int64_t>({std::bit_cast<std::int64_t>(seed), 4096}, {2}).to(gpu);
+  for (const DType dtype : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    for (const RandomKind kind : {RandomKind::Uniform, RandomKind::Integer}) {
+      INFO(dtype << ", kind " << static_cast<int>(kind));
+      const Tensor expected = empty({3, 1001}, {.dtype = dtype});
+      const Tensor drawn = empty({3, 1001}, {.dtype = dtype, .device = gpu});
+      backend::cpu_backend().random(detail::ref(expected), kind, seed, 4096 + 7, -1, 2);
+      backend::backend_for(gpu).random_with_counters(detail::ref(drawn), kind, detail::ref(cell), 7,
+                                                     -1, 2);
+      CHECK_NO_MISMATCH(bits_mismatch(expected, drawn));
+    }
   }
 }
 

@@ -30,6 +30,8 @@ class CpuBackend final : public Backend {
   void copy(const TensorRef& dst, const TensorRef& src) override;
   void random(const TensorRef& out, RandomKind kind, std::uint64_t seed, std::uint64_t offset,
               double alpha, double beta) override;
+  void random_with_counters(const TensorRef& out, RandomKind kind, const TensorRef& counters,
+                            std::uint64_t offset, double alpha, double beta) override;
 
   void unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
              double beta) override;

@@ -18,6 +18,7 @@
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/philox.h"
+#include "backends/random_counters.h"
 
 namespace normgrad::backend::cpu {
 
@@ -119,6 +120,16 @@ void CpuBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t see
                                  " samples need a float dtype, got ", out.dtype));
     }
   });
+}
+
+// The CPU runs a draw when it is queued, so the counters are read now.
+void CpuBackend::random_with_counters(const TensorRef& out, RandomKind kind,
+                                      const TensorRef& counters, std::uint64_t offset, double alpha,
+                                      double beta) {
+  check_random_counters(counters, "cpu random");
+  const auto* cell = counters.ptr<const std::int64_t>();
+  random(out, kind, static_cast<std::uint64_t>(cell[0]),
+         static_cast<std::uint64_t>(cell[1]) + offset, alpha, beta);
 }
 
 }  // namespace normgrad::backend::cpu

@@ -47,6 +47,8 @@ class CudaBackend final : public Backend {
              const TensorRef& b) override;
   void random(const TensorRef& out, RandomKind kind, std::uint64_t seed, std::uint64_t offset,
               double alpha, double beta) override;
+  void random_with_counters(const TensorRef& out, RandomKind kind, const TensorRef& counters,
+                            std::uint64_t offset, double alpha, double beta) override;
   void reduce(ReduceOp op, const TensorRef& out, const TensorRef& in, std::uint64_t reduced,
               double scale) override;
   void matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,

@@ -66,6 +66,19 @@ void CudaBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t se
   cuda::random(context_, out, kind, seed, offset, alpha, beta);
 }
 
+void CudaBackend::random_with_counters(const TensorRef& out, RandomKind kind,
+                                       const TensorRef& counters, std::uint64_t offset,
+                                       double alpha, double beta) {
+  DeviceGuard guard(context_.device);
+  if (any_bfloat16({&out})) {
+    Float32Copies copies(*this);
+    cuda::random_with_counters(context_, copies.output(out), kind, counters, offset, alpha, beta);
+    copies.finish();
+    return;
+  }
+  cuda::random_with_counters(context_, out, kind, counters, offset, alpha, beta);
+}
+
 void CudaBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
                          std::uint64_t reduced, double scale) {
   if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);

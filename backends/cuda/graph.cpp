@@ -65,8 +65,6 @@ CudaGraph* cuda_graph_create(int index) {
 }
 
 void cuda_graph_capture(CudaGraph* state, const std::function<void()>& work) {
-  NG_CHECK(state->executable == nullptr, capture_op,
-           "this graph holds a capture already; make another Graph for other work");
   const cuda::Context& context = state->backend->context();
   cuda::DeviceGuard guard(context.device);
   // Work queued before the capture runs first, eagerly: the graph starts from its results.
@@ -117,6 +115,8 @@ void cuda_graph_replay(CudaGraph* state) {
   cuda::DeviceGuard guard(context.device);
   NG_CUDA_CHECK(cudaGraphLaunch(state->executable, context.stream));
 }
+
+bool cuda_graph_captured(const CudaGraph* state) { return state->executable != nullptr; }
 
 std::size_t cuda_graph_nodes(const CudaGraph* state) { return state->nodes; }
 

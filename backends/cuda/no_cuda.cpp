@@ -45,6 +45,7 @@ CudaGraph* cuda_graph_create(int index) {
 }
 void cuda_graph_capture(CudaGraph*, const std::function<void()>&) { cuda_backend(0); }
 void cuda_graph_replay(CudaGraph*) { cuda_backend(0); }
+bool cuda_graph_captured(const CudaGraph*) { return false; }
 std::size_t cuda_graph_nodes(const CudaGraph*) { return 0; }
 void cuda_graph_destroy(CudaGraph*) noexcept {}
 

@@ -15,6 +15,8 @@
 // whose float64 results can differ from the C library's in the last bit: float64 normal
 // samples may then differ from the CPU's by an ulp or two (float32 ones, rounded from double,
 // almost never do).
+// A draw recorded in a CUDA graph takes its seed and base offset from a cell in device memory
+// (random_with_counters), read when the kernel runs, so that each replay draws fresh numbers.
 
 #include <cstdint>
 #include <type_traits>
@@ -23,6 +25,7 @@
 #include "backends/cuda/random.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/philox.h"
+#include "backends/random_counters.h"
 
 namespace normgrad::backend::cuda {
 
@@ -36,9 +39,8 @@ template <typename T> __device__ __forceinline__ T next_toward(T from, T to) {
 }
 
 template <typename T> struct UniformSample {
-  std::uint64_t seed;
   double low, high, width;  // width = high - low
-  __device__ T operator()(std::uint64_t counter) const {
+  __device__ T operator()(std::uint64_t seed, std::uint64_t counter) const {
     const philox::Words words = philox::random_words(seed, counter);
     const double u = std::is_same_v<T, float> ? philox::uniform_float(words.w[0])
                                               : philox::uniform_double(words.w[0], words.w[1]);
@@ -50,9 +52,8 @@ template <typename T> struct UniformSample {
 };
 
 template <typename T> struct NormalSample {
-  std::uint64_t seed;
   double mean, deviation;
-  __device__ T operator()(std::uint64_t counter) const {
+  __device__ T operator()(std::uint64_t seed, std::uint64_t counter) const {
     const philox::Words words = philox::random_words(seed, counter);
     double u1, u2;
     if constexpr (std::is_same_v<T, float>) {
@@ -67,25 +68,40 @@ template <typename T> struct NormalSample {
 };
 
 template <typename T> struct IntegerSample {
-  std::uint64_t seed;
   std::int64_t low;
   std::uint64_t range;  // b - a, at least 1
-  __device__ T operator()(std::uint64_t counter) const {
+  __device__ T operator()(std::uint64_t seed, std::uint64_t counter) const {
     const std::uint64_t bits = philox::random_bits64(philox::random_words(seed, counter));
     return static_cast<T>(
         static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + bits % range));
   }
 };
 
-// out[element i] = sample(offset + i), i the row-major index.
+// Where a draw's seed and first counter come from: the launch's arguments, or a cell in device
+// memory read when the kernel runs (a graph's replays set it), plus the offset.
+struct Counters {
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;
+  const std::uint64_t* cell = nullptr;  // {seed, base offset}, or none
+};
+
+// out[element i] = sample(seed, offset + i), i the row-major index.
 template <typename T, typename Sample>
-__global__ void random_kernel(T* out, Indexer indexer, std::int64_t n, std::uint64_t offset,
+__global__ void random_kernel(T* out, Indexer indexer, std::int64_t n, Counters counters,
                               Sample sample) {
-  NG_KERNEL_LOOP(i, n) out[indexer.offset(i)] = sample(offset + static_cast<std::uint64_t>(i));
+  std::uint64_t seed = counters.seed;
+  std::uint64_t offset = counters.offset;
+  if (counters.cell != nullptr) {
+    seed = counters.cell[0];
+    offset += counters.cell[1];
+  }
+  NG_KERNEL_LOOP(i, n) {
+    out[indexer.offset(i)] = sample(seed, offset + static_cast<std::uint64_t>(i));
+  }
 }
 
 template <typename T, typename Sample>
-void generate(const Context& context, const TensorRef& out, std::uint64_t offset, Sample sample) {
+void generate(const Context& context, const TensorRef& out, Counters counters, Sample sample) {
   const std::int64_t n = out.numel();
   if (n == 0) return;
   // make_indexers drops size-1 dims and merges contiguous ones but keeps the row-major order,
@@ -94,14 +110,12 @@ void generate(const Context& context, const TensorRef& out, std::uint64_t offset
   Indexer indexers[1];
   make_indexers(operands, indexers, "cuda random");
   random_kernel<<<grid_for(n, context), threads_per_block, 0, context.stream>>>(
-      out.ptr<T>(), indexers[0], n, offset, sample);
+      out.ptr<T>(), indexers[0], n, counters, sample);
   NG_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void random(const Context& context, const TensorRef& out, RandomKind kind, std::uint64_t seed,
-            std::uint64_t offset, double alpha, double beta) {
+void draw(const Context& context, const TensorRef& out, RandomKind kind, Counters counters,
+          double alpha, double beta) {
   dispatch_any(out.dtype, "cuda random", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (kind == RandomKind::Integer) {
@@ -109,18 +123,32 @@ void random(const Context& context, const TensorRef& out, RandomKind kind, std::
       const auto high = static_cast<std::int64_t>(beta);
       const std::uint64_t range =
           high > low ? static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) : 1;
-      generate<T>(context, out, offset, IntegerSample<T>{seed, low, range});
+      generate<T>(context, out, counters, IntegerSample<T>{low, range});
     } else if constexpr (std::is_floating_point_v<T>) {
       if (kind == RandomKind::Uniform)
-        generate<T>(context, out, offset, UniformSample<T>{seed, alpha, beta, beta - alpha});
+        generate<T>(context, out, counters, UniformSample<T>{alpha, beta, beta - alpha});
       else
-        generate<T>(context, out, offset, NormalSample<T>{seed, alpha, beta});
+        generate<T>(context, out, counters, NormalSample<T>{alpha, beta});
     } else {
       throw Error(
           detail::concat("cuda random: ", kind == RandomKind::Uniform ? "uniform" : "normal",
                          " samples need a float dtype, got ", out.dtype));
     }
   });
+}
+
+}  // namespace
+
+void random(const Context& context, const TensorRef& out, RandomKind kind, std::uint64_t seed,
+            std::uint64_t offset, double alpha, double beta) {
+  draw(context, out, kind, Counters{seed, offset}, alpha, beta);
+}
+
+void random_with_counters(const Context& context, const TensorRef& out, RandomKind kind,
+                          const TensorRef& counters, std::uint64_t offset, double alpha,
+                          double beta) {
+  check_random_counters(counters, "cuda random");
+  draw(context, out, kind, Counters{0, offset, counters.ptr<const std::uint64_t>()}, alpha, beta);
 }
 
 }  // namespace normgrad::backend::cuda

@@ -11,5 +11,8 @@ namespace normgrad::backend::cuda {
 
 void random(const Context& context, const TensorRef& out, RandomKind kind, std::uint64_t seed,
             std::uint64_t offset, double alpha, double beta);
+void random_with_counters(const Context& context, const TensorRef& out, RandomKind kind,
+                          const TensorRef& counters, std::uint64_t offset, double alpha,
+                          double beta);
 
 }  // namespace normgrad::backend::cuda
