@@ -6,12 +6,7 @@
 #include <cmath>
 
 #include "backends/backend.h"
-
-#if defined(__CUDACC__)
-#define NORMGRAD_HOST_DEVICE __host__ __device__
-#else
-#define NORMGRAD_HOST_DEVICE
-#endif
+#include "backends/host_device.h"
 
 namespace normgrad::backend {
 

@@ -30,10 +30,7 @@ Float32Copies::~Float32Copies() {
 }
 
 const TensorRef& Float32Copies::add(const TensorRef& operand, bool read, bool written) {
-  if (operand.dtype != DType::BFloat16) {
-    copies_.push_back(Copy{operand, operand, 0, false});
-    return copies_.back().working;
-  }
+  if (operand.dtype != DType::BFloat16) return operand;
   Copy copy;
   copy.original = operand;
   copy.written = written;

@@ -38,8 +38,9 @@ class Float32Copies {
   Float32Copies& operator=(const Float32Copies&) = delete;
   ~Float32Copies();  // frees the copies; finish() must have run for outputs to be written
 
-  // The operand as the float32 kernel should see it (itself unless it is bfloat16). The
-  // references stay valid while this object lives; the pointer forms pass null through.
+  // The operand as the float32 kernel should see it: a float32 copy of a bfloat16 operand,
+  // valid while this object lives, or else the operand itself (the caller's reference). The
+  // pointer forms pass null through.
   const TensorRef& input(const TensorRef& operand);   // read by the kernel
   const TensorRef& output(const TensorRef& operand);  // written by it
   const TensorRef& update(const TensorRef& operand);  // read and written (accumulation)

@@ -24,6 +24,8 @@ void cuda_synchronize(int index);
 std::int64_t cuda_host_waits(int index);
 void cuda_set_allow_tf32(bool allow);
 bool cuda_allow_tf32();
+void cuda_set_implicit_gemm_convolutions(bool use);
+bool cuda_implicit_gemm_convolutions();
 bool cuda_is_capturing(int index);
 
 // CUDA graphs (core/cuda.h's Graph), opaque to the library above the backend.

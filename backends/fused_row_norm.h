@@ -2,7 +2,7 @@
 // A row normaliser (LayerNorm or the RMS family: backend.h's NormParams) applied value by value
 // inside a fused kernel that also does other work (the normed recurrent steps): its statistic
 // from a row's sums, a normalised value, and backward's row sums and gradient. Host and device
-// code share it (NG_HOST_DEVICE), so the CPU and CUDA kernels compute alike; everything is in
+// code share it (NORMGRAD_HOST_DEVICE), so the CPU and CUDA kernels compute alike; everything is in
 // double. Formulas as in backends/cpu/norm_rows.h; the saved mean is the forward's rounded to
 // the data type (`head`), and backward recovers the rest (`tail`) from sum(a - head).
 
@@ -10,12 +10,7 @@
 #include <cstdint>
 
 #include "backends/backend.h"
-
-#if defined(__CUDACC__)
-#define NG_HOST_DEVICE __host__ __device__
-#else
-#define NG_HOST_DEVICE
-#endif
+#include "backends/host_device.h"
 
 namespace normgrad::backend {
 
@@ -29,22 +24,22 @@ template <typename T> struct FusedRowNorm {
   const T* gain = nullptr;  // null: 1
   const T* bias = nullptr;  // null: 0
 
-  NG_HOST_DEVICE double gain_at(std::int64_t i) const { return gain ? double(gain[i]) : 1.0; }
-  NG_HOST_DEVICE double bias_at(std::int64_t i) const { return bias ? double(bias[i]) : 0.0; }
+  NORMGRAD_HOST_DEVICE double gain_at(std::int64_t i) const { return gain ? double(gain[i]) : 1.0; }
+  NORMGRAD_HOST_DEVICE double bias_at(std::int64_t i) const { return bias ? double(bias[i]) : 0.0; }
 
   // Value a's term in the first sum of its block: the mean's (LayerNorm), or its square when it
   // is one of the first k (RMS family).
-  NG_HOST_DEVICE double statistic_term(double a, std::int64_t i) const {
+  NORMGRAD_HOST_DEVICE double statistic_term(double a, std::int64_t i) const {
     if (centred) return a;
     return i < k ? a * a : 0.0;
   }
   // 1 / r from the block's sum: of squared deviations (LayerNorm), of squares (RMS family).
-  NG_HOST_DEVICE double inverse_r(double sum, std::int64_t n) const {
+  NORMGRAD_HOST_DEVICE double inverse_r(double sum, std::int64_t n) const {
     if (centred) return 1.0 / ::sqrt(sum / double(n) + eps);
     const double mean_square = sum / divisor;
     return 1.0 / (eps_inside_sqrt ? ::sqrt(mean_square + eps) : ::sqrt(mean_square) + eps);
   }
-  NG_HOST_DEVICE T normalise(T a, std::int64_t i, double mean, double inverse_r) const {
+  NORMGRAD_HOST_DEVICE T normalise(T a, std::int64_t i, double mean, double inverse_r) const {
     return T((double(a) - mean) * inverse_r * gain_at(i) + bias_at(i));
   }
 };
@@ -67,8 +62,8 @@ FusedRowNorm<T> fused_row_norm(const NormParams& params, const TensorRef* gain,
 // mean rounded to T): LayerNorm sums dŷ, dŷ (a - head) and (a - head) into sums[0..2]; the RMS
 // family sums dŷ a over every value into sums[0].
 template <typename T>
-NG_HOST_DEVICE void add_row_terms(const FusedRowNorm<T>& norm, double dy, double a, std::int64_t i,
-                                  double head, double* sums) {
+NORMGRAD_HOST_DEVICE void add_row_terms(const FusedRowNorm<T>& norm, double dy, double a,
+                                        std::int64_t i, double head, double* sums) {
   const double dyhat = norm.gain_at(i) * dy;
   if (norm.centred) {
     const double deviation = a - head;
@@ -89,8 +84,8 @@ struct RowCoefficients {
 };
 
 template <typename T>
-NG_HOST_DEVICE RowCoefficients coefficients(const FusedRowNorm<T>& norm, const double* sums,
-                                            std::int64_t n, double head, double inverse_r) {
+NORMGRAD_HOST_DEVICE RowCoefficients coefficients(const FusedRowNorm<T>& norm, const double* sums,
+                                                  std::int64_t n, double head, double inverse_r) {
   RowCoefficients co;
   co.head = head;
   co.inverse_r = inverse_r;
@@ -111,8 +106,8 @@ NG_HOST_DEVICE RowCoefficients coefficients(const FusedRowNorm<T>& norm, const d
 
 // da for value a at column i of the row, given dy; ŷ goes to yhat.
 template <typename T>
-NG_HOST_DEVICE double raw_gradient(const FusedRowNorm<T>& norm, const RowCoefficients& co,
-                                   double dy, double a, std::int64_t i, double& yhat) {
+NORMGRAD_HOST_DEVICE double raw_gradient(const FusedRowNorm<T>& norm, const RowCoefficients& co,
+                                         double dy, double a, std::int64_t i, double& yhat) {
   const double dyhat = norm.gain_at(i) * dy;
   if (norm.centred) {
     yhat = ((a - co.head) - co.tail) * co.inverse_r;

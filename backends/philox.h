@@ -11,11 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define NORMGRAD_HOST_DEVICE __host__ __device__
-#else
-#define NORMGRAD_HOST_DEVICE
-#endif
+#include "backends/host_device.h"
 
 namespace normgrad::philox {
 

@@ -26,6 +26,15 @@ void set_allow_tf32(bool allow) { backend::cuda_set_allow_tf32(allow); }
 
 bool allow_tf32() { return backend::cuda_allow_tf32(); }
 
+void set_conv_algorithm(ConvAlgorithm algorithm) {
+  backend::cuda_set_implicit_gemm_convolutions(algorithm == ConvAlgorithm::ImplicitGemm);
+}
+
+ConvAlgorithm conv_algorithm() {
+  return backend::cuda_implicit_gemm_convolutions() ? ConvAlgorithm::ImplicitGemm
+                                                    : ConvAlgorithm::Columns;
+}
+
 bool is_capturing(int device) { return backend::cuda_is_capturing(device); }
 
 namespace detail {

@@ -44,10 +44,13 @@ Adam::Adam(std::vector<Tensor> parameters, AdamOptions options)
     : Optimizer(std::move(parameters), "Adam"),
       exp_avg_(parameters_.size()),
       exp_avg_sq_(parameters_.size()),
-      steps_(parameters_.size(), 0),
       options_(options) {
   check_options(options_);
-  if (!options_.capturable || parameters_.empty()) return;
+  if (!options_.capturable) {
+    steps_.assign(parameters_.size(), 0);
+    return;
+  }
+  if (parameters_.empty()) return;
   const Device device = parameters_.front().device();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor& parameter = parameters_[i];
@@ -70,8 +73,7 @@ void Adam::set_lr(double lr) {
 }
 
 std::int64_t Adam::step_count(std::size_t index) const {
-  if (options_.capturable && index < device_steps_.size())
-    return static_cast<std::int64_t>(device_steps_[index].item());
+  if (options_.capturable) return static_cast<std::int64_t>(device_steps_.at(index).item());
   return steps_.at(index);
 }
 
@@ -128,8 +130,8 @@ void Adam::load_state_dict(const nn::StateDict& state) {
   } else {
     exp_avg_ = std::move(exp_avg);
     exp_avg_sq_ = std::move(exp_avg_sq);
+    steps_ = counts;
   }
-  steps_ = counts;
 }
 
 void Adam::step() {
@@ -146,7 +148,6 @@ void Adam::step() {
       exp_avg_sq_[i] =
           zeros(parameter.shape(), {.dtype = parameter.dtype(), .device = parameter.device()});
     }
-    const std::int64_t t = ++steps_[i];
     backend::AdamParams params{
         .lr = options_.lr,
         .beta1 = options_.beta1,
@@ -155,13 +156,15 @@ void Adam::step() {
         .weight_decay = options_.weight_decay,
         .decoupled = options_.decoupled_weight_decay,
         .eps_inside_sqrt = options_.eps_inside_sqrt,
-        .bias_correction1 = 1 - std::pow(options_.beta1, static_cast<double>(t)),
-        .bias_correction2 = 1 - std::pow(options_.beta2, static_cast<double>(t)),
     };
     Tensor scalars;
     if (options_.capturable) {
       scalars = capturable_scalars(device_steps_[i], device_lr_, options_.beta1, options_.beta2);
       params.scalars = static_cast<const double*>(normgrad::detail::ref(scalars).data);
+    } else {
+      const auto t = static_cast<double>(++steps_[i]);
+      params.bias_correction1 = 1 - std::pow(options_.beta1, t);
+      params.bias_correction2 = 1 - std::pow(options_.beta2, t);
     }
     const Tensor contiguous_grad = grad.contiguous();
     normgrad::detail::backend_of(parameter).adam_update(

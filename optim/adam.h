@@ -57,10 +57,10 @@ class Adam : public Optimizer {
 
  private:
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
-  std::vector<std::int64_t> steps_;
+  std::vector<std::int64_t> steps_;  // each parameter's step count, on the host
   AdamOptions options_;
-  // capturable: each parameter's step count (float64, exact to 2^53) and the learning rate, on
-  // the parameters' device.
+  // capturable, in place of steps_: each parameter's step count (float64, exact to 2^53) and
+  // the learning rate, on the parameters' device.
   std::vector<Tensor> device_steps_;
   Tensor device_lr_;
 };

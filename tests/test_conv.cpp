@@ -1,10 +1,16 @@
 // conv2d (autograd/functions/conv.cpp, backends/cpu/im2col.cpp) against finite differences,
 // against a composed twin built from slices and matmul (values and gradients), against a
-// value worked out by hand, and the Conv2d module and the errors.
+// value worked out by hand, and the Conv2d module and the errors; the implicit-GEMM
+// convolution's addressing against im2col.
 
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "backends/dispatch.h"
+#include "backends/implicit_columns.h"
+#include "core/tensor_internal.h"
 #include "helpers.h"
 
 using namespace normgrad;
@@ -200,6 +206,75 @@ TEST_CASE("conv2d: 1 and 2 threads agree") {
   const auto one = run(1), two = run(2);
   set_num_threads(before);
   for (std::size_t i = 0; i < one.size(); ++i) CHECK(all_close(one[i], two[i], 1e-12, 1e-12));
+}
+
+// The addressing of the CUDA implicit-GEMM convolution (backends/implicit_columns.h), which
+// reads im2col's columns from the image entry by entry: every entry, in 32-bit and 64-bit
+// offsets, is the one im2col writes, over strides, padding (rows of taps wholly in it),
+// dilation, per-dim settings and kernels that cover the input.
+TEST_CASE("implicit columns: every entry is im2col's") {
+  struct Case {
+    Shape input;
+    backend::Window2d window;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 7, 6},
+       {.kernel_h = 2,
+        .kernel_w = 3,
+        .stride_h = 2,
+        .stride_w = 2,
+        .padding_h = 1,
+        .padding_w = 1,
+        .dilation_h = 2,
+        .dilation_w = 2}},
+      {{1, 2, 5, 8},
+       {.kernel_h = 3, .kernel_w = 1, .stride_h = 2, .padding_w = 2, .dilation_w = 3}},
+      {{2, 4, 5, 3}, {}},
+      {{3, 5, 6, 6}, {.kernel_h = 3, .kernel_w = 3, .padding_h = 1, .padding_w = 1}},
+      {{1, 2, 4, 4}, {.kernel_h = 4, .kernel_w = 4}},
+      {{2, 2, 1, 4}, {.kernel_h = 3, .kernel_w = 3, .padding_h = 1, .padding_w = 1}},
+      {{2, 3, 9, 11},
+       {.kernel_h = 3,
+        .kernel_w = 2,
+        .stride_h = 3,
+        .stride_w = 2,
+        .padding_h = 2,
+        .padding_w = 1,
+        .dilation_h = 2}},
+  };
+  for (const Case& c : cases) {
+    INFO("input " << c.input);
+    const backend::Window2d& k = c.window;
+    const std::int64_t out_h =
+        (c.input[2] + 2 * k.padding_h - k.dilation_h * (k.kernel_h - 1) - 1) / k.stride_h + 1;
+    const std::int64_t out_w =
+        (c.input[3] + 2 * k.padding_w - k.dilation_w * (k.kernel_w - 1) - 1) / k.stride_w + 1;
+    const std::int64_t taps = c.input[1] * k.kernel_h * k.kernel_w, positions = out_h * out_w;
+    const Tensor image =
+        arange(1, 1 + static_cast<double>(numel(c.input)), 1, {.dtype = DType::Float64})
+            .reshape(c.input);
+    const Tensor columns = empty({c.input[0], taps, positions}, {.dtype = DType::Float64});
+    backend::cpu_backend().im2col(detail::ref(columns), detail::ref(image), k);
+    const std::vector<double> pixels = image.to_vector<double>();
+    const std::vector<double> expected = columns.to_vector<double>();
+    const auto check = [&](auto index_tag) {
+      using Index = typename decltype(index_tag)::type;
+      const auto g = backend::ImplicitColumns<Index>::of(c.input, out_h, out_w, k);
+      REQUIRE(g.taps() == taps);
+      std::int64_t wrong = 0;
+      for (std::int64_t n = 0; n < c.input[0]; ++n)
+        for (std::int64_t row = 0; row < taps; ++row)
+          for (std::int64_t l = 0; l < positions; ++l) {
+            const auto column = g.column(static_cast<Index>(n * positions + l));
+            const Index at = g.offset(static_cast<Index>(row), column);
+            const double value = at < 0 ? 0.0 : pixels[static_cast<std::size_t>(at)];
+            wrong += value != expected[static_cast<std::size_t>((n * taps + row) * positions + l)];
+          }
+      CHECK(wrong == 0);
+    };
+    check(std::type_identity<std::int32_t>{});
+    check(std::type_identity<std::int64_t>{});
+  }
 }
 
 TEST_CASE("Conv2d module: shapes, parameters and the default initialisation") {

@@ -1,7 +1,8 @@
 // CPU-versus-CUDA parity of convolution and pooling, values and gradients: conv2d over the
 // geometries of test_conv.cpp (stride, padding, dilation, per-dim settings, 1x1, kernels that
 // cover the input), a batch large enough that the weight gradient accumulates over several
-// chunks of samples (the accumulating matmul), the Conv2d module; max pooling (first maximum
+// chunks of samples (the accumulating matmul), the same geometries and the tiles' edges with
+// the implicit-GEMM kernel, the Conv2d module; max pooling (first maximum
 // on ties, padding that never wins), average pooling (padding counted as zeros) and global
 // average pooling.
 //
@@ -55,34 +56,72 @@ std::vector<testing::Tolerance> conv_gradients(DType dtype, const Shape& input, 
   return {summed(dtype, per_input), summed(dtype, per_weight), summed(dtype, per_weight)};
 }
 
+// conv2d of one case on the GPU against the CPU, values and gradients, with a contiguous input
+// and with one read through a transpose of H and W.
+void check_conv_parity(const ConvCase& c, DType dtype) {
+  INFO(dtype << ", input " << c.input << ", weight " << c.weight);
+  const Geometry g = c.geometry;
+  Inputs inputs{normal(c.input, 1, dtype), normal(c.weight, 2, dtype)};
+  if (c.bias) inputs.push_back(normal({c.weight[0]}, 3, dtype));
+  const auto f = [g](const Inputs& in) {
+    return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), g.stride, g.padding, g.dilation);
+  };
+  const Tensor probe = f(inputs);  // for the output size
+  const std::int64_t positions = probe.size(2) * probe.size(3);
+  const double taps = static_cast<double>(c.weight[1] * c.weight[2] * c.weight[3]);
+  const auto gradients = conv_gradients(dtype, c.input, c.weight, positions);
+  CHECK_NO_MISMATCH(parity_mismatch(f, inputs, summed(dtype, taps), gradients));
+  CHECK_NO_MISMATCH(parity_mismatch(
+      [g](const Inputs& in) {
+        return conv2d(in[0].transpose(2, 3), in[1], Tensor(), g.stride, g.padding, g.dilation);
+      },
+      {normal({c.input[0], c.input[1], c.input[3], c.input[2]}, 4, dtype), inputs[1]},
+      summed(dtype, taps), gradients));
+}
+
+// The CUDA convolution algorithm for a scope.
+class ConvAlgorithmScope {
+ public:
+  explicit ConvAlgorithmScope(cuda::ConvAlgorithm algorithm) {
+    cuda::set_conv_algorithm(algorithm);
+  }
+  ~ConvAlgorithmScope() { cuda::set_conv_algorithm(before_); }
+  ConvAlgorithmScope(const ConvAlgorithmScope&) = delete;
+  ConvAlgorithmScope& operator=(const ConvAlgorithmScope&) = delete;
+
+ private:
+  cuda::ConvAlgorithm before_ = cuda::conv_algorithm();
+};
+
 }  // namespace
 
 TEST_CASE("cuda parity: conv2d over strides, padding and dilation, values and gradients") {
   SKIP_PARITY_WITHOUT_CUDA();
-  for (const DType dtype : {DType::Float32, DType::Float64}) {
-    for (const ConvCase& c : conv_cases) {
-      INFO(dtype << ", input " << c.input << ", weight " << c.weight);
-      const Geometry g = c.geometry;
-      Inputs inputs{normal(c.input, 1, dtype), normal(c.weight, 2, dtype)};
-      if (c.bias) inputs.push_back(normal({c.weight[0]}, 3, dtype));
-      const auto f = [g](const Inputs& in) {
-        return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), g.stride, g.padding,
-                      g.dilation);
-      };
-      const Tensor probe = f(inputs);  // for the output size
-      const std::int64_t positions = probe.size(2) * probe.size(3);
-      const double taps = static_cast<double>(c.weight[1] * c.weight[2] * c.weight[3]);
-      const auto gradients = conv_gradients(dtype, c.input, c.weight, positions);
-      CHECK_NO_MISMATCH(parity_mismatch(f, inputs, summed(dtype, taps), gradients));
-      // A non-contiguous input: the image read through a transpose of H and W.
-      CHECK_NO_MISMATCH(parity_mismatch(
-          [g](const Inputs& in) {
-            return conv2d(in[0].transpose(2, 3), in[1], Tensor(), g.stride, g.padding, g.dilation);
-          },
-          {normal({c.input[0], c.input[1], c.input[3], c.input[2]}, 4, dtype), inputs[1]},
-          summed(dtype, taps), gradients));
-    }
-  }
+  for (const DType dtype : {DType::Float32, DType::Float64})
+    for (const ConvCase& c : conv_cases) check_conv_parity(c, dtype);
+}
+
+TEST_CASE("cuda parity: conv2d as an implicit GEMM, values and gradients, at the tiles' edges") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const ConvAlgorithmScope implicit(cuda::ConvAlgorithm::ImplicitGemm);
+  std::vector<ConvCase> cases = conv_cases;
+  // Tiles are 64 channels by 64 outputs, in steps of 16 taps. O = 70: a second row of tiles
+  // holding 6; K = 45: the last step holds 13; N L = 3 * 143 = 429: the last tile holds 45.
+  cases.push_back({{3, 5, 11, 13}, {70, 5, 3, 3}, {1, 1, 1}, true});
+  // Whole tiles only: O = 128, K = 288 (18 steps), N L = 2 * 64 = 128.
+  cases.push_back({{2, 32, 16, 16}, {128, 32, 3, 3}, {2, 1, 1}, true});
+  // A CIFAR model's layer at a small batch: 96 channels, 3 x 3, 16 x 16.
+  cases.push_back({{2, 96, 16, 16}, {96, 96, 3, 3}, {1, 1, 1}, false});
+  for (const DType dtype : {DType::Float32, DType::Float64})
+    for (const ConvCase& c : cases) check_conv_parity(c, dtype);
+  if (!cuda::is_available()) return;
+  // Each output is one chain of multiply-adds in a fixed order: run after run, the same bits.
+  const Tensor x = normal({3, 5, 11, 13}, 11).to(Device::cuda());
+  const Tensor w = normal({70, 5, 3, 3}, 12).to(Device::cuda());
+  const Tensor b = normal({70}, 13).to(Device::cuda());
+  CHECK_NO_MISMATCH(testing::bits_mismatch(conv2d(x, w, b, 1, 1).to(Device::cpu()),
+                                           conv2d(x, w, b, 1, 1).to(Device::cpu()),
+                                           "two implicit GEMMs"));
 }
 
 TEST_CASE("cuda parity: conv2d weight gradient accumulated over chunks of samples") {

@@ -36,6 +36,10 @@ bool capturing(const Context& context);
 // default, set for every device by normgrad::cuda::set_allow_tf32 (core/cuda.h).
 bool tf32_allowed();
 
+// Whether conv2d runs as one implicit-GEMM kernel (implicit_conv.cu) rather than through
+// im2col's columns and cuBLAS: off by default, set by normgrad::cuda::set_conv_algorithm.
+bool implicit_gemm_convolutions();
+
 // Scratch device memory for one launcher call (partial sums, sort buffers), from the caching
 // allocator, given back when the Workspace goes out of scope. Stream order makes that safe:
 // any later use of the block is queued behind the kernels that used it here.

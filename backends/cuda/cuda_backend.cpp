@@ -29,9 +29,12 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
 
 namespace {
 std::atomic<bool> tf32{false};
+std::atomic<bool> implicit_gemm{false};
 }  // namespace
 
 bool tf32_allowed() { return tf32.load(std::memory_order_relaxed); }
+
+bool implicit_gemm_convolutions() { return implicit_gemm.load(std::memory_order_relaxed); }
 
 bool capturing(const Context& context) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -173,6 +176,12 @@ std::int64_t cuda_host_waits(int index) {
 void cuda_set_allow_tf32(bool allow) { cuda::tf32.store(allow, std::memory_order_relaxed); }
 
 bool cuda_allow_tf32() { return cuda::tf32_allowed(); }
+
+void cuda_set_implicit_gemm_convolutions(bool use) {
+  cuda::implicit_gemm.store(use, std::memory_order_relaxed);
+}
+
+bool cuda_implicit_gemm_convolutions() { return cuda::implicit_gemm_convolutions(); }
 
 bool cuda_is_capturing(int index) {
   return cuda::capturing(static_cast<cuda::CudaBackend&>(cuda_backend(index)).context());

@@ -10,6 +10,7 @@
 #include "backends/cuda/device_guard.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/im2col.h"
+#include "backends/cuda/implicit_conv.h"
 #include "backends/cuda/indexing.h"
 #include "backends/cuda/lstm_step.h"
 #include "backends/cuda/matmul.h"
@@ -247,11 +248,15 @@ void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const
   cuda::col2im(context_, image, columns, window);
 }
 
-// conv2d and its weight gradient: im2col and cuBLAS GEMMs over chunks of samples.
+// conv2d: im2col and cuBLAS GEMMs over chunks of samples, or one implicit-GEMM kernel when
+// chosen (core/cuda.h's set_conv_algorithm). The weight gradient: im2col and cuBLAS.
 void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                          const TensorRef* bias, const Window2d& window) {
   DeviceGuard guard(context_.device);
-  conv2d_by_columns(*this, y, x, weight, bias, window);
+  if (cuda::implicit_gemm_convolutions())
+    cuda::conv2d_implicit_gemm(context_, y, x, weight, bias, window);
+  else
+    conv2d_by_columns(*this, y, x, weight, bias, window);
 }
 
 void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,

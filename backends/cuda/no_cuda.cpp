@@ -27,11 +27,16 @@ std::int64_t cuda_host_waits(int index) {
 // Kept, so that code setting it runs unchanged in builds without CUDA; nothing reads it.
 namespace {
 bool tf32 = false;
+bool implicit_gemm = false;
 }  // namespace
 
 void cuda_set_allow_tf32(bool allow) { tf32 = allow; }
 
 bool cuda_allow_tf32() { return tf32; }
+
+void cuda_set_implicit_gemm_convolutions(bool use) { implicit_gemm = use; }
+
+bool cuda_implicit_gemm_convolutions() { return implicit_gemm; }
 
 bool cuda_is_capturing(int index) {
   cuda_backend(index);
