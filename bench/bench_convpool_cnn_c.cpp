@@ -10,7 +10,8 @@
 // uniformly: the time of a step does not depend on what the pixels show. The model is
 // initialised from data (for none and weightnorm) on the first batch, as training does, before
 // the warm-up steps. --write-inputs saves the batches, so that a twin in another framework
-// trains on the same values.
+// trains on the same values. --conv implicit (with --device cuda) runs the convolutions as one
+// implicit-GEMM kernel each (core/cuda.h's ConvAlgorithm) instead of through columns.
 
 #include <normgrad/normgrad.h>
 
@@ -58,9 +59,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads (0: OMP_NUM_THREADS or all cores)");
   app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--write-inputs", write_inputs, "save the batches (safetensors) and stop");
+  std::string conv = "columns";
+  app.add_option("--conv", conv, "how CUDA convolutions multiply: columns or implicit (GEMM)")
+      ->check(CLI::IsMember({"columns", "implicit"}));
   CLI11_PARSE(app, argc, argv);
+  if (conv == "implicit" && device_name != "cuda") {
+    std::cerr << "bench_convpool_cnn_c: --conv implicit needs --device cuda\n";
+    return 2;
+  }
   try {
     if (threads > 0) set_num_threads(threads);
+    cuda::set_conv_algorithm(conv == "implicit" ? cuda::ConvAlgorithm::ImplicitGemm
+                                                : cuda::ConvAlgorithm::Columns);
     const Device device = device_name == "cuda" ? Device::cuda() : Device::cpu();
     Generator generator(7);
     std::vector<Tensor> images, labels;
@@ -107,6 +117,7 @@ int main(int argc, char** argv) {
                                 {"batch", batch},
                                 {"channels", channels},
                                 {"device", device.str()},
+                                {"conv", conv},
                                 {"threads", get_num_threads()},
                                 {"parameters", convpool_cnn_c::count_parameters(model)},
                                 {"losses", losses},

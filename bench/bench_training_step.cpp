@@ -14,7 +14,8 @@
 //
 // --graph (with --device cuda) records the whole step once as a CUDA graph after the warm-up
 // steps, Adam included (capturable: its counts and bias corrections on the device), and
-// replays it each step.
+// replays it each step. --conv implicit (with --device cuda) runs the CNN's convolutions as
+// one implicit-GEMM kernel each (core/cuda.h's ConvAlgorithm).
 
 #include <normgrad/normgrad.h>
 
@@ -55,7 +56,16 @@ int main(int argc, char** argv) {
   bool use_graph = false;
   app.add_flag("--graph", use_graph,
                "replay whole steps as a CUDA graph (needs --device cuda, --warmup >= 1)");
+  std::string conv = "columns";
+  app.add_option("--conv", conv, "how CUDA convolutions multiply: columns or implicit (GEMM)")
+      ->check(CLI::IsMember({"columns", "implicit"}));
   CLI11_PARSE(app, argc, argv);
+  cuda::set_conv_algorithm(conv == "implicit" ? cuda::ConvAlgorithm::ImplicitGemm
+                                              : cuda::ConvAlgorithm::Columns);
+  if (conv == "implicit" && device_name != "cuda") {
+    std::cerr << "bench_training_step: --conv implicit needs --device cuda\n";
+    return 2;
+  }
   if (use_graph && (device_name != "cuda" || warmup < 1)) {
     std::cerr << "bench_training_step: --graph needs --device cuda and at least one warm-up step\n";
     return 2;
@@ -115,8 +125,9 @@ int main(int argc, char** argv) {
                               ? sorted[sorted.size() / 2]
                               : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
-              << R"(","device":")" << device << R"(","graph":)" << (use_graph ? "true" : "false")
-              << R"(,"threads":)" << get_num_threads() << R"(,"step_seconds":[)";
+              << R"(","device":")" << device << R"(","conv":")" << conv << R"(","graph":)"
+              << (use_graph ? "true" : "false") << R"(,"threads":)" << get_num_threads()
+              << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
     std::cout << R"(],"median_seconds":)" << median << R"(,"peak_tensor_bytes":)"
               << memory_stats(device).peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"

@@ -47,15 +47,15 @@ MODEL_NAMES = {"gru": "GRU language model, batch 80 x 50 steps, vocabulary 8000"
                "cnn": "ConvPool-CNN-C, batch 64, 3x32x32"}
 
 
-def command(build_dir, framework, model, norm, steps, warmup, device, graph=False):
+def command(build_dir, framework, model, norm, steps, warmup, device, options=()):
+    """The command of one run; `options` are bench_training_step's own (--graph, --conv)."""
     common = ["--model", model, "--steps", str(steps), "--warmup", str(warmup), "--device", device]
     if framework == "torch":
         return [sys.executable, TORCH_SCRIPT, *common, "--threads", THREADS]
-    return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm,
-            *(["--graph"] if graph else [])]
+    return [build_dir / "bench" / "bench_training_step", *common, "--norm", norm, *options]
 
 
-def measure(build_dir, rounds, steps, warmup, quick, device, graph=False):
+def measure(build_dir, rounds, steps, warmup, quick, device, options=()):
     """Maps (framework, model, norm) to its runs' JSON results, each with the CPU share that
     other processes took while it ran."""
     environment = dict(os.environ, OMP_NUM_THREADS=THREADS)
@@ -68,7 +68,7 @@ def measure(build_dir, rounds, steps, warmup, quick, device, graph=False):
                 print(f"  round {round_index + 1}/{rounds}: {framework} {model} {norm}", file=sys.stderr,
                       flush=True)
                 output, foreign = run_once(
-                    command(build_dir, framework, model, norm, steps, warmup, device, graph), environment)
+                    command(build_dir, framework, model, norm, steps, warmup, device, options), environment)
                 result = json.loads(output)
                 result["foreign_cpu_share"] = foreign
                 results.setdefault((framework, model, norm), []).append(result)
@@ -158,22 +158,31 @@ def main():
     parser.add_argument("--graph", action="store_true",
                         help="normgrad replays whole steps as a CUDA graph (with --device cuda; the "
                              "table then goes to the output only)")
+    parser.add_argument("--conv", choices=["columns", "implicit"], default="columns",
+                        help="how normgrad's CUDA convolutions multiply: through columns and cuBLAS, or "
+                             "as one implicit-GEMM kernel (implicit: the table goes to the output only)")
     arguments = parser.parse_args()
     if arguments.graph and arguments.device != "cuda":
         parser.error("--graph needs --device cuda")
+    if arguments.conv == "implicit" and arguments.device != "cuda":
+        parser.error("--conv implicit needs --device cuda")
+    options = [*(["--graph"] if arguments.graph else []), "--conv", arguments.conv]
     on_gpu = arguments.device == "cuda"
     steps = arguments.steps if arguments.steps is not None else (20 if on_gpu else 3)
     warmup = arguments.warmup if arguments.warmup is not None else (5 if on_gpu else 1)
     rounds, steps = (1, 1) if arguments.quick else (arguments.rounds, steps)
     results = measure(arguments.build_dir, rounds, steps, warmup, arguments.quick, arguments.device,
-                      arguments.graph)
+                      options)
     text = section(results, arguments.build_dir, arguments.quick, arguments.device)
     if arguments.graph:
         text = text.replace("One step: zero_grad, forward, cross-entropy, backward, Adam.",
                             "One step: zero_grad, forward, cross-entropy, backward, Adam; normgrad replays it "
                             "as a CUDA graph (`--graph`, Adam capturable).")
+    if arguments.conv == "implicit":
+        text = text.replace("One step: zero_grad,", "normgrad's convolutions as implicit GEMMs (`--conv "
+                            "implicit`). One step: zero_grad,")
     print(text)
-    if not arguments.no_write and not arguments.graph:
+    if not arguments.no_write and not arguments.graph and arguments.conv == "columns":
         write_section(arguments.results, text, *MARKERS[arguments.device])
         print(f"updated {arguments.results}", file=sys.stderr)
 

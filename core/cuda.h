@@ -38,16 +38,18 @@ std::int64_t host_waits(int device = 0);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
-// How CUDA convolutions form their products: conv2d's forward pass, and the input gradient of
-// a stride-1 convolution, which is a convolution too.
+// How CUDA convolutions form their products: conv2d's forward pass, its weight gradient, and
+// the input gradient of a stride-1 convolution, which is a convolution too.
 // - Columns (the default): im2col writes a chunk of samples' columns to memory, cuBLAS
 //   multiplies them by the weight (with TF32 when allowed), and a copy puts the product in the
 //   output's layout, adding the bias.
-// - ImplicitGemm: one kernel gathers the columns tile by tile into shared memory and writes
-//   the output in place with its bias: no columns in memory, no copy. float32 and float64
-//   multiply-adds (TF32 does not apply); results repeat bit for bit and differ from the
-//   column path's within float rounding (another summation order).
-// Weight gradients go through columns either way. Set for every device.
+// - ImplicitGemm: kernels gather the columns tile by tile into shared memory, never writing
+//   them out. The forward kernel writes the output in place with its bias, no copy; the weight
+//   gradient splits the outputs into shares, each summed by its own blocks, the shares then
+//   added in order. float32 and float64 multiply-adds (TF32 does not apply); results repeat
+//   bit for bit and differ from the column path's within float rounding (another summation
+//   order).
+// Set for every device.
 enum class ConvAlgorithm { Columns, ImplicitGemm };
 void set_conv_algorithm(ConvAlgorithm algorithm);
 ConvAlgorithm conv_algorithm();

@@ -110,6 +110,8 @@ TEST_CASE("cuda parity: conv2d as an implicit GEMM, values and gradients, at the
   cases.push_back({{3, 5, 11, 13}, {70, 5, 3, 3}, {1, 1, 1}, true});
   // Whole tiles only: O = 128, K = 288 (18 steps), N L = 2 * 64 = 128.
   cases.push_back({{2, 32, 16, 16}, {128, 32, 3, 3}, {2, 1, 1}, true});
+  // N L = 16384 outputs: the weight gradient sums 64 shares of 256 outputs, then adds them.
+  cases.push_back({{16, 8, 32, 32}, {8, 8, 3, 3}, {1, 1, 1}, true});
   // A CIFAR model's layer at a small batch: 96 channels, 3 x 3, 16 x 16.
   cases.push_back({{2, 96, 16, 16}, {96, 96, 3, 3}, {1, 1, 1}, false});
   for (const DType dtype : {DType::Float32, DType::Float64})

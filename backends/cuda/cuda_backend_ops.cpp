@@ -248,8 +248,8 @@ void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const
   cuda::col2im(context_, image, columns, window);
 }
 
-// conv2d: im2col and cuBLAS GEMMs over chunks of samples, or one implicit-GEMM kernel when
-// chosen (core/cuda.h's set_conv_algorithm). The weight gradient: im2col and cuBLAS.
+// conv2d and its weight gradient: im2col and cuBLAS GEMMs over chunks of samples, or
+// implicit-GEMM kernels when chosen (core/cuda.h's set_conv_algorithm).
 void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                          const TensorRef* bias, const Window2d& window) {
   DeviceGuard guard(context_.device);
@@ -262,7 +262,10 @@ void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef
 void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
                                          const TensorRef& dy, const Window2d& window) {
   DeviceGuard guard(context_.device);
-  conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
+  if (cuda::implicit_gemm_convolutions())
+    cuda::conv2d_weight_gradient_implicit_gemm(context_, dw, x, dy, window);
+  else
+    conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
 }
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,

@@ -8,6 +8,8 @@
 // layout [N, O, OH OW] wants it, the bias added on the way: no columns, no product buffer, no
 // copy, where the column path (backends/conv_by_columns.cpp) writes all three.
 //
+// The weight gradient, further down, is the same walk over the other dimension.
+//
 // Each output is one fused multiply-add chain over k = 0 .. K-1 in order, so results repeat
 // bit for bit run after run. They differ from the column path's (cuBLAS sums in its own order)
 // within float rounding.
@@ -18,6 +20,7 @@
 // t % 16) computes the outputs (ty + 16 a, tx + 16 b), a, b < 4: a warp reads two distinct
 // values of the W slice (broadcasts) and 16 consecutive ones of the X slice per step.
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -103,6 +106,104 @@ __global__ void __launch_bounds__(threads)
   }
 }
 
+// The weight gradient dW = dY X^T ([O, K]; dY [O, N L] is dy with its samples side by side)
+// walks the N L outputs in steps of 16. Block (bx, by, s) computes the 64 x 64 tile (o0, k0) =
+// (64 by, 64 bx) of the sum over split s's share of the outputs, into partial[s]; a second
+// kernel adds the splits in order s = 0, 1, ... So each gradient is a fixed chain of
+// multiply-adds and then a fixed sum: the same bits run after run.
+//
+// Loads: thread t reads output p0 + t % 16 of dY's rows o0 + t / 16 + 16 q and of X's rows
+// k0 + t / 16 + 16 q, q < 4: sixteen consecutive threads read sixteen consecutive outputs. The
+// slices are stored [output][row], each row padded by one value so that those sixteen threads
+// write sixteen different banks.
+template <typename T, typename Index>
+__global__ void __launch_bounds__(threads)
+    implicit_weight_gradient_kernel(T* partial, const T* dy, const T* x, ImplicitColumns<Index> g,
+                                    Index out_channels, Index taps, Index columns,
+                                    Index split_columns) {
+  __shared__ T dy_slice[tile_k][tile_m + 1];
+  __shared__ T x_slice[tile_k][tile_n + 1];
+  const int t = threadIdx.x;
+  const Index o0 = Index(blockIdx.y) * tile_m, k0 = Index(blockIdx.x) * tile_n;
+  const Index first = Index(blockIdx.z) * split_columns;
+  const Index last = first + split_columns < columns ? first + split_columns : columns;
+  const int load_p = t % tile_k, load_row = t / tile_k;
+  T dy_next[loads], x_next[loads];
+  const auto load = [&](Index p0) {
+    const Index p = p0 + load_p;
+    const bool inside = p < last;
+    const typename ImplicitColumns<Index>::Column column = g.column(inside ? p : Index(0));
+    const Index sample = inside ? p / g.positions : Index(0);
+    const Index position = inside ? p - sample * g.positions : Index(0);
+#pragma unroll
+    for (int q = 0; q < loads; ++q) {
+      const Index o = o0 + load_row + 16 * q, k = k0 + load_row + 16 * q;
+      dy_next[q] = inside && o < out_channels
+                       ? dy[(sample * out_channels + o) * g.positions + position]
+                       : T(0);
+      const Index at = inside && k < taps ? g.offset(k, column) : Index(-1);
+      x_next[q] = at >= 0 ? x[at] : T(0);
+    }
+  };
+
+  const int tx = t % 16, ty = t / 16;
+  T sum[4][4] = {};
+  if (first < last) load(first);
+  for (Index p0 = first; p0 < last; p0 += tile_k) {
+#pragma unroll
+    for (int q = 0; q < loads; ++q) {
+      dy_slice[load_p][load_row + 16 * q] = dy_next[q];
+      x_slice[load_p][load_row + 16 * q] = x_next[q];
+    }
+    __syncthreads();
+    if (p0 + tile_k < last) load(p0 + tile_k);
+#pragma unroll
+    for (int pp = 0; pp < tile_k; ++pp) {
+      T dy_values[4], x_values[4];
+#pragma unroll
+      for (int a = 0; a < 4; ++a) dy_values[a] = dy_slice[pp][ty + 16 * a];
+#pragma unroll
+      for (int b = 0; b < 4; ++b) x_values[b] = x_slice[pp][tx + 16 * b];
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) sum[a][b] = fma(dy_values[a], x_values[b], sum[a][b]);
+    }
+    __syncthreads();
+  }
+
+  T* const out = partial + Index(blockIdx.z) * out_channels * taps;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const Index o = o0 + ty + 16 * a;
+    if (o >= out_channels) continue;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const Index k = k0 + tx + 16 * b;
+      if (k < taps) out[o * taps + k] = sum[a][b];
+    }
+  }
+}
+
+// dw[i] = partial[0][i] + partial[1][i] + ..., in that order.
+template <typename T>
+__global__ void add_splits_kernel(T* dw, const T* partial, std::int64_t size, int splits) {
+  NG_KERNEL_LOOP(i, size) {
+    T total = partial[i];
+    for (int s = 1; s < splits; ++s) total += partial[s * size + i];
+    dw[i] = total;
+  }
+}
+
+// Splits of the outputs for a weight gradient of `tiles` tiles: enough blocks to fill a large
+// GPU a few times over (about 1024), each split a whole number of 16-output steps and at least
+// 256 outputs long. Shapes alone decide, so the sums' order is the same on every device.
+std::int64_t weight_gradient_splits(std::int64_t tiles, std::int64_t columns) {
+  const std::int64_t wanted = (1024 + tiles - 1) / tiles;
+  const std::int64_t most = std::max<std::int64_t>(columns / 256, 1);
+  return std::clamp<std::int64_t>(wanted, 1, std::min<std::int64_t>(most, 256));
+}
+
 std::int64_t out_size(std::int64_t size, std::int64_t kernel, std::int64_t stride,
                       std::int64_t padding, std::int64_t dilation) {
   return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
@@ -110,55 +211,123 @@ std::int64_t out_size(std::int64_t size, std::int64_t kernel, std::int64_t strid
 
 }  // namespace
 
-void conv2d_implicit_gemm(const Context& context, const TensorRef& y, const TensorRef& x,
-                          const TensorRef& weight, const TensorRef* bias, const Window2d& window) {
-  const char* const op = "cuda conv2d (implicit GEMM)";
+namespace {
+
+constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max() / 2;
+
+// Both launchers' view of a call: the window's output size, the product's dimensions, and
+// whether 32-bit offsets reach every element.
+struct Plan {
+  std::int64_t out_h, out_w, out_channels, taps, columns;
+  bool narrow;
+};
+
+Plan plan_of(const char* op, const TensorRef& x, const TensorRef& weight, const TensorRef& y,
+             const Window2d& window) {
   NG_CHECK(x.rank() == 4 && weight.rank() == 4 && y.rank() == 4, op,
            "expects x [N, C, H, W], weight [O, C, kh, kw] and y [N, O, OH, OW], got ", x.shape,
            ", ", weight.shape, " and ", y.shape);
-  NG_CHECK(is_contiguous(x) && is_contiguous(weight) && is_contiguous(y) &&
-               (bias == nullptr || is_contiguous(*bias)),
-           op, "expects contiguous operands");
-  const std::int64_t out_h =
+  NG_CHECK(is_contiguous(x) && is_contiguous(weight) && is_contiguous(y), op,
+           "expects contiguous operands");
+  Plan plan{};
+  plan.out_h =
       out_size(x.shape[2], window.kernel_h, window.stride_h, window.padding_h, window.dilation_h);
-  const std::int64_t out_w =
+  plan.out_w =
       out_size(x.shape[3], window.kernel_w, window.stride_w, window.padding_w, window.dilation_w);
-  NG_CHECK(y.shape == Shape({x.shape[0], weight.shape[0], out_h, out_w}) &&
+  NG_CHECK(y.shape == Shape({x.shape[0], weight.shape[0], plan.out_h, plan.out_w}) &&
                weight.shape[1] == x.shape[1] && weight.shape[2] == window.kernel_h &&
                weight.shape[3] == window.kernel_w,
            op, "x ", x.shape, ", weight ", weight.shape, " and y ", y.shape,
            " do not fit the window");
-  const std::int64_t out_channels = y.shape[1], columns = x.shape[0] * out_h * out_w;
-  const std::int64_t taps = x.shape[1] * window.kernel_h * window.kernel_w;
-  if (y.numel() == 0) return;
-  const std::int64_t blocks_m = (out_channels + tile_m - 1) / tile_m;
-  const std::int64_t blocks_n = (columns + tile_n - 1) / tile_n;
-  NG_CHECK(blocks_m <= 65535 && blocks_n <= std::numeric_limits<std::int32_t>::max(), op,
-           "too many output channels (", out_channels, ") or outputs (", columns, ")");
-  // 32-bit offsets when every offset into the three tensors, and the window arithmetic, fits.
-  constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max() / 2;
+  plan.out_channels = weight.shape[0];
+  plan.taps = x.shape[1] * window.kernel_h * window.kernel_w;
+  plan.columns = x.shape[0] * plan.out_h * plan.out_w;
+  NG_CHECK((plan.out_channels + tile_m - 1) / tile_m <= 65535 &&
+               (std::max(plan.columns, plan.taps) + tile_n - 1) / tile_n <=
+                   std::numeric_limits<std::int32_t>::max(),
+           op, "too many output channels (", plan.out_channels, "), taps (", plan.taps,
+           ") or outputs (", plan.columns, ")");
+  // The window arithmetic stays within a few extents of the image.
   const std::int64_t reach = std::max(x.shape[2], x.shape[3]) + window.padding_h +
                              window.padding_w + window.kernel_h * window.dilation_h +
                              window.kernel_w * window.dilation_w +
-                             std::max(out_h * window.stride_h, out_w * window.stride_w);
-  const bool narrow = x.numel() < limit && y.numel() < limit && weight.numel() < limit &&
-                      columns + tile_n < limit && reach < limit;
-  const dim3 grid(static_cast<unsigned>(blocks_n), static_cast<unsigned>(blocks_m));
+                             std::max(plan.out_h * window.stride_h, plan.out_w * window.stride_w);
+  plan.narrow = x.numel() < limit && y.numel() < limit && weight.numel() < limit &&
+                plan.columns + tile_n < limit && plan.taps + tile_n < limit && reach < limit;
+  return plan;
+}
+
+// Runs `launch` with the offsets' type: std::int32_t when the plan allows it.
+template <typename Launch> void with_index(const Plan& plan, Launch&& launch) {
+  if (plan.narrow)
+    launch(TypeTag<std::int32_t>{});
+  else
+    launch(TypeTag<std::int64_t>{});
+}
+
+}  // namespace
+
+void conv2d_implicit_gemm(const Context& context, const TensorRef& y, const TensorRef& x,
+                          const TensorRef& weight, const TensorRef* bias, const Window2d& window) {
+  const char* const op = "cuda conv2d (implicit GEMM)";
+  const Plan plan = plan_of(op, x, weight, y, window);
+  NG_CHECK(bias == nullptr || is_contiguous(*bias), op, "expects a contiguous bias");
+  if (y.numel() == 0) return;
+  const dim3 grid(static_cast<unsigned>((plan.columns + tile_n - 1) / tile_n),
+                  static_cast<unsigned>((plan.out_channels + tile_m - 1) / tile_m));
   dispatch_floating(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* shift = bias != nullptr ? bias->ptr<const T>() : nullptr;
-    const auto launch = [&](auto index_tag) {
+    with_index(plan, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
       implicit_conv_kernel<T, Index><<<grid, threads, 0, context.stream>>>(
           y.ptr<T>(), x.ptr<const T>(), weight.ptr<const T>(), shift,
-          ImplicitColumns<Index>::of(x.shape, out_h, out_w, window), Index(out_channels),
-          Index(taps), Index(columns));
+          ImplicitColumns<Index>::of(x.shape, plan.out_h, plan.out_w, window),
+          Index(plan.out_channels), Index(plan.taps), Index(plan.columns));
       NG_CUDA_CHECK_LAUNCH();
-    };
-    if (narrow)
-      launch(TypeTag<std::int32_t>{});
-    else
-      launch(TypeTag<std::int64_t>{});
+    });
+  });
+}
+
+void conv2d_weight_gradient_implicit_gemm(const Context& context, const TensorRef& dw,
+                                          const TensorRef& x, const TensorRef& dy,
+                                          const Window2d& window) {
+  const char* const op = "cuda conv2d weight gradient (implicit GEMM)";
+  Plan plan = plan_of(op, x, dw, dy, window);
+  if (dw.numel() == 0) return;
+  const std::size_t bytes = static_cast<std::size_t>(dw.numel()) * element_size(dw.dtype);
+  if (plan.columns == 0) {
+    NG_CUDA_CHECK(cudaMemsetAsync(dw.data, 0, bytes, context.stream));  // float zeros: 0 bits
+    return;
+  }
+  // Whole steps of 16 outputs a split, and no split left empty.
+  const std::int64_t tiles =
+      ((plan.out_channels + tile_m - 1) / tile_m) * ((plan.taps + tile_n - 1) / tile_n);
+  const std::int64_t wanted_splits = weight_gradient_splits(tiles, plan.columns);
+  const std::int64_t per_split =
+      ((plan.columns + wanted_splits - 1) / wanted_splits + tile_k - 1) / tile_k * tile_k;
+  const std::int64_t splits = (plan.columns + per_split - 1) / per_split;
+  plan.narrow = plan.narrow && splits * dw.numel() < limit;  // offsets into the partial sums
+  const dim3 grid(static_cast<unsigned>((plan.taps + tile_n - 1) / tile_n),
+                  static_cast<unsigned>((plan.out_channels + tile_m - 1) / tile_m),
+                  static_cast<unsigned>(splits));
+  dispatch_floating(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const Workspace workspace(context, splits > 1 ? bytes * static_cast<std::size_t>(splits) : 0);
+    T* const partial = splits > 1 ? workspace.as<T>() : dw.ptr<T>();
+    with_index(plan, [&](auto index_tag) {
+      using Index = typename decltype(index_tag)::type;
+      implicit_weight_gradient_kernel<T, Index><<<grid, threads, 0, context.stream>>>(
+          partial, dy.ptr<const T>(), x.ptr<const T>(),
+          ImplicitColumns<Index>::of(x.shape, plan.out_h, plan.out_w, window),
+          Index(plan.out_channels), Index(plan.taps), Index(plan.columns), Index(per_split));
+      NG_CUDA_CHECK_LAUNCH();
+    });
+    if (splits > 1) {
+      add_splits_kernel<T><<<grid_for(dw.numel(), context), threads_per_block, 0, context.stream>>>(
+          dw.ptr<T>(), partial, dw.numel(), static_cast<int>(splits));
+      NG_CUDA_CHECK_LAUNCH();
+    }
   });
 }
 
