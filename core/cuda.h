@@ -34,7 +34,10 @@ void synchronize(int device = 0);
 // runs ahead of the host; tests and benchmarks use it to hold steps to that.
 std::int64_t host_waits(int device = 0);
 // Whether float32 matrix products may use TF32 tensor cores: faster, with 10-bit mantissas
-// in the products. Off by default, so results match the CPU's to float32 rounding.
+// in the products. Off by default, so results match the CPU's to float32 rounding. With it,
+// each operand is rounded to 10 mantissa bits, so a sum of products a b is off by up to about
+// 2^-10 sum |a b| (float32 alone: n 2^-24 sum |a b| for n terms, at most). Convolutions through
+// columns (ConvAlgorithm::Columns below) use it too; the tests hold both to that bound.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 

@@ -11,6 +11,7 @@
 // is exact; average pooling adds kh kw values, and its backward adds the windows' shares.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -138,6 +139,48 @@ TEST_CASE("cuda parity: conv2d weight gradient accumulated over chunks of sample
         [](const Inputs& in) { return conv2d(in[0], in[1], in[2], 1, 1); },
         {normal(input, 5, dtype), normal(weight, 6, dtype, 0.2), normal({8}, 7, dtype)},
         summed(dtype, 144), conv_gradients(dtype, input, weight, 32 * 32)));
+  }
+}
+
+TEST_CASE("cuda parity: with TF32 allowed, conv2d stays within TF32's rounding of its products") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // TF32 keeps 10 of float32's 23 mantissa bits of each operand, each rounded to nearest
+  // (relative error 2^-11): a product is off by at most about 2^-10 of its size, so an output
+  // y = sum w x by at most 2^-10 sum |w x|, plus float32's rounding of a sum of n terms, n 2^-24
+  // sum |w x| at most (2^-13 covers n = 1024). Checked against float64 on the same inputs, over
+  // a CIFAR model's 3 x 3 layer (K = 864 taps), forward and weight gradient (1024 outputs).
+  const Device gpu = testing::parity_device();
+  const Tensor x = normal({4, 96, 16, 16}, 21), w = normal({96, 96, 3, 3}, 22, DType::Float32, 0.1);
+  const Tensor dy = normal({4, 96, 16, 16}, 23);
+  const auto run = [&](bool tf32) {
+    cuda::set_allow_tf32(tf32);
+    const Tensor xg = x.to(gpu).detach().requires_grad_();
+    const Tensor wg = w.to(gpu).detach().requires_grad_();
+    const Tensor y = conv2d(xg, wg, Tensor(), 1, 1);
+    y.backward(dy.to(gpu));
+    cuda::set_allow_tf32(false);
+    return std::vector<Tensor>{y.to(Device::cpu()), wg.grad().to(Device::cpu())};
+  };
+  const std::vector<Tensor> with_tf32 = run(true);
+  CHECK_FALSE(cuda::allow_tf32());
+  // Float64 references and the sums of |terms| that bound the error.
+  const Tensor x64 = x.to(DType::Float64), w64 = w.to(DType::Float64), dy64 = dy.to(DType::Float64);
+  const Tensor xr = x64.detach().requires_grad_(), wr = w64.detach().requires_grad_();
+  const Tensor y64 = conv2d(xr, wr, Tensor(), 1, 1);
+  y64.backward(dy64);
+  const Tensor xa = abs(x64).detach().requires_grad_();
+  const Tensor wa = abs(w64).detach().requires_grad_();
+  const Tensor y_terms = conv2d(xa, wa, Tensor(), 1, 1);
+  y_terms.backward(abs(dy64));
+  const std::vector<Tensor> reference = {y64.detach(), wr.grad()};
+  const std::vector<Tensor> terms = {y_terms.detach(), wa.grad()};
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const Tensor error = abs(with_tf32[i].to(DType::Float64) - reference[i]);
+    const Tensor bound = terms[i] * (std::ldexp(1.0, -10) + std::ldexp(1.0, -13)) + 1e-30;
+    const double worst = max(error / bound).item();
+    MESSAGE("TF32 error over its bound (0: exact; 1: at the bound): " << worst);
+    CHECK(worst <= 1.0);
   }
 }
 
