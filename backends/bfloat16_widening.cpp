@@ -157,6 +157,126 @@ void norm_backward(Backend& backend, const NormParams& params, const TensorRef& 
   copies.finish();
 }
 
+namespace {
+
+GruStateNorms float32_norms(Float32Copies& copies, GruStateNorms norms) {
+  norms.gates_gain = copies.input(norms.gates_gain);
+  norms.gates_bias = copies.input(norms.gates_bias);
+  norms.candidate_gain = copies.input(norms.candidate_gain);
+  norms.candidate_bias = copies.input(norms.candidate_bias);
+  return norms;
+}
+
+GruStateNormGrads float32_grads(Float32Copies& copies, const GruStateNormGrads& grads) {
+  return {copies.output(grads.gates_gain), copies.output(grads.gates_bias),
+          copies.output(grads.candidate_gain), copies.output(grads.candidate_bias)};
+}
+
+LstmStepNorms float32_norms(Float32Copies& copies, LstmStepNorms norms) {
+  norms.state_gain = copies.input(norms.state_gain);
+  norms.state_bias = copies.input(norms.state_bias);
+  norms.cell_gain = copies.input(norms.cell_gain);
+  norms.cell_bias = copies.input(norms.cell_bias);
+  return norms;
+}
+
+LstmStepNormGrads float32_grads(Float32Copies& copies, const LstmStepNormGrads& grads) {
+  return {copies.output(grads.state_gain), copies.output(grads.state_bias),
+          copies.output(grads.cell_gain), copies.output(grads.cell_bias)};
+}
+
+}  // namespace
+
+void gru_cell_forward(Backend& backend, const TensorRef& h, const TensorRef& activations,
+                      const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
+                      const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.gru_cell_forward(copies.output(h), copies.output(activations), copies.input(gx),
+                           copies.input(gh), copies.input(h_prev), copies.input(mask));
+  copies.finish();
+}
+
+void gru_cell_backward(Backend& backend, const TensorRef& dgx, const TensorRef& dgh,
+                       const TensorRef& dh_prev, const TensorRef& dh, const TensorRef& activations,
+                       const TensorRef& gh, const TensorRef& h_prev, const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.gru_cell_backward(copies.output(dgx), copies.output(dgh), copies.output(dh_prev),
+                            copies.input(dh), copies.input(activations), copies.input(gh),
+                            copies.input(h_prev), copies.input(mask));
+  copies.finish();
+}
+
+void normed_gru_cell_forward(Backend& backend, const GruStateNorms& norms, const TensorRef& h,
+                             const TensorRef& activations, const TensorRef& normalised,
+                             const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                             const TensorRef& h_prev, const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.normed_gru_cell_forward(float32_norms(copies, norms), copies.output(h),
+                                  copies.output(activations), copies.output(normalised),
+                                  copies.output(statistics), copies.input(gx), copies.input(gh),
+                                  copies.input(h_prev), copies.input(mask));
+  copies.finish();
+}
+
+void normed_gru_cell_backward(Backend& backend, const GruStateNorms& norms, const TensorRef& dgx,
+                              const TensorRef& dgh, const TensorRef& dh_prev,
+                              const GruStateNormGrads& affine, const TensorRef& dh,
+                              const TensorRef& activations, const TensorRef& normalised,
+                              const TensorRef& statistics, const TensorRef& gh,
+                              const TensorRef& h_prev, const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.normed_gru_cell_backward(
+      float32_norms(copies, norms), copies.output(dgx), copies.output(dgh), copies.output(dh_prev),
+      float32_grads(copies, affine), copies.input(dh), copies.input(activations),
+      copies.input(normalised), copies.input(statistics), copies.input(gh), copies.input(h_prev),
+      copies.input(mask));
+  copies.finish();
+}
+
+void lstm_cell_forward(Backend& backend, const TensorRef& c, const TensorRef& activations,
+                       const TensorRef& gates, const TensorRef& c_prev, const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.lstm_cell_forward(copies.output(c), copies.output(activations), copies.input(gates),
+                            copies.input(c_prev), copies.input(mask));
+  copies.finish();
+}
+
+void lstm_cell_backward(Backend& backend, const TensorRef& dgates, const TensorRef& dc_prev,
+                        const TensorRef& dc, const TensorRef& activations, const TensorRef& c_prev,
+                        const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.lstm_cell_backward(copies.output(dgates), copies.output(dc_prev), copies.input(dc),
+                             copies.input(activations), copies.input(c_prev), copies.input(mask));
+  copies.finish();
+}
+
+void lstm_step_forward(Backend& backend, const LstmStepNorms& norms, const TensorRef& state,
+                       const TensorRef& activations, const TensorRef& cell,
+                       const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                       const TensorRef& h_prev, const TensorRef& c_prev, const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.lstm_step_forward(float32_norms(copies, norms), copies.output(state),
+                            copies.output(activations), copies.output(cell),
+                            copies.output(statistics), copies.input(gx), copies.input(gh),
+                            copies.input(h_prev), copies.input(c_prev), copies.input(mask));
+  copies.finish();
+}
+
+void lstm_step_backward(Backend& backend, const LstmStepNorms& norms, const TensorRef& dgx,
+                        const TensorRef& dgh, const TensorRef& dh_prev, const TensorRef& dc_prev,
+                        const LstmStepNormGrads& affine, const TensorRef& dstate,
+                        const TensorRef& state, const TensorRef& activations, const TensorRef& cell,
+                        const TensorRef& statistics, const TensorRef& gh, const TensorRef& c_prev,
+                        const TensorRef* mask) {
+  Float32Copies copies(backend);
+  backend.lstm_step_backward(
+      float32_norms(copies, norms), copies.output(dgx), copies.output(dgh), copies.output(dh_prev),
+      copies.output(dc_prev), float32_grads(copies, affine), copies.input(dstate),
+      copies.input(state), copies.input(activations), copies.input(cell), copies.input(statistics),
+      copies.input(gh), copies.input(c_prev), copies.input(mask));
+  copies.finish();
+}
+
 }  // namespace widened
 
 }  // namespace normgrad::backend

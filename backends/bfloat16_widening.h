@@ -88,6 +88,37 @@ void norm_backward(Backend& backend, const NormParams& params, const TensorRef& 
                    const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
                    const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
                    const TensorRef* gain);
+void gru_cell_forward(Backend& backend, const TensorRef& h, const TensorRef& activations,
+                      const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
+                      const TensorRef* mask);
+void gru_cell_backward(Backend& backend, const TensorRef& dgx, const TensorRef& dgh,
+                       const TensorRef& dh_prev, const TensorRef& dh, const TensorRef& activations,
+                       const TensorRef& gh, const TensorRef& h_prev, const TensorRef* mask);
+void normed_gru_cell_forward(Backend& backend, const GruStateNorms& norms, const TensorRef& h,
+                             const TensorRef& activations, const TensorRef& normalised,
+                             const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                             const TensorRef& h_prev, const TensorRef* mask);
+void normed_gru_cell_backward(Backend& backend, const GruStateNorms& norms, const TensorRef& dgx,
+                              const TensorRef& dgh, const TensorRef& dh_prev,
+                              const GruStateNormGrads& affine, const TensorRef& dh,
+                              const TensorRef& activations, const TensorRef& normalised,
+                              const TensorRef& statistics, const TensorRef& gh,
+                              const TensorRef& h_prev, const TensorRef* mask);
+void lstm_cell_forward(Backend& backend, const TensorRef& c, const TensorRef& activations,
+                       const TensorRef& gates, const TensorRef& c_prev, const TensorRef* mask);
+void lstm_cell_backward(Backend& backend, const TensorRef& dgates, const TensorRef& dc_prev,
+                        const TensorRef& dc, const TensorRef& activations, const TensorRef& c_prev,
+                        const TensorRef* mask);
+void lstm_step_forward(Backend& backend, const LstmStepNorms& norms, const TensorRef& state,
+                       const TensorRef& activations, const TensorRef& cell,
+                       const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
+                       const TensorRef& h_prev, const TensorRef& c_prev, const TensorRef* mask);
+void lstm_step_backward(Backend& backend, const LstmStepNorms& norms, const TensorRef& dgx,
+                        const TensorRef& dgh, const TensorRef& dh_prev, const TensorRef& dc_prev,
+                        const LstmStepNormGrads& affine, const TensorRef& dstate,
+                        const TensorRef& state, const TensorRef& activations, const TensorRef& cell,
+                        const TensorRef& statistics, const TensorRef& gh, const TensorRef& c_prev,
+                        const TensorRef* mask);
 }  // namespace widened
 
 }  // namespace normgrad::backend

@@ -84,7 +84,8 @@ Tensor RecurrentCell::project_state(const Tensor& h, const Tensor& state_dropout
   if (!state_dropout.defined()) return project_state(h);
   NG_CHECK(state_dropout.shape() == h.shape(), type_name(),
            "state_dropout must be the state's shape ", h.shape(), ", got ", state_dropout.shape());
-  return project_state(h * state_dropout.detach());
+  const Tensor kept = state_dropout.detach();
+  return project_state(h * (kept.dtype() == h.dtype() ? kept : kept.to(h.dtype())));
 }
 
 std::shared_ptr<Norm> RecurrentCell::add_norm(const std::string& name, std::int64_t features) {
@@ -164,11 +165,12 @@ RecurrentCell& Recurrent::cell(std::int64_t direction) const {
 
 namespace {
 
-// Direction d's slice of an initial state [D, B, H], or zeros.
+// Direction d's slice of an initial state [D, B, H] in the input's dtype, or zeros.
 Tensor initial_slice(const Tensor& initial, std::int64_t direction, std::int64_t batch,
                      std::int64_t hidden, const TensorOptions& options) {
   if (!initial.defined()) return zeros({batch, hidden}, options);
-  return initial.select(0, direction);
+  const Tensor slice = initial.select(0, direction);
+  return slice.dtype() == options.dtype ? slice : slice.to(options.dtype);
 }
 
 }  // namespace
@@ -182,8 +184,12 @@ void Recurrent::check_arguments(const Tensor& input, const Tensor& mask,
   NG_CHECK(input.defined() && input.dim() == 3 && input.size(2) == first.input_size(), name,
            "input must be [", options_.batch_first ? "batch, steps" : "steps, batch", ", ",
            first.input_size(), "], got ", input.defined() ? input.shape() : Shape{});
-  NG_CHECK(input.dtype() == first.options().dtype, name, "input of dtype ", input.dtype(),
-           " does not match the layer's dtype ", first.options().dtype);
+  // Mixed precision: a float32 layer runs bfloat16 input with its weights rounded for the step's
+  // products and norms (nn/mixed_precision.h); its state is then bfloat16 too.
+  const DType dtype = first.options().dtype;
+  NG_CHECK(input.dtype() == dtype || (input.dtype() == DType::BFloat16 && dtype == DType::Float32),
+           name, "input of dtype ", input.dtype(), " does not match the layer's dtype ", dtype,
+           " (a float32 layer also takes bfloat16 input)");
   const std::int64_t batch = input.size(options_.batch_first ? 0 : 1);
   NG_CHECK(!mask.defined() || mask.shape() == Shape({input.size(0), input.size(1)}), name,
            "mask must have the input's first two dims ", Shape({input.size(0), input.size(1)}),

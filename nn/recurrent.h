@@ -42,6 +42,8 @@ struct RecurrentCellOptions {
   bool bias = true;            // b_ih, added to the input side before its norm
   bool recurrent_bias = true;  // b_hh, added to the state side before its norm (as PyTorch)
   bool fused = true;           // false: the composed pointwise twin, for tests
+  // The parameters' dtype. A float32 layer also runs bfloat16 input: mixed precision, its
+  // weights and gains rounded for each step (nn/mixed_precision.h), its gradients float32.
   DType dtype = DType::Float32;
 };
 

@@ -8,6 +8,7 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
+#include "nn/mixed_precision.h"
 #include "nn/norms/row_norm_params.h"
 
 namespace normgrad::nn::functional {
@@ -107,6 +108,14 @@ Tensor checked_norm_parameter(const Tensor& parameter, std::int64_t width, const
   return parameter.contiguous().detach();
 }
 
+// Mixed precision: a norm's float32 gain and bias rounded for bfloat16 data through a
+// differentiable to(), so that their gradients come back in float32 (nn/mixed_precision.h).
+RowNorm for_input(RowNorm norm, const Tensor& data) {
+  norm.gain = in_input_dtype(norm.gain, data);
+  norm.bias = in_input_dtype(norm.bias, data);
+  return norm;
+}
+
 backend::NormParams checked_norm_params(const RowNorm& norm, std::int64_t width, const char* op,
                                         const char* what) {
   NG_CHECK(!norm.options.per_channel, op, what, " cannot be per channel");
@@ -119,8 +128,9 @@ backend::NormParams checked_norm_params(const RowNorm& norm, std::int64_t width,
 }  // namespace
 
 Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
-                       const GruStateNorms& norms, const Tensor& mask) {
+                       const GruStateNorms& given_norms, const Tensor& mask) {
   const char* op = "normed_gru_step";
+  const GruStateNorms norms{for_input(given_norms.gates, gx), for_input(given_norms.candidate, gx)};
   const std::int64_t hidden = check_step(gx, 3, h_prev, mask, op, "gx");
   check_step(gh, 3, h_prev, mask, op, "gh");
   backend::GruStateNorms kernel_norms;
@@ -142,7 +152,7 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
   Tensor h = make({batch, hidden});
   Tensor activations = make({batch, 3 * hidden});
   Tensor normalised = make({batch, 3 * hidden});
-  Tensor statistics = make({4, batch});
+  Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
   backend::TensorRef refs[4], mask_ref;
   kernel_norms.gates_gain = optional_ref(affine[0], refs[0]);
   kernel_norms.gates_bias = optional_ref(affine[1], refs[1]);
@@ -210,9 +220,12 @@ Tensor normed_gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor
 }
 
 std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
-                                const Tensor& c_prev, const LstmStepNorms& norms,
+                                const Tensor& c_prev, const LstmStepNorms& given_norms,
                                 const Tensor& mask) {
   const char* op = "lstm_step";
+  LstmStepNorms norms;
+  if (given_norms.state) norms.state = for_input(*given_norms.state, gx);
+  if (given_norms.cell) norms.cell = for_input(*given_norms.cell, gx);
   const std::int64_t hidden = check_step(gx, 4, h_prev, mask, op, "gx");
   check_step(gh, 4, h_prev, mask, op, "gh");
   check_step(c_prev, 1, h_prev, mask, op, "c_prev");
@@ -241,7 +254,7 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
   Tensor state = make({batch, 2 * hidden});
   Tensor activations = make({batch, 4 * hidden});
   Tensor cell = make({batch, hidden});
-  Tensor statistics = make({4, batch});
+  Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
   backend::TensorRef refs[4], mask_ref;
   kernel_norms.state_gain = optional_ref(affine[0], refs[0]);
   kernel_norms.state_bias = optional_ref(affine[1], refs[1]);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gate_math.h"
 #include "backends/cpu/kept_scratch.h"
@@ -298,6 +299,9 @@ void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& 
                                    const TensorRef& statistics, const TensorRef& gx,
                                    const TensorRef& gh, const TensorRef& h_prev,
                                    const TensorRef& c_prev, const TensorRef* mask) {
+  if (any_bfloat16({&state, &gx, &gh, &h_prev, &c_prev}))
+    return widened::lstm_step_forward(*this, norms, state, activations, cell, statistics, gx, gh,
+                                      h_prev, c_prev, mask);
   const char* op = "cpu lstm_step_forward";
   const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
                                                  gx, gh, h_prev, c_prev, mask);
@@ -322,6 +326,9 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
                                     const TensorRef& activations, const TensorRef& cell,
                                     const TensorRef& statistics, const TensorRef& gh,
                                     const TensorRef& c_prev, const TensorRef* mask) {
+  if (any_bfloat16({&dstate, &gh, &c_prev, &dgx}))
+    return widened::lstm_step_backward(*this, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate,
+                                       state, activations, cell, statistics, gh, c_prev, mask);
   const char* op = "cpu lstm_step_backward";
   const auto [rows, H] =
       check_lstm_step_backward(op, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,

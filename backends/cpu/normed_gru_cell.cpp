@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/recurrent_checks.h"
 #include "core/dtype.h"
@@ -64,6 +65,9 @@ void CpuBackend::normed_gru_cell_forward(const GruStateNorms& norms, const Tenso
                                          const TensorRef& statistics, const TensorRef& gx,
                                          const TensorRef& gh, const TensorRef& h_prev,
                                          const TensorRef* mask) {
+  if (any_bfloat16({&h, &gx, &gh, &h_prev}))
+    return widened::normed_gru_cell_forward(*this, norms, h, activations, normalised, statistics,
+                                            gx, gh, h_prev, mask);
   const char* op = "cpu normed_gru_cell_forward";
   const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
                                                   gx, gh, h_prev, mask);
@@ -83,6 +87,9 @@ void CpuBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Tens
                                           const TensorRef& activations, const TensorRef& normalised,
                                           const TensorRef& statistics, const TensorRef& gh,
                                           const TensorRef& h_prev, const TensorRef* mask) {
+  if (any_bfloat16({&dh, &gh, &h_prev, &dgx}))
+    return widened::normed_gru_cell_backward(*this, norms, dgx, dgh, dh_prev, affine, dh,
+                                             activations, normalised, statistics, gh, h_prev, mask);
   const char* op = "cpu normed_gru_cell_backward";
   const auto [rows, H] =
       check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,
