@@ -110,6 +110,8 @@ TEST_CASE("convpool_cnn_c refuses bad flags, specs, data and folders before any 
   refused("train" + out + " --dataset cifar10 --data " + (scratch / "nowhere"), "is not a folder");
   refused("train" + out + " --train-size 70000", "--train-size 70000");
   refused("train" + out + " --device cuda:7", "--device cuda:7");
+  refused("train" + out + " --conv implicit", "--conv implicit needs a CUDA device");
+  refused("train" + out + " --conv winograd", "--conv");
   refused("train" + out + " --train-size 100 --batch 200", "--batch 200");
   refused("evaluate --model " + (scratch / "nowhere"), "no config.json");
   refused("translate", "subcommand");

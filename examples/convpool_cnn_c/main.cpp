@@ -34,7 +34,20 @@ using namespace convpool_cnn_c;
 
 namespace {
 
-using CommonOptions = examples::DeviceFlags;
+// --device and --threads, and how a GPU multiplies the convolutions (core/cuda.h).
+struct CommonOptions : examples::DeviceFlags {
+  std::string conv = "columns";
+};
+
+// The device of --device, with --conv's convolution algorithm set for it.
+ng::Device device_of(const CommonOptions& common) {
+  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
+  NG_CHECK(common.conv == "columns" || device.is_cuda(), "convpool_cnn_c", "--conv ", common.conv,
+           " needs a CUDA device (--device cuda)");
+  ng::cuda::set_conv_algorithm(common.conv == "implicit" ? ng::cuda::ConvAlgorithm::ImplicitGemm
+                                                         : ng::cuda::ConvAlgorithm::Columns);
+  return device;
+}
 
 struct TrainOptions {
   std::string out = "out/convpool_cnn_c/rmsnorm";
@@ -107,7 +120,7 @@ void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::
 }
 
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
-  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
+  const ng::Device device = device_of(common);
   const ModelFolder folder(o.out);
   RunConfig run = run_from(o);
   if (folder.has_config()) {
@@ -124,7 +137,7 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
 }
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
-  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
+  const ng::Device device = device_of(common);
   const Budget budget = budget_named(o.budget);
   ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
   settings.base.data = {.kind = parse_dataset(o.dataset),
@@ -141,7 +154,7 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
 }
 
 int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
-  const ng::Device device = examples::parse_device(common.device, "convpool_cnn_c");
+  const ng::Device device = device_of(common);
   const ModelFolder folder(o.model);
   RunConfig run = folder.read_config();
   NG_CHECK(fs::exists(folder.file("model.safetensors")), "convpool_cnn_c", "'", o.model,
@@ -172,7 +185,15 @@ int main(int argc, char** argv) {
   CommonOptions common;
   TrainOptions t;
   EvaluateOptions e;
-  const auto add_common = [&](CLI::App* command) { examples::add_device_flags(command, common); };
+  const auto add_common = [&](CLI::App* command) {
+    examples::add_device_flags(command, common);
+    command
+        ->add_option("--conv", common.conv,
+                     "how a GPU multiplies the convolutions: columns (im2col and cuBLAS) or "
+                     "implicit (implicit-GEMM kernels, no columns in memory)")
+        ->check(CLI::IsMember({"columns", "implicit"}))
+        ->capture_default_str();
+  };
 
   CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
   train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")
