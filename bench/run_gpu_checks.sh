@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU's share of the checks in one run, for a machine with a GPU and a CUDA build of the
-# tests and benchmarks: the whole test suite (its CUDA cases run there), then the GPU
-# benchmarks, each measurement twice so that a ratio can be held to two runs:
+# tests and benchmarks: the whole test suite (its CUDA cases run there), the one-rank NCCL
+# cases again, verbosely, to show that they ran, then the GPU benchmarks, each measurement
+# twice so that a ratio can be held to two runs:
 # - bench_bfloat16: a 4096^3 product and the norms at 8192 x 8192, float32 against bfloat16;
 # - bench_recurrent_step: GRU and LSTM steps, plain and normed, fused against composed;
 # - bench_training_step: the GRU language model and the CNN, eager and as a CUDA graph, and
@@ -53,6 +54,8 @@ step() {
 
 if ((run_tests)); then
   step tests ctest --test-dir "$build" -j 8 --timeout 900 --output-on-failure
+  # The NCCL cases once more, verbosely: the log shows whether they ran or skipped.
+  step nccl ctest --test-dir "$build" -R distributed_one_rank_nccl -V
 fi
 step bfloat16 "$build/bench/bench_bfloat16" --device cuda --size 4096 --rows 8192 --features 8192
 for cell in gru lstm; do
@@ -82,5 +85,6 @@ for log in "$out"/step_*.log "$out"/convpool_*.log; do
 done
 if ((run_tests)); then
   grep -E "tests passed|tests failed" "$out/tests.log" | tail -1
+  echo "NCCL cases skipped: $(grep -c "skipped:" "$out/nccl.log")"
 fi
 exit "$failed"
