@@ -2,6 +2,7 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "nn/gru_sequence.h"
 
 namespace normgrad::nn {
 
@@ -36,6 +37,19 @@ std::vector<Tensor> GruCell::step(const Tensor& input_side, const std::vector<Te
   const Tensor gh = normalise(projection, *state_gates_norm_, *state_candidate_norm_);
   if (options().fused) return {functional::gru_step(input_side, gh, h, mask)};
   return {functional::gru_step_composed(input_side, gh, h, mask)};
+}
+
+std::optional<Tensor> GruCell::run_sequence(const Tensor& input_side, const Tensor& h0,
+                                            const Tensor& mask, const Tensor& state_dropout,
+                                            bool reverse) {
+  if (!options().fused) return std::nullopt;
+  std::optional<functional::GruStateNorms> norms;
+  if (norm_spec().normalises_outputs()) {
+    norms = fused_state_norms();
+    if (!norms) return std::nullopt;  // BatchNorm: the step by step path
+  }
+  return functional::gru_sequence(input_side, h0, weight_hh(), bias_hh, norms, mask, state_dropout,
+                                  reverse);
 }
 
 std::optional<functional::GruStateNorms> GruCell::fused_state_norms() const {

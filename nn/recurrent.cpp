@@ -61,6 +61,11 @@ void RecurrentCell::set_weights(const Tensor& weight_ih, const Tensor& weight_hh
   }
 }
 
+std::optional<Tensor> RecurrentCell::run_sequence(const Tensor&, const Tensor&, const Tensor&,
+                                                  const Tensor&, bool) {
+  return std::nullopt;
+}
+
 Tensor RecurrentCell::weight_ih() const {
   return weight_ih_norm_ ? weight_ih_norm_->weight() : weight_ih_;
 }
@@ -229,11 +234,19 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
   std::vector<Tensor> outputs, finals, final_cells;
   for (std::int64_t direction = 0; direction < count; ++direction) {
     RecurrentCell& cell = *cells_[direction];
-    const std::vector<Tensor> inputs = unbind(cell.input_side(x), 0);  // T x [B, gates H]
+    const Tensor input_side = cell.input_side(x);  // [T, B, gates H]
     std::vector<Tensor> state{initial_slice(initial_hidden, direction, batch, hidden, like_x)};
     if (state_count == 2)
       state.push_back(initial_slice(initial_cell, direction, batch, hidden, like_x));
     const Tensor dropout = state_dropout.defined() ? state_dropout.select(0, direction) : Tensor();
+    if (steps > 0 && state_count == 1)
+      if (const auto states =
+              cell.run_sequence(input_side, state[0], time_major_mask, dropout, direction == 1)) {
+        outputs.push_back(options_.batch_first ? states->transpose(0, 1).contiguous() : *states);
+        finals.push_back(states->select(0, direction == 0 ? steps - 1 : 0));
+        continue;
+      }
+    const std::vector<Tensor> inputs = unbind(input_side, 0);  // T x [B, gates H]
     std::vector<Tensor> per_step(steps);
     for (std::int64_t i = 0; i < steps; ++i) {
       const std::int64_t t = direction == 0 ? i : steps - 1 - i;

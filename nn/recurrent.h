@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,13 @@ class RecurrentCell : public Module {
   virtual std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
                                    const Tensor& mask, const Tensor& state_dropout = Tensor()) = 0;
   virtual std::size_t state_count() const = 0;
+  // A whole direction's loop at once, where the cell runs it as one op (a fused GRU:
+  // functional::gru_sequence): the state after every step, [T, B, H], in time order, from
+  // every step's input side [T, B, gates H], h0 [B, H], mask undefined or [T, B] and
+  // state_dropout as in step(); reverse runs t = T-1 down to 0. nullopt where the cell steps.
+  virtual std::optional<Tensor> run_sequence(const Tensor& input_side, const Tensor& h0,
+                                             const Tensor& mask, const Tensor& state_dropout,
+                                             bool reverse);
 
  protected:
   Tensor project_input(const Tensor& x) const;  // W_ih x + b_ih

@@ -8,8 +8,7 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
-#include "nn/norms/row_norm_params.h"
+#include "nn/recurrent_kernel_args.h"
 
 namespace normgrad::nn::functional {
 
@@ -34,18 +33,6 @@ std::int64_t check_step(const Tensor& x, std::int64_t gates, const Tensor& state
   return hidden;
 }
 
-// The mask as the kernels want it: contiguous, in the data's dtype, never requiring grad.
-Tensor kernel_mask(const Tensor& mask, DType dtype) {
-  if (!mask.defined()) return Tensor();
-  return ne(mask.detach(), 0.0).to(dtype).contiguous();
-}
-
-const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
-  if (!tensor.defined()) return nullptr;
-  storage = detail::ref(tensor);
-  return &storage;
-}
-
 // Where the mask is 0, the previous value; elsewhere the new one.
 Tensor keep_where_masked(const Tensor& updated, const Tensor& previous, const Tensor& mask) {
   if (!mask.defined()) return updated;
@@ -60,14 +47,14 @@ Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const 
   check_step(gh, 3, h_prev, mask, op, "gh");
   const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
   const Tensor previous = h_prev.contiguous().detach();
-  const Tensor m = kernel_mask(mask, gx.dtype());
+  const Tensor m = kernel_args::mask(mask, gx.dtype());
   const std::int64_t batch = h_prev.size(0);
   Tensor h = detail::make_tensor({batch, hidden}, gx.dtype(), gx.device());
   Tensor activations = detail::make_tensor({batch, 3 * hidden}, gx.dtype(), gx.device());
   backend::TensorRef mask_ref;
   detail::backend_of(h).gru_cell_forward(detail::ref(h), detail::ref(activations), detail::ref(x),
                                          detail::ref(s), detail::ref(previous),
-                                         optional_ref(m, mask_ref));
+                                         kernel_args::optional_ref(m, mask_ref));
   if (autograd::needs_grad(gx, gh, h_prev))
     autograd::record(
         "GruStepBackward", h, {gx, gh, h_prev}, {activations, s, previous, m},
@@ -78,7 +65,7 @@ Tensor gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev, const 
           detail::backend_of(dh).gru_cell_backward(
               detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
               detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
-              detail::ref(saved[2]), optional_ref(saved[3], saved_mask));
+              detail::ref(saved[2]), kernel_args::optional_ref(saved[3], saved_mask));
           return grads;
         });
   return h;
@@ -95,56 +82,28 @@ Tensor gru_step_composed(const Tensor& gx, const Tensor& gh, const Tensor& h_pre
   return keep_where_masked(candidate + update * (h_prev - candidate), h_prev, mask);
 }
 
-namespace {
-
-// A state norm's gain or bias, checked against the data and its block's width, contiguous.
-Tensor checked_norm_parameter(const Tensor& parameter, std::int64_t width, const Tensor& data,
-                              const char* op, const char* what) {
-  if (!parameter.defined()) return parameter;
-  NG_CHECK(parameter.shape() == Shape({width}), op, what, " must be [", width, "], got ",
-           parameter.shape());
-  autograd::primitive::check_same_dtype(data, parameter, op);
-  autograd::primitive::check_same_device(data, parameter, op);
-  return parameter.contiguous().detach();
-}
-
-// Mixed precision: a norm's float32 gain and bias rounded for bfloat16 data through a
-// differentiable to(), so that their gradients come back in float32 (nn/mixed_precision.h).
-RowNorm for_input(RowNorm norm, const Tensor& data) {
-  norm.gain = in_input_dtype(norm.gain, data);
-  norm.bias = in_input_dtype(norm.bias, data);
-  return norm;
-}
-
-backend::NormParams checked_norm_params(const RowNorm& norm, std::int64_t width, const char* op,
-                                        const char* what) {
-  NG_CHECK(!norm.options.per_channel, op, what, " cannot be per channel");
-  NG_CHECK(norm.options.eps >= 0, op, what, "'s eps must be non-negative, got ", norm.options.eps);
-  NG_CHECK(norm.statistic != RowStatistic::MeanSquare || (norm.k >= 0 && norm.k <= width), op, what,
-           "'s k = ", norm.k, " must lie in [1, ", width, "]");
-  return kernel_params(norm.statistic, norm.k, width, norm.options);
-}
-
-}  // namespace
-
 Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
                        const GruStateNorms& given_norms, const Tensor& mask) {
   const char* op = "normed_gru_step";
-  const GruStateNorms norms{for_input(given_norms.gates, gx), for_input(given_norms.candidate, gx)};
+  const GruStateNorms norms{kernel_args::for_input(given_norms.gates, gx),
+                            kernel_args::for_input(given_norms.candidate, gx)};
   const std::int64_t hidden = check_step(gx, 3, h_prev, mask, op, "gx");
   check_step(gh, 3, h_prev, mask, op, "gh");
   backend::GruStateNorms kernel_norms;
-  kernel_norms.gates = checked_norm_params(norms.gates, 2 * hidden, op, "the gates norm");
-  kernel_norms.candidate = checked_norm_params(norms.candidate, hidden, op, "the candidate norm");
+  kernel_norms.gates = kernel_args::norm_params(norms.gates, 2 * hidden, op, "the gates norm");
+  kernel_norms.candidate =
+      kernel_args::norm_params(norms.candidate, hidden, op, "the candidate norm");
   // gains and biases: the gates norm's, then the candidate norm's
   const std::vector<Tensor> affine = {
-      checked_norm_parameter(norms.gates.gain, 2 * hidden, gx, op, "the gates norm's gain"),
-      checked_norm_parameter(norms.gates.bias, 2 * hidden, gx, op, "the gates norm's bias"),
-      checked_norm_parameter(norms.candidate.gain, hidden, gx, op, "the candidate norm's gain"),
-      checked_norm_parameter(norms.candidate.bias, hidden, gx, op, "the candidate norm's bias")};
+      kernel_args::norm_parameter(norms.gates.gain, 2 * hidden, gx, op, "the gates norm's gain"),
+      kernel_args::norm_parameter(norms.gates.bias, 2 * hidden, gx, op, "the gates norm's bias"),
+      kernel_args::norm_parameter(norms.candidate.gain, hidden, gx, op,
+                                  "the candidate norm's gain"),
+      kernel_args::norm_parameter(norms.candidate.bias, hidden, gx, op,
+                                  "the candidate norm's bias")};
   const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
   const Tensor previous = h_prev.contiguous().detach();
-  const Tensor m = kernel_mask(mask, gx.dtype());
+  const Tensor m = kernel_args::mask(mask, gx.dtype());
   const std::int64_t batch = h_prev.size(0);
   const auto make = [&](Shape shape) {
     return detail::make_tensor(shape, gx.dtype(), gx.device());
@@ -154,14 +113,14 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
   Tensor normalised = make({batch, 3 * hidden});
   Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
   backend::TensorRef refs[4], mask_ref;
-  kernel_norms.gates_gain = optional_ref(affine[0], refs[0]);
-  kernel_norms.gates_bias = optional_ref(affine[1], refs[1]);
-  kernel_norms.candidate_gain = optional_ref(affine[2], refs[2]);
-  kernel_norms.candidate_bias = optional_ref(affine[3], refs[3]);
+  kernel_norms.gates_gain = kernel_args::optional_ref(affine[0], refs[0]);
+  kernel_norms.gates_bias = kernel_args::optional_ref(affine[1], refs[1]);
+  kernel_norms.candidate_gain = kernel_args::optional_ref(affine[2], refs[2]);
+  kernel_norms.candidate_bias = kernel_args::optional_ref(affine[3], refs[3]);
   detail::backend_of(h).normed_gru_cell_forward(
       kernel_norms, detail::ref(h), detail::ref(activations), detail::ref(normalised),
       detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous),
-      optional_ref(m, mask_ref));
+      kernel_args::optional_ref(m, mask_ref));
   const std::vector<Tensor> inputs = {gx,
                                       gh,
                                       h_prev,
@@ -194,17 +153,17 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
             &affine_grads.gates_gain, &affine_grads.gates_bias, &affine_grads.candidate_gain,
             &affine_grads.candidate_bias};
         for (int i = 0; i < 4; ++i) {
-          *parameters[i] = optional_ref(saved[6 + i], parameter_refs[i]);
+          *parameters[i] = kernel_args::optional_ref(saved[6 + i], parameter_refs[i]);
           if (!wanted[i]) continue;
           const std::int64_t width = i < 2 ? 2 * units : units;
           grads[3 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
-          *gradients[i] = optional_ref(grads[3 + i], grad_refs[i]);
+          *gradients[i] = kernel_args::optional_ref(grads[3 + i], grad_refs[i]);
         }
         detail::backend_of(dh).normed_gru_cell_backward(
             step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
             affine_grads, detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
             detail::ref(saved[2]), detail::ref(saved[3]), detail::ref(saved[4]),
-            optional_ref(saved[5], saved_mask));
+            kernel_args::optional_ref(saved[5], saved_mask));
         return grads;
       });
   return h;
@@ -224,8 +183,8 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
                                 const Tensor& mask) {
   const char* op = "lstm_step";
   LstmStepNorms norms;
-  if (given_norms.state) norms.state = for_input(*given_norms.state, gx);
-  if (given_norms.cell) norms.cell = for_input(*given_norms.cell, gx);
+  if (given_norms.state) norms.state = kernel_args::for_input(*given_norms.state, gx);
+  if (given_norms.cell) norms.cell = kernel_args::for_input(*given_norms.cell, gx);
   const std::int64_t hidden = check_step(gx, 4, h_prev, mask, op, "gx");
   check_step(gh, 4, h_prev, mask, op, "gh");
   check_step(c_prev, 1, h_prev, mask, op, "c_prev");
@@ -236,17 +195,18 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
   const RowNorm& state_norm = norms.state ? *norms.state : none;
   const RowNorm& cell_norm = norms.cell ? *norms.cell : none;
   if (norms.state)
-    kernel_norms.state = checked_norm_params(state_norm, 4 * hidden, op, "the state norm");
-  if (norms.cell) kernel_norms.cell = checked_norm_params(cell_norm, hidden, op, "the cell norm");
+    kernel_norms.state = kernel_args::norm_params(state_norm, 4 * hidden, op, "the state norm");
+  if (norms.cell)
+    kernel_norms.cell = kernel_args::norm_params(cell_norm, hidden, op, "the cell norm");
   // gains and biases: the state norm's, then the cell norm's
   const std::vector<Tensor> affine = {
-      checked_norm_parameter(state_norm.gain, 4 * hidden, gx, op, "the state norm's gain"),
-      checked_norm_parameter(state_norm.bias, 4 * hidden, gx, op, "the state norm's bias"),
-      checked_norm_parameter(cell_norm.gain, hidden, gx, op, "the cell norm's gain"),
-      checked_norm_parameter(cell_norm.bias, hidden, gx, op, "the cell norm's bias")};
+      kernel_args::norm_parameter(state_norm.gain, 4 * hidden, gx, op, "the state norm's gain"),
+      kernel_args::norm_parameter(state_norm.bias, 4 * hidden, gx, op, "the state norm's bias"),
+      kernel_args::norm_parameter(cell_norm.gain, hidden, gx, op, "the cell norm's gain"),
+      kernel_args::norm_parameter(cell_norm.bias, hidden, gx, op, "the cell norm's bias")};
   const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
   const Tensor previous_h = h_prev.contiguous().detach(), previous_c = c_prev.contiguous().detach();
-  const Tensor m = kernel_mask(mask, gx.dtype());
+  const Tensor m = kernel_args::mask(mask, gx.dtype());
   const std::int64_t batch = h_prev.size(0);
   const auto make = [&](Shape shape) {
     return detail::make_tensor(shape, gx.dtype(), gx.device());
@@ -256,14 +216,14 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
   Tensor cell = make({batch, hidden});
   Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
   backend::TensorRef refs[4], mask_ref;
-  kernel_norms.state_gain = optional_ref(affine[0], refs[0]);
-  kernel_norms.state_bias = optional_ref(affine[1], refs[1]);
-  kernel_norms.cell_gain = optional_ref(affine[2], refs[2]);
-  kernel_norms.cell_bias = optional_ref(affine[3], refs[3]);
+  kernel_norms.state_gain = kernel_args::optional_ref(affine[0], refs[0]);
+  kernel_norms.state_bias = kernel_args::optional_ref(affine[1], refs[1]);
+  kernel_norms.cell_gain = kernel_args::optional_ref(affine[2], refs[2]);
+  kernel_norms.cell_bias = kernel_args::optional_ref(affine[3], refs[3]);
   detail::backend_of(state).lstm_step_forward(
       kernel_norms, detail::ref(state), detail::ref(activations), detail::ref(cell),
       detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous_h),
-      detail::ref(previous_c), optional_ref(m, mask_ref));
+      detail::ref(previous_c), kernel_args::optional_ref(m, mask_ref));
   const std::vector<Tensor> inputs = {
       gx, gh, h_prev, c_prev, state_norm.gain, state_norm.bias, cell_norm.gain, cell_norm.bias};
   if (autograd::needs_grad(inputs)) {
@@ -290,17 +250,18 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
               &affine_grads.state_gain, &affine_grads.state_bias, &affine_grads.cell_gain,
               &affine_grads.cell_bias};
           for (int i = 0; i < 4; ++i) {
-            *parameters[i] = optional_ref(saved[7 + i], parameter_refs[i]);
+            *parameters[i] = kernel_args::optional_ref(saved[7 + i], parameter_refs[i]);
             if (!wanted[i]) continue;
             const std::int64_t width = i < 2 ? 4 * units : units;
             grads[4 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
-            *gradients[i] = optional_ref(grads[4 + i], grad_refs[i]);
+            *gradients[i] = kernel_args::optional_ref(grads[4 + i], grad_refs[i]);
           }
           detail::backend_of(dstate).lstm_step_backward(
               step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
               detail::ref(grads[3]), affine_grads, detail::ref(upstream), detail::ref(saved[0]),
               detail::ref(saved[1]), detail::ref(saved[2]), detail::ref(saved[3]),
-              detail::ref(saved[4]), detail::ref(saved[5]), optional_ref(saved[6], saved_mask));
+              detail::ref(saved[4]), detail::ref(saved[5]),
+              kernel_args::optional_ref(saved[6], saved_mask));
           return grads;
         });
   }
@@ -323,14 +284,14 @@ Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& 
   const char* op = "lstm_cell_state";
   const std::int64_t hidden = check_step(gates, 4, c_prev, mask, op, "gates");
   const Tensor pre = gates.contiguous().detach(), previous = c_prev.contiguous().detach();
-  const Tensor m = kernel_mask(mask, gates.dtype());
+  const Tensor m = kernel_args::mask(mask, gates.dtype());
   const std::int64_t batch = c_prev.size(0);
   Tensor c = detail::make_tensor({batch, hidden}, gates.dtype(), gates.device());
   Tensor activations = detail::make_tensor({batch, 3 * hidden}, gates.dtype(), gates.device());
   backend::TensorRef mask_ref;
   detail::backend_of(c).lstm_cell_forward(detail::ref(c), detail::ref(activations),
                                           detail::ref(pre), detail::ref(previous),
-                                          optional_ref(m, mask_ref));
+                                          kernel_args::optional_ref(m, mask_ref));
   if (autograd::needs_grad(gates, c_prev))
     autograd::record(
         "LstmCellStateBackward", c, {gates, c_prev}, {activations, previous, m},
@@ -343,7 +304,8 @@ Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& 
           backend::TensorRef saved_mask;
           detail::backend_of(dc).lstm_cell_backward(
               detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(upstream),
-              detail::ref(saved[0]), detail::ref(saved[1]), optional_ref(saved[2], saved_mask));
+              detail::ref(saved[0]), detail::ref(saved[1]),
+              kernel_args::optional_ref(saved[2], saved_mask));
           return grads;
         });
   return c;
