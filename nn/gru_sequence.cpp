@@ -65,9 +65,14 @@ struct Plan {
   bool weight_wanted = false, bias_wanted = false;
 };
 
-// The step at position i of the loop, and the step before it (whose state it reads).
+// The step at position i of the loop.
 std::int64_t step_at(const Plan& plan, std::int64_t i) {
   return plan.reverse ? plan.sizes.steps - 1 - i : i;
+}
+
+// The state that the step at position i reads: h0 first, then the previous position's.
+Tensor state_read(const Plan& plan, std::int64_t i, const Tensor& h0, const Tensor& states) {
+  return i == 0 ? h0 : states.select(0, step_at(plan, i - 1));
 }
 
 // Saved tensors, by position.
@@ -123,7 +128,7 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
 
   for (std::int64_t i = steps; i-- > 0;) {
     const std::int64_t t = step_at(plan, i);
-    const Tensor h_prev = i == 0 ? saved[kH0] : states.select(0, plan.reverse ? t + 1 : t - 1);
+    const Tensor h_prev = state_read(plan, i, saved[kH0], states);
     const Tensor step_mask = mask.defined() ? mask.select(0, t) : Tensor();
     backend::TensorRef mask_ref;
     kernels.binary(backend::BinaryOp::Add, ref(d_h), ref(upstream.select(0, t)), ref(carry), 0);
@@ -256,7 +261,7 @@ Tensor gru_sequence(const Tensor& input_side, const Tensor& h0_in, const Tensor&
 
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t t = step_at(plan, i);
-    const Tensor h_prev = i == 0 ? h0 : states.select(0, reverse ? t + 1 : t - 1);
+    const Tensor h_prev = state_read(plan, i, h0, states);
     Tensor read = h_prev;
     if (dropout.defined()) {
       read = projected.select(0, t);
