@@ -2,9 +2,10 @@
 // A row normaliser (LayerNorm or the RMS family: backend.h's NormParams) applied value by value
 // inside a fused kernel that also does other work (the normed recurrent steps): its statistic
 // from a row's sums, a normalised value, and backward's row sums and gradient. Host and device
-// code share it (NORMGRAD_HOST_DEVICE), so the CPU and CUDA kernels compute alike; everything is in
-// double. Formulas as in backends/cpu/norm_rows.h; the saved mean is the forward's rounded to
-// the data type (`head`), and backward recovers the rest (`tail`) from sum(a - head).
+// code share it (NORMGRAD_HOST_DEVICE), so the CPU and CUDA kernels compute alike; everything
+// is in double. Formulas as in backends/cpu/norm_rows.h; the saved mean is the forward's
+// rounded to the data type (`head`), and backward recovers the rest (`tail`) from
+// sum(a - head).
 
 #include <cmath>
 #include <cstdint>
