@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -119,12 +120,9 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
   for (int i = 0; i < 4; ++i)
     if (plan.affine_wanted[i]) affine_steps[i] = make({steps, widths[i]});
 
-  backend::GruStateNorms step_norms = plan.norms;
-  backend::TensorRef parameter_refs[4];
-  const backend::TensorRef** parameters[4] = {&step_norms.gates_gain, &step_norms.gates_bias,
-                                              &step_norms.candidate_gain,
-                                              &step_norms.candidate_bias};
-  for (int i = 0; i < 4; ++i) *parameters[i] = optional_ref(saved[kGain0 + i], parameter_refs[i]);
+  std::array<backend::TensorRef, 4> parameter_refs, grad_refs;
+  const backend::GruStateNorms step_norms = kernel_args::with_affine(
+      plan.norms, std::span<const Tensor, 4>(saved.begin() + kGain0, 4), parameter_refs);
 
   for (std::int64_t i = steps; i-- > 0;) {
     const std::int64_t t = step_at(plan, i);
@@ -134,18 +132,15 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
     kernels.binary(backend::BinaryOp::Add, ref(d_h), ref(upstream.select(0, t)), ref(carry), 0);
     // dgx, dgh and the cell's part of dh_prev (into carry, which d_h has consumed)
     if (plan.normed) {
-      backend::GruStateNormGrads affine;
-      backend::TensorRef grad_refs[4];
-      const backend::TensorRef** gradients[4] = {&affine.gates_gain, &affine.gates_bias,
-                                                 &affine.candidate_gain, &affine.candidate_bias};
+      std::array<Tensor, 4> step_grads;  // this step's row of each wanted gradient
       for (int k = 0; k < 4; ++k)
-        if (plan.affine_wanted[k])
-          *gradients[k] = optional_ref(affine_steps[k].select(0, t), grad_refs[k]);
+        if (plan.affine_wanted[k]) step_grads[k] = affine_steps[k].select(0, t);
       kernels.normed_gru_cell_backward(
           step_norms, ref(d_input.select(0, t)), ref(d_projections.select(0, t)), ref(carry),
-          affine, ref(d_h), ref(saved[kActivations].select(0, t)),
-          ref(saved[kNormalised].select(0, t)), ref(saved[kStatistics].select(0, t)),
-          ref(projections.select(0, t)), ref(h_prev), optional_ref(step_mask, mask_ref));
+          kernel_args::affine_grads(step_grads, grad_refs), ref(d_h),
+          ref(saved[kActivations].select(0, t)), ref(saved[kNormalised].select(0, t)),
+          ref(saved[kStatistics].select(0, t)), ref(projections.select(0, t)), ref(h_prev),
+          optional_ref(step_mask, mask_ref));
     } else {
       kernels.gru_cell_backward(ref(d_input.select(0, t)), ref(d_projections.select(0, t)),
                                 ref(carry), ref(d_h), ref(saved[kActivations].select(0, t)),
@@ -174,8 +169,9 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
       const Tensor read = saved[kProjected].reshape({steps * batch, hidden});
       kernels.matmul(ref(d_weight), ref(rows.t()), ref(read), false);
     } else {
-      // Step t read h0 at the loop's first step and state t -/+ 1 after it, so the later
-      // steps' rows meet the states shifted by one: two products, the first over (T - 1) B rows.
+      // The loop's first step read h0; every later one read the state one step before it in
+      // the loop, so those (T - 1) B rows meet the states shifted by one: a product over B rows,
+      // then one over the other (T - 1) B rows added to it.
       const std::int64_t first = step_at(plan, 0);
       const Tensor first_rows = d_projections.select(0, first);
       kernels.matmul(ref(d_weight), ref(first_rows.t()), ref(saved[kH0]), false);
@@ -218,19 +214,11 @@ Tensor gru_sequence(const Tensor& input_side, const Tensor& h0_in, const Tensor&
   plan.sizes = sizes;
   plan.reverse = reverse;
   plan.normed = norms.has_value();
-  std::vector<Tensor> affine(4);
+  std::array<Tensor, 4> affine;  // the state norms' gains and biases, checked
   if (norms) {
-    plan.norms.gates = kernel_args::norm_params(norms->gates, 2 * hidden, op, "the gates norm");
-    plan.norms.candidate =
-        kernel_args::norm_params(norms->candidate, hidden, op, "the candidate norm");
-    affine = {kernel_args::norm_parameter(norms->gates.gain, 2 * hidden, input_side, op,
-                                          "the gates norm's gain"),
-              kernel_args::norm_parameter(norms->gates.bias, 2 * hidden, input_side, op,
-                                          "the gates norm's bias"),
-              kernel_args::norm_parameter(norms->candidate.gain, hidden, input_side, op,
-                                          "the candidate norm's gain"),
-              kernel_args::norm_parameter(norms->candidate.bias, hidden, input_side, op,
-                                          "the candidate norm's bias")};
+    const kernel_args::GruNorms checked = kernel_args::gru_norms(*norms, hidden, input_side, op);
+    plan.norms = checked.params;
+    affine = checked.affine;
   }
   const Tensor x = input_side.contiguous().detach();
   const Tensor h0 = h0_in.contiguous().detach();
@@ -252,12 +240,9 @@ Tensor gru_sequence(const Tensor& input_side, const Tensor& h0_in, const Tensor&
     kernels.copy(ref(projections),
                  ref(bias.detach().reshape({1, 1, 3 * hidden}).expand({steps, batch, 3 * hidden})));
   const Tensor w_t = w.t();
-  backend::GruStateNorms step_norms = plan.norms;
-  backend::TensorRef affine_refs[4];
-  step_norms.gates_gain = optional_ref(affine[0], affine_refs[0]);
-  step_norms.gates_bias = optional_ref(affine[1], affine_refs[1]);
-  step_norms.candidate_gain = optional_ref(affine[2], affine_refs[2]);
-  step_norms.candidate_bias = optional_ref(affine[3], affine_refs[3]);
+  std::array<backend::TensorRef, 4> affine_refs;
+  const backend::GruStateNorms step_norms =
+      kernel_args::with_affine(plan.norms, affine, affine_refs);
 
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t t = step_at(plan, i);

@@ -89,8 +89,7 @@ Tensor RecurrentCell::project_state(const Tensor& h, const Tensor& state_dropout
   if (!state_dropout.defined()) return project_state(h);
   NG_CHECK(state_dropout.shape() == h.shape(), type_name(),
            "state_dropout must be the state's shape ", h.shape(), ", got ", state_dropout.shape());
-  const Tensor kept = state_dropout.detach();
-  return project_state(h * (kept.dtype() == h.dtype() ? kept : kept.to(h.dtype())));
+  return project_state(h * state_dropout.detach().to(h.dtype()));
 }
 
 std::shared_ptr<Norm> RecurrentCell::add_norm(const std::string& name, std::int64_t features) {
@@ -174,8 +173,7 @@ namespace {
 Tensor initial_slice(const Tensor& initial, std::int64_t direction, std::int64_t batch,
                      std::int64_t hidden, const TensorOptions& options) {
   if (!initial.defined()) return zeros({batch, hidden}, options);
-  const Tensor slice = initial.select(0, direction);
-  return slice.dtype() == options.dtype ? slice : slice.to(options.dtype);
+  return initial.select(0, direction).to(options.dtype);
 }
 
 }  // namespace

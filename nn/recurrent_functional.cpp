@@ -89,18 +89,8 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
                             kernel_args::for_input(given_norms.candidate, gx)};
   const std::int64_t hidden = check_step(gx, 3, h_prev, mask, op, "gx");
   check_step(gh, 3, h_prev, mask, op, "gh");
-  backend::GruStateNorms kernel_norms;
-  kernel_norms.gates = kernel_args::norm_params(norms.gates, 2 * hidden, op, "the gates norm");
-  kernel_norms.candidate =
-      kernel_args::norm_params(norms.candidate, hidden, op, "the candidate norm");
-  // gains and biases: the gates norm's, then the candidate norm's
-  const std::vector<Tensor> affine = {
-      kernel_args::norm_parameter(norms.gates.gain, 2 * hidden, gx, op, "the gates norm's gain"),
-      kernel_args::norm_parameter(norms.gates.bias, 2 * hidden, gx, op, "the gates norm's bias"),
-      kernel_args::norm_parameter(norms.candidate.gain, hidden, gx, op,
-                                  "the candidate norm's gain"),
-      kernel_args::norm_parameter(norms.candidate.bias, hidden, gx, op,
-                                  "the candidate norm's bias")};
+  const kernel_args::GruNorms kernel_norms = kernel_args::gru_norms(norms, hidden, gx, op);
+  const std::array<Tensor, 4>& affine = kernel_norms.affine;
   const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
   const Tensor previous = h_prev.contiguous().detach();
   const Tensor m = kernel_args::mask(mask, gx.dtype());
@@ -112,15 +102,12 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
   Tensor activations = make({batch, 3 * hidden});
   Tensor normalised = make({batch, 3 * hidden});
   Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
-  backend::TensorRef refs[4], mask_ref;
-  kernel_norms.gates_gain = kernel_args::optional_ref(affine[0], refs[0]);
-  kernel_norms.gates_bias = kernel_args::optional_ref(affine[1], refs[1]);
-  kernel_norms.candidate_gain = kernel_args::optional_ref(affine[2], refs[2]);
-  kernel_norms.candidate_bias = kernel_args::optional_ref(affine[3], refs[3]);
+  std::array<backend::TensorRef, 4> refs;
+  backend::TensorRef mask_ref;
   detail::backend_of(h).normed_gru_cell_forward(
-      kernel_norms, detail::ref(h), detail::ref(activations), detail::ref(normalised),
-      detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous),
-      kernel_args::optional_ref(m, mask_ref));
+      kernel_args::with_affine(kernel_norms.params, affine, refs), detail::ref(h),
+      detail::ref(activations), detail::ref(normalised), detail::ref(statistics), detail::ref(x),
+      detail::ref(s), detail::ref(previous), kernel_args::optional_ref(m, mask_ref));
   const std::vector<Tensor> inputs = {gx,
                                       gh,
                                       h_prev,
@@ -138,30 +125,24 @@ Tensor normed_gru_step(const Tensor& gx, const Tensor& gh, const Tensor& h_prev,
       "NormedGruStepBackward", h, inputs,
       {activations, normalised, statistics, s, previous, m, affine[0], affine[1], affine[2],
        affine[3]},
-      [params = kernel_norms, wanted](const Tensor& dh, const autograd::SavedTensors& saved) {
+      [params = kernel_norms.params, wanted](const Tensor& dh,
+                                             const autograd::SavedTensors& saved) {
         const Tensor upstream = dh.contiguous();
         const std::int64_t units = upstream.size(1);
         autograd::Grads grads{empty_like(saved[0]), empty_like(saved[0]), empty_like(upstream)};
         grads.resize(7);
-        backend::GruStateNorms step_norms = params;
-        backend::GruStateNormGrads affine_grads;
-        backend::TensorRef parameter_refs[4], grad_refs[4], saved_mask;
-        const backend::TensorRef** parameters[4] = {&step_norms.gates_gain, &step_norms.gates_bias,
-                                                    &step_norms.candidate_gain,
-                                                    &step_norms.candidate_bias};
-        const backend::TensorRef** gradients[4] = {
-            &affine_grads.gates_gain, &affine_grads.gates_bias, &affine_grads.candidate_gain,
-            &affine_grads.candidate_bias};
-        for (int i = 0; i < 4; ++i) {
-          *parameters[i] = kernel_args::optional_ref(saved[6 + i], parameter_refs[i]);
-          if (!wanted[i]) continue;
-          const std::int64_t width = i < 2 ? 2 * units : units;
-          grads[3 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
-          *gradients[i] = kernel_args::optional_ref(grads[3 + i], grad_refs[i]);
-        }
+        for (int i = 0; i < 4; ++i)
+          if (wanted[i])
+            grads[3 + i] = detail::make_tensor({i < 2 ? 2 * units : units}, upstream.dtype(),
+                                               upstream.device());
+        std::array<backend::TensorRef, 4> parameter_refs, grad_refs;
+        backend::TensorRef saved_mask;
         detail::backend_of(dh).normed_gru_cell_backward(
-            step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
-            affine_grads, detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
+            kernel_args::with_affine(params, std::span<const Tensor, 4>(saved.begin() + 6, 4),
+                                     parameter_refs),
+            detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
+            kernel_args::affine_grads(std::span<const Tensor, 4>(grads.begin() + 3, 4), grad_refs),
+            detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
             detail::ref(saved[2]), detail::ref(saved[3]), detail::ref(saved[4]),
             kernel_args::optional_ref(saved[5], saved_mask));
         return grads;

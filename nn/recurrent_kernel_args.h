@@ -3,7 +3,9 @@
 // hand a step to the backend: the mask as the kernels read it, optional operands as pointers,
 // and a state norm's parameters, checked. Internal to nn/.
 
+#include <array>
 #include <cstdint>
+#include <span>
 
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
@@ -14,6 +16,7 @@
 #include "nn/mixed_precision.h"
 #include "nn/norms/fused.h"
 #include "nn/norms/row_norm_params.h"
+#include "nn/recurrent_functional.h"
 
 namespace normgrad::nn::functional::kernel_args {
 
@@ -55,6 +58,43 @@ inline backend::NormParams norm_params(const RowNorm& norm, std::int64_t width, 
   NG_CHECK(norm.statistic != RowStatistic::MeanSquare || (norm.k >= 0 && norm.k <= width), op, what,
            "'s k = ", norm.k, " must lie in [1, ", width, "]");
   return kernel_params(norm.statistic, norm.k, width, norm.options);
+}
+
+// A GRU's state norms as the step kernels take them: each norm's NormParams (the pointers to
+// gains and biases left null), and those gains and biases checked and contiguous, in the order
+// [gates gain, gates bias, candidate gain, candidate bias].
+struct GruNorms {
+  backend::GruStateNorms params;
+  std::array<Tensor, 4> affine;
+};
+
+inline GruNorms gru_norms(const GruStateNorms& norms, std::int64_t hidden, const Tensor& data,
+                          const char* op) {
+  return {{.gates = norm_params(norms.gates, 2 * hidden, op, "the gates norm"),
+           .candidate = norm_params(norms.candidate, hidden, op, "the candidate norm")},
+          {norm_parameter(norms.gates.gain, 2 * hidden, data, op, "the gates norm's gain"),
+           norm_parameter(norms.gates.bias, 2 * hidden, data, op, "the gates norm's bias"),
+           norm_parameter(norms.candidate.gain, hidden, data, op, "the candidate norm's gain"),
+           norm_parameter(norms.candidate.bias, hidden, data, op, "the candidate norm's bias")}};
+}
+
+// `params` pointing at `affine` (in GruNorms' order; undefined ones: null) through `refs`.
+inline backend::GruStateNorms with_affine(backend::GruStateNorms params,
+                                          std::span<const Tensor, 4> affine,
+                                          std::array<backend::TensorRef, 4>& refs) {
+  params.gates_gain = optional_ref(affine[0], refs[0]);
+  params.gates_bias = optional_ref(affine[1], refs[1]);
+  params.candidate_gain = optional_ref(affine[2], refs[2]);
+  params.candidate_bias = optional_ref(affine[3], refs[3]);
+  return params;
+}
+
+// Where a step's backward writes the gradients of the gains and biases: `grads`, in GruNorms'
+// order (undefined ones: not wanted), through `refs`.
+inline backend::GruStateNormGrads affine_grads(std::span<const Tensor, 4> grads,
+                                               std::array<backend::TensorRef, 4>& refs) {
+  return {optional_ref(grads[0], refs[0]), optional_ref(grads[1], refs[1]),
+          optional_ref(grads[2], refs[2]), optional_ref(grads[3], refs[3])};
 }
 
 }  // namespace normgrad::nn::functional::kernel_args

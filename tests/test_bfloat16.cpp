@@ -96,6 +96,15 @@ void check_parameter_grads(const std::vector<Tensor>& mixed, const std::vector<T
   }
 }
 
+// A GRU or LSTM layer, initialised from `seed`.
+std::shared_ptr<nn::Recurrent> recurrent_layer(bool lstm, std::int64_t input, std::int64_t hidden,
+                                               const nn::RecurrentOptions& options,
+                                               std::uint64_t seed) {
+  Generator init(seed);
+  if (lstm) return std::make_shared<nn::Lstm>(input, hidden, options, init);
+  return std::make_shared<nn::Gru>(input, hidden, options, init);
+}
+
 }  // namespace
 
 TEST_CASE("bfloat16 rounds float32 to nearest with ties to even, as an independent reference") {
@@ -432,12 +441,7 @@ TEST_CASE("GRU and LSTM layers run bfloat16 input with float32 parameters") {
         CAPTURE(fused);
         const nn::RecurrentOptions options{
             .cell = {.norm = nn::NormSpec::parse(norm), .fused = fused}};
-        Generator init(5);
-        std::shared_ptr<nn::Recurrent> layer;
-        if (lstm)
-          layer = std::make_shared<nn::Lstm>(10, 32, options, init);
-        else
-          layer = std::make_shared<nn::Gru>(10, 32, options, init);
+        const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 10, 32, options, 5);
         Tensor outputs[2];
         std::vector<Tensor> grads[2];
         for (const bool mixed : {false, true}) {
@@ -549,12 +553,7 @@ TEST_CASE("cuda parity: bfloat16 GRU and LSTM layers with their norms, forward a
     std::vector<Tensor> grads[2];
     for (int device = 0; device < 2; ++device) {
       const Device where = device == 0 ? Device::cpu() : testing::parity_device();
-      Generator init(6);
-      std::shared_ptr<nn::Recurrent> layer;
-      if (lstm)
-        layer = std::make_shared<nn::Lstm>(12, 16, options, init);
-      else
-        layer = std::make_shared<nn::Gru>(12, 16, options, init);
+      const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 12, 16, options, 6);
       layer->to(where);
       outputs[device] = layer->forward(x.to(where)).output;
       f32(outputs[device]).square().sum().backward();
