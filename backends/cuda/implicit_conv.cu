@@ -209,10 +209,6 @@ std::int64_t out_size(std::int64_t size, std::int64_t kernel, std::int64_t strid
   return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
-}  // namespace
-
-namespace {
-
 constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max() / 2;
 
 // Both launchers' view of a call: the window's output size, the product's dimensions, and
