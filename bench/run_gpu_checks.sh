@@ -5,7 +5,8 @@
 # twice so that a ratio can be held to two runs:
 # - bench_bfloat16: a 4096^3 product and the norms at 8192 x 8192, float32 against bfloat16;
 # - bench_recurrent_step: GRU and LSTM steps, plain and normed, fused against composed;
-# - bench_gru_sequence: a GRU layer's loop as one op against the cell stepped through autograd;
+# - bench_recurrent_sequence: GRU and LSTM layers' loops as one op against their cells stepped
+#   through autograd, full-length and packed;
 # - bench_training_step: the GRU language model and the CNN, eager and as a CUDA graph, and
 #   the CNN with implicit-GEMM convolutions;
 # - bench_convpool_cnn_c: the paper's CIFAR model at batch 100, convolutions through columns
@@ -25,7 +26,7 @@ build=$1
 out=$2
 run_tests=1
 [[ ${3:-} == --no-tests ]] && run_tests=0
-for program in bench_bfloat16 bench_recurrent_step bench_gru_sequence bench_training_step \
+for program in bench_bfloat16 bench_recurrent_step bench_recurrent_sequence bench_training_step \
   bench_convpool_cnn_c; do
   if [[ ! -x $build/bench/$program ]]; then
     echo "run_gpu_checks: $build/bench/$program is missing: build with the benchmarks on" >&2
@@ -63,7 +64,12 @@ step bfloat16 "$build/bench/bench_bfloat16" --device cuda --size 4096 --rows 819
 for cell in gru lstm; do
   step "recurrent_$cell" "$build/bench/bench_recurrent_step" --device cuda --cell "$cell"
 done
-step gru_sequence "$build/bench/bench_gru_sequence" --device cuda --norms none,layernorm,rmsnorm
+for cell in gru lstm; do
+  for lengths in "" --lengths; do
+    step "sequence_$cell${lengths:+_packed}" "$build/bench/bench_recurrent_sequence" --device cuda \
+      --cell "$cell" --norms none,layernorm,rmsnorm $lengths
+  done
+done
 for run in 1 2; do
   for model in gru cnn; do
     common=(--device cuda --model "$model" --steps 20 --warmup 5)

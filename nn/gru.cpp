@@ -39,17 +39,18 @@ std::vector<Tensor> GruCell::step(const Tensor& input_side, const std::vector<Te
   return {functional::gru_step_composed(input_side, gh, h, mask)};
 }
 
-std::optional<Tensor> GruCell::run_sequence(const Tensor& input_side, const Tensor& h0,
-                                            const Tensor& mask, const Tensor& state_dropout,
-                                            bool reverse) {
+std::optional<std::vector<Tensor>> GruCell::run_sequence(const Tensor& input_side,
+                                                         const std::vector<Tensor>& initial,
+                                                         const functional::SequenceOptions& run) {
   if (!options().fused) return std::nullopt;
   std::optional<functional::GruStateNorms> norms;
   if (norm_spec().normalises_outputs()) {
     norms = fused_state_norms();
     if (!norms) return std::nullopt;  // BatchNorm: the step by step path
   }
-  return functional::gru_sequence(input_side, h0, weight_hh(), bias_hh, norms, mask, state_dropout,
-                                  reverse);
+  NG_CHECK(initial.size() == 1, type_name(), "has one state, got ", initial.size());
+  return std::vector<Tensor>{
+      functional::gru_sequence(input_side, initial[0], weight_hh(), bias_hh, norms, run)};
 }
 
 std::optional<functional::GruStateNorms> GruCell::fused_state_norms() const {

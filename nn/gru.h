@@ -41,8 +41,9 @@ class GruCell : public RecurrentCell {
   std::size_t state_count() const override { return 1; }
   // The fused path's whole loop as one op (functional::gru_sequence): the step's outputs bit
   // for bit, W_hh's gradient as one product over all steps.
-  std::optional<Tensor> run_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& mask,
-                                     const Tensor& state_dropout, bool reverse) override;
+  std::optional<std::vector<Tensor>> run_sequence(const Tensor& input_side,
+                                                  const std::vector<Tensor>& initial,
+                                                  const functional::SequenceOptions& run) override;
 
  private:
   // [gates (2H) | candidate (H)] with N_gates on the first part and N_candidate on the second.

@@ -9,24 +9,26 @@
 //
 // The outputs are those of the per-step path bit for bit (the same kernels on the same values
 // in the same order). The gradients equal it to rounding: the sums over steps run in another
-// order.
+// order. Packed (SequenceOptions::batch_sizes), each step computes only its running rows, as
+// the per-step path of Recurrent::forward_lengths does, and dW_hh is still one product, over
+// the rows the steps computed.
 
 #include <optional>
 
 #include "core/tensor.h"
 #include "nn/recurrent_functional.h"
+#include "nn/sequence_options.h"
 
 namespace normgrad::nn::functional {
 
 // input_side [T, B, 3H]: every step's (normalised) input-side pre-activations; h0 [B, H];
 // weight_hh [3H, H] and bias_hh [3H] (or undefined); norms: the state side's N2 and N4, or
-// nullopt for none; mask: undefined or [T, B] (rows where it is 0 keep their state at that
-// step); state_dropout: undefined or [B, H], multiplying h where W_hh reads it at every step;
-// reverse: run t = T-1 down to 0. Returns the state after every step, [T, B, H], in time
-// order. A bfloat16 input takes float32 weights, gains and biases (nn/mixed_precision.h).
+// nullopt for none; options: a mask or packed batch sizes, state dropout and the direction
+// (sequence_options.h). Returns the state after every step, [T, B, H], in time order; a row
+// that skips a step holds its previous state there. A bfloat16 input takes float32 weights,
+// gains and biases (nn/mixed_precision.h).
 Tensor gru_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& weight_hh,
                     const Tensor& bias_hh, const std::optional<GruStateNorms>& norms,
-                    const Tensor& mask = Tensor(), const Tensor& state_dropout = Tensor(),
-                    bool reverse = false);
+                    const SequenceOptions& options = {});
 
 }  // namespace normgrad::nn::functional

@@ -2,6 +2,7 @@
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "nn/lstm_sequence.h"
 
 namespace normgrad::nn {
 
@@ -35,6 +36,20 @@ std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<T
   Tensor h_new = output_gate * tanh(cell_norm_->forward(c_new));
   if (mask.defined()) h_new = where(ne(mask.detach(), 0.0).unsqueeze(1), h_new, h);
   return {h_new, c_new};
+}
+
+std::optional<std::vector<Tensor>> LstmCell::run_sequence(const Tensor& input_side,
+                                                          const std::vector<Tensor>& initial,
+                                                          const functional::SequenceOptions& run) {
+  if (!options().fused) return std::nullopt;
+  const auto norms = fused_norms();
+  if (!norms) return std::nullopt;  // BatchNorm: the step by step path
+  NG_CHECK(initial.size() == 2, type_name(), "expects the state {h, c}, got ", initial.size(),
+           " tensors");
+  const Tensor states = functional::lstm_sequence(input_side, initial[0], initial[1], weight_hh(),
+                                                  bias_hh, *norms, run);
+  const std::vector<Tensor> halves = split(states, hidden_size(), 2);  // h, c
+  return halves;
 }
 
 std::optional<functional::LstmStepNorms> LstmCell::fused_norms() const {

@@ -10,7 +10,8 @@
 //
 // A fused step (functional::lstm_step) does everything after the state side's GEMM in one
 // kernel, N2 and N3 included, for every norm with a row form (LayerNorm, RMSNorm, pRMSNorm,
-// L2Norm) and for none; BatchNorm and options.fused = false go through the norm modules.
+// L2Norm) and for none; BatchNorm and options.fused = false go through the norm modules. A
+// layer runs a fused cell's whole loop in a direction as one op (functional::lstm_sequence).
 //
 //   nn::Lstm reader(240, 240, {.cell = {.norm = "rmsnorm"}, .bidirectional = true});
 //   nn::RecurrentOutput out = reader.forward_lengths(x, lengths);  // out.hidden, out.cell
@@ -41,6 +42,11 @@ class LstmCell : public RecurrentCell {
   std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
                            const Tensor& mask, const Tensor& state_dropout = Tensor()) override;
   std::size_t state_count() const override { return 2; }
+  // The fused path's whole loop as one op (functional::lstm_sequence): the steps' states bit
+  // for bit, W_hh's gradient as one product over all steps.
+  std::optional<std::vector<Tensor>> run_sequence(const Tensor& input_side,
+                                                  const std::vector<Tensor>& initial,
+                                                  const functional::SequenceOptions& run) override;
 
  private:
   // The state and cell norms in the form the fused step takes (none for a spec without output

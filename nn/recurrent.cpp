@@ -61,8 +61,9 @@ void RecurrentCell::set_weights(const Tensor& weight_ih, const Tensor& weight_hh
   }
 }
 
-std::optional<Tensor> RecurrentCell::run_sequence(const Tensor&, const Tensor&, const Tensor&,
-                                                  const Tensor&, bool) {
+std::optional<std::vector<Tensor>> RecurrentCell::run_sequence(const Tensor&,
+                                                               const std::vector<Tensor>&,
+                                                               const functional::SequenceOptions&) {
   return std::nullopt;
 }
 
@@ -237,11 +238,15 @@ RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
     if (state_count == 2)
       state.push_back(initial_slice(initial_cell, direction, batch, hidden, like_x));
     const Tensor dropout = state_dropout.defined() ? state_dropout.select(0, direction) : Tensor();
-    if (steps > 0 && state_count == 1)
-      if (const auto states =
-              cell.run_sequence(input_side, state[0], time_major_mask, dropout, direction == 1)) {
-        outputs.push_back(options_.batch_first ? states->transpose(0, 1).contiguous() : *states);
-        finals.push_back(states->select(0, direction == 0 ? steps - 1 : 0));
+    if (steps > 0)
+      if (const auto states = cell.run_sequence(
+              input_side, state,
+              {.mask = time_major_mask, .state_dropout = dropout, .reverse = direction == 1})) {
+        const Tensor& h = (*states)[0];
+        const std::int64_t last = direction == 0 ? steps - 1 : 0;
+        outputs.push_back((options_.batch_first ? h.transpose(0, 1) : h).contiguous());
+        finals.push_back(h.select(0, last));
+        if (state_count == 2) final_cells.push_back((*states)[1].select(0, last));
         continue;
       }
     const std::vector<Tensor> inputs = unbind(input_side, 0);  // T x [B, gates H]
@@ -315,7 +320,8 @@ Tensor first_rows(const Tensor& x, std::int64_t rows) {
 // sorted by length, so that at every step the sequences still going are a prefix of the batch,
 // and each step runs the cell on that prefix alone. Padded steps cost nothing, where forward
 // with a mask runs the whole batch at every step. The outputs of every step are gathered back
-// into the caller's row order in one index_select, zeros at padding.
+// into the caller's row order in one index_select, zeros at padding. A cell that runs its loop
+// as one op (run_sequence) is handed the same prefix counts as packed batch sizes.
 RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& lengths,
                                            const Tensor& initial_hidden, const Tensor& initial_cell,
                                            const Tensor& state_dropout) {
@@ -346,32 +352,60 @@ RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& le
   const Tensor hidden0 = sorted_rows(initial_hidden, 1), cell0 = sorted_rows(initial_cell, 1),
                dropout_all = sorted_rows(state_dropout, 1);
 
-  // Where step t's output of sorted row i lands in the packed outputs: offset[t] + i.
-  std::vector<std::int64_t> offset(static_cast<std::size_t>(steps));
+  // Step t runs the sorted rows [0, batch_sizes[t]); its outputs land in the packed outputs
+  // from offset[t] on.
+  std::vector<std::int64_t> batch_sizes(static_cast<std::size_t>(steps)), offset(batch_sizes);
   std::int64_t packed_rows = 0;
   for (std::int64_t t = 0; t < steps; ++t) {
+    batch_sizes[static_cast<std::size_t>(t)] = order.active(t);
     offset[static_cast<std::size_t>(t)] = packed_rows;
     packed_rows += order.active(t);
   }
-  // The gather from [packed outputs; a zero row] to the output's layout in the caller's order.
-  std::vector<std::int64_t> gather(static_cast<std::size_t>(steps * batch));
-  for (std::int64_t row = 0; row < batch; ++row)
-    for (std::int64_t t = 0; t < steps; ++t) {
-      const std::int64_t i = order.position[static_cast<std::size_t>(row)];
-      const std::int64_t at = options_.batch_first ? row * steps + t : t * batch + row;
-      gather[static_cast<std::size_t>(at)] =
-          i < order.active(t) ? offset[static_cast<std::size_t>(t)] + i : packed_rows;
-    }
-  const Tensor gather_index = from_vector(gather, {steps * batch}).to(input.device());
+  // The gather from the rows of [step outputs; a zero row] to the output's layout in the
+  // caller's order, where sorted row i of step t is row at(t, i) and padding reads zero_row.
+  const auto output_index = [&](const auto& at, std::int64_t zero_row) {
+    std::vector<std::int64_t> gather(static_cast<std::size_t>(steps * batch));
+    for (std::int64_t row = 0; row < batch; ++row)
+      for (std::int64_t t = 0; t < steps; ++t) {
+        const std::int64_t i = order.position[static_cast<std::size_t>(row)];
+        const std::int64_t position = options_.batch_first ? row * steps + t : t * batch + row;
+        gather[static_cast<std::size_t>(position)] = i < order.active(t) ? at(t, i) : zero_row;
+      }
+    return from_vector(gather, {steps * batch}).to(input.device());
+  };
+  Tensor packed_index, sequence_index;  // for the packed steps, for a direction run as one op
   const Tensor inverse_index = from_vector(order.position, {batch}).to(input.device());
+  const auto unsorted = [&](const std::vector<Tensor>& sorted_pieces) {
+    const Tensor joined = sorted_pieces.size() == 1 ? sorted_pieces[0] : cat(sorted_pieces, 0);
+    return order.identity ? joined : index_select(joined, 0, inverse_index);
+  };
+  const Shape output_shape =
+      options_.batch_first ? Shape{batch, steps, hidden} : Shape{steps, batch, hidden};
 
   std::vector<Tensor> outputs, finals, final_cells;
   for (std::int64_t direction = 0; direction < count; ++direction) {
     RecurrentCell& cell = *cells_[direction];
-    const std::vector<Tensor> inputs = unbind(cell.input_side(x), 0);  // T x [B, gates H]
+    const Tensor input_side = cell.input_side(x);  // [T, B, gates H]
     std::vector<Tensor> initial{initial_slice(hidden0, direction, batch, hidden, like_x)};
     if (state_count == 2) initial.push_back(initial_slice(cell0, direction, batch, hidden, like_x));
     const Tensor dropout = dropout_all.defined() ? dropout_all.select(0, direction) : Tensor();
+    if (const auto states = cell.run_sequence(
+            input_side, initial,
+            {.batch_sizes = batch_sizes, .state_dropout = dropout, .reverse = direction == 1})) {
+      // Each sorted row holds its state through the steps it skips: its final state is the
+      // last step's (the first's in reverse).
+      if (!sequence_index.defined())
+        sequence_index = output_index([&](std::int64_t t, std::int64_t i) { return t * batch + i; },
+                                      steps * batch);
+      const Tensor& h = (*states)[0];
+      const Tensor rows = cat({h.reshape({steps * batch, hidden}), zeros({1, hidden}, like_x)}, 0);
+      outputs.push_back(index_select(rows, 0, sequence_index).reshape(output_shape));
+      const std::int64_t last = direction == 0 ? steps - 1 : 0;
+      finals.push_back(unsorted({h.select(0, last)}));
+      if (state_count == 2) final_cells.push_back(unsorted({(*states)[1].select(0, last)}));
+      continue;
+    }
+    const std::vector<Tensor> inputs = unbind(input_side, 0);  // T x [B, gates H]
     std::vector<Tensor> packed(static_cast<std::size_t>(steps));
     std::vector<std::vector<Tensor>> final_pieces(state_count);  // rows in sorted order
     std::vector<Tensor> state;
@@ -423,13 +457,11 @@ RecurrentOutput Recurrent::forward_lengths(const Tensor& input, const Tensor& le
     for (const Tensor& step_output : packed)
       if (step_output.defined()) pieces.push_back(step_output);
     pieces.push_back(zeros({1, hidden}, like_x));  // what padded positions read
-    outputs.push_back(index_select(cat(pieces, 0), 0, gather_index)
-                          .reshape(options_.batch_first ? Shape{batch, steps, hidden}
-                                                        : Shape{steps, batch, hidden}));
-    const auto unsorted = [&](const std::vector<Tensor>& sorted_pieces) {
-      const Tensor joined = sorted_pieces.size() == 1 ? sorted_pieces[0] : cat(sorted_pieces, 0);
-      return order.identity ? joined : index_select(joined, 0, inverse_index);
-    };
+    if (!packed_index.defined())
+      packed_index = output_index(
+          [&](std::int64_t t, std::int64_t i) { return offset[static_cast<std::size_t>(t)] + i; },
+          packed_rows);
+    outputs.push_back(index_select(cat(pieces, 0), 0, packed_index).reshape(output_shape));
     finals.push_back(unsorted(final_pieces[0]));
     if (state_count == 2) final_cells.push_back(unsorted(final_pieces[1]));
   }

@@ -28,6 +28,7 @@
 #include "nn/norms/batch_norm.h"
 #include "nn/norms/factory.h"
 #include "nn/norms/weight_norm.h"
+#include "nn/sequence_options.h"
 
 namespace normgrad::nn {
 
@@ -85,12 +86,13 @@ class RecurrentCell : public Module {
                                    const Tensor& mask, const Tensor& state_dropout = Tensor()) = 0;
   virtual std::size_t state_count() const = 0;
   // A whole direction's loop at once, where the cell runs it as one op (a fused GRU:
-  // functional::gru_sequence): the state after every step, [T, B, H], in time order, from
-  // every step's input side [T, B, gates H], h0 [B, H], mask undefined or [T, B] and
-  // state_dropout as in step(); reverse runs t = T-1 down to 0. nullopt where the cell steps.
-  virtual std::optional<Tensor> run_sequence(const Tensor& input_side, const Tensor& h0,
-                                             const Tensor& mask, const Tensor& state_dropout,
-                                             bool reverse);
+  // functional::gru_sequence): from every step's input side [T, B, gates H] and the initial
+  // state (as in step()), with a mask or packed batch sizes, state dropout as in step() and
+  // the direction in `options`, each state after every step ({h}, or {h, c}), [T, B, H] in time
+  // order; a row holds its state where it skips a step. nullopt where the cell steps.
+  virtual std::optional<std::vector<Tensor>> run_sequence(
+      const Tensor& input_side, const std::vector<Tensor>& initial,
+      const functional::SequenceOptions& options);
 
  protected:
   Tensor project_input(const Tensor& x) const;  // W_ih x + b_ih

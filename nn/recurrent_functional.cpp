@@ -1,6 +1,7 @@
 #include "nn/recurrent_functional.h"
 
 #include <array>
+#include <span>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -163,28 +164,13 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
                                 const Tensor& c_prev, const LstmStepNorms& given_norms,
                                 const Tensor& mask) {
   const char* op = "lstm_step";
-  LstmStepNorms norms;
-  if (given_norms.state) norms.state = kernel_args::for_input(*given_norms.state, gx);
-  if (given_norms.cell) norms.cell = kernel_args::for_input(*given_norms.cell, gx);
+  const LstmStepNorms norms = kernel_args::for_input(given_norms, gx);
   const std::int64_t hidden = check_step(gx, 4, h_prev, mask, op, "gx");
   check_step(gh, 4, h_prev, mask, op, "gh");
   check_step(c_prev, 1, h_prev, mask, op, "c_prev");
-  backend::LstmStepNorms kernel_norms;
-  kernel_norms.normalise_state = norms.state.has_value();
-  kernel_norms.normalise_cell = norms.cell.has_value();
-  const RowNorm none;
-  const RowNorm& state_norm = norms.state ? *norms.state : none;
-  const RowNorm& cell_norm = norms.cell ? *norms.cell : none;
-  if (norms.state)
-    kernel_norms.state = kernel_args::norm_params(state_norm, 4 * hidden, op, "the state norm");
-  if (norms.cell)
-    kernel_norms.cell = kernel_args::norm_params(cell_norm, hidden, op, "the cell norm");
   // gains and biases: the state norm's, then the cell norm's
-  const std::vector<Tensor> affine = {
-      kernel_args::norm_parameter(state_norm.gain, 4 * hidden, gx, op, "the state norm's gain"),
-      kernel_args::norm_parameter(state_norm.bias, 4 * hidden, gx, op, "the state norm's bias"),
-      kernel_args::norm_parameter(cell_norm.gain, hidden, gx, op, "the cell norm's gain"),
-      kernel_args::norm_parameter(cell_norm.bias, hidden, gx, op, "the cell norm's bias")};
+  const kernel_args::LstmNorms checked = kernel_args::lstm_norms(norms, hidden, gx, op);
+  const std::array<Tensor, 4>& affine = checked.affine;
   const Tensor x = gx.contiguous().detach(), s = gh.contiguous().detach();
   const Tensor previous_h = h_prev.contiguous().detach(), previous_c = c_prev.contiguous().detach();
   const Tensor m = kernel_args::mask(mask, gx.dtype());
@@ -196,15 +182,16 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
   Tensor activations = make({batch, 4 * hidden});
   Tensor cell = make({batch, hidden});
   Tensor statistics = detail::make_tensor({4, batch}, compute_dtype(gx.dtype()), gx.device());
-  backend::TensorRef refs[4], mask_ref;
-  kernel_norms.state_gain = kernel_args::optional_ref(affine[0], refs[0]);
-  kernel_norms.state_bias = kernel_args::optional_ref(affine[1], refs[1]);
-  kernel_norms.cell_gain = kernel_args::optional_ref(affine[2], refs[2]);
-  kernel_norms.cell_bias = kernel_args::optional_ref(affine[3], refs[3]);
+  std::array<backend::TensorRef, 4> refs;
+  backend::TensorRef mask_ref;
   detail::backend_of(state).lstm_step_forward(
-      kernel_norms, detail::ref(state), detail::ref(activations), detail::ref(cell),
-      detail::ref(statistics), detail::ref(x), detail::ref(s), detail::ref(previous_h),
-      detail::ref(previous_c), kernel_args::optional_ref(m, mask_ref));
+      kernel_args::with_affine(checked.params, affine, refs), detail::ref(state),
+      detail::ref(activations), detail::ref(cell), detail::ref(statistics), detail::ref(x),
+      detail::ref(s), detail::ref(previous_h), detail::ref(previous_c),
+      kernel_args::optional_ref(m, mask_ref));
+  const RowNorm none;
+  const RowNorm& state_norm = norms.state ? *norms.state : none;
+  const RowNorm& cell_norm = norms.cell ? *norms.cell : none;
   const std::vector<Tensor> inputs = {
       gx, gh, h_prev, c_prev, state_norm.gain, state_norm.bias, cell_norm.gain, cell_norm.bias};
   if (autograd::needs_grad(inputs)) {
@@ -215,34 +202,29 @@ std::array<Tensor, 2> lstm_step(const Tensor& gx, const Tensor& gh, const Tensor
         "LstmStepBackward", state, inputs,
         {state.detach(), activations, cell, statistics, s, previous_c, m, affine[0], affine[1],
          affine[2], affine[3]},
-        [params = kernel_norms, wanted](const Tensor& dstate, const autograd::SavedTensors& saved) {
+        [params = checked.params, wanted](const Tensor& dstate,
+                                          const autograd::SavedTensors& saved) {
           const Tensor upstream = dstate.contiguous();
           const std::int64_t units = saved[2].size(1);
           autograd::Grads grads{empty_like(saved[1]), empty_like(saved[1]), empty_like(saved[2]),
                                 empty_like(saved[2])};
           grads.resize(8);
-          backend::LstmStepNorms step_norms = params;
-          backend::LstmStepNormGrads affine_grads;
-          backend::TensorRef parameter_refs[4], grad_refs[4], saved_mask;
-          const backend::TensorRef** parameters[4] = {&step_norms.state_gain,
-                                                      &step_norms.state_bias, &step_norms.cell_gain,
-                                                      &step_norms.cell_bias};
-          const backend::TensorRef** gradients[4] = {
-              &affine_grads.state_gain, &affine_grads.state_bias, &affine_grads.cell_gain,
-              &affine_grads.cell_bias};
-          for (int i = 0; i < 4; ++i) {
-            *parameters[i] = kernel_args::optional_ref(saved[7 + i], parameter_refs[i]);
-            if (!wanted[i]) continue;
-            const std::int64_t width = i < 2 ? 4 * units : units;
-            grads[4 + i] = detail::make_tensor({width}, upstream.dtype(), upstream.device());
-            *gradients[i] = kernel_args::optional_ref(grads[4 + i], grad_refs[i]);
-          }
+          for (std::size_t i = 0; i < 4; ++i)
+            if (wanted[i])
+              grads[4 + i] = detail::make_tensor({i < 2 ? 4 * units : units}, upstream.dtype(),
+                                                 upstream.device());
+          std::array<backend::TensorRef, 4> parameter_refs, grad_refs;
+          backend::TensorRef saved_mask;
           detail::backend_of(dstate).lstm_step_backward(
-              step_norms, detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
-              detail::ref(grads[3]), affine_grads, detail::ref(upstream), detail::ref(saved[0]),
-              detail::ref(saved[1]), detail::ref(saved[2]), detail::ref(saved[3]),
-              detail::ref(saved[4]), detail::ref(saved[5]),
-              kernel_args::optional_ref(saved[6], saved_mask));
+              kernel_args::with_affine(params, std::span<const Tensor, 4>(saved.begin() + 7, 4),
+                                       parameter_refs),
+              detail::ref(grads[0]), detail::ref(grads[1]), detail::ref(grads[2]),
+              detail::ref(grads[3]),
+              kernel_args::lstm_affine_grads(std::span<const Tensor, 4>(grads.begin() + 4, 4),
+                                             grad_refs),
+              detail::ref(upstream), detail::ref(saved[0]), detail::ref(saved[1]),
+              detail::ref(saved[2]), detail::ref(saved[3]), detail::ref(saved[4]),
+              detail::ref(saved[5]), kernel_args::optional_ref(saved[6], saved_mask));
           return grads;
         });
   }

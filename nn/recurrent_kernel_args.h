@@ -1,5 +1,6 @@
 #pragma once
-// What the fused recurrent ops (recurrent_functional.cpp, gru_sequence.cpp) share when they
+// What the fused recurrent ops (recurrent_functional.cpp, gru_sequence.cpp, lstm_sequence.cpp)
+// share when they
 // hand a step to the backend: the mask as the kernels read it, optional operands as pointers,
 // and a state norm's parameters, checked. Internal to nn/.
 
@@ -93,6 +94,61 @@ inline backend::GruStateNorms with_affine(backend::GruStateNorms params,
 // order (undefined ones: not wanted), through `refs`.
 inline backend::GruStateNormGrads affine_grads(std::span<const Tensor, 4> grads,
                                                std::array<backend::TensorRef, 4>& refs) {
+  return {optional_ref(grads[0], refs[0]), optional_ref(grads[1], refs[1]),
+          optional_ref(grads[2], refs[2]), optional_ref(grads[3], refs[3])};
+}
+
+// An LSTM step's norms as its kernels take them, as GruNorms has a GRU's: which are applied,
+// their NormParams, and their gains and biases checked and contiguous, in the order
+// [state gain, state bias, cell gain, cell bias] (undefined where a norm is left out).
+struct LstmNorms {
+  backend::LstmStepNorms params;
+  std::array<Tensor, 4> affine;
+};
+
+// The norms rounded for bfloat16 data, as for_input does one.
+inline LstmStepNorms for_input(const LstmStepNorms& norms, const Tensor& data) {
+  LstmStepNorms result;
+  if (norms.state) result.state = for_input(*norms.state, data);
+  if (norms.cell) result.cell = for_input(*norms.cell, data);
+  return result;
+}
+
+inline LstmNorms lstm_norms(const LstmStepNorms& norms, std::int64_t hidden, const Tensor& data,
+                            const char* op) {
+  LstmNorms result;
+  result.params.normalise_state = norms.state.has_value();
+  result.params.normalise_cell = norms.cell.has_value();
+  if (norms.state) {
+    result.params.state = norm_params(*norms.state, 4 * hidden, op, "the state norm");
+    result.affine[0] =
+        norm_parameter(norms.state->gain, 4 * hidden, data, op, "the state norm's gain");
+    result.affine[1] =
+        norm_parameter(norms.state->bias, 4 * hidden, data, op, "the state norm's bias");
+  }
+  if (norms.cell) {
+    result.params.cell = norm_params(*norms.cell, hidden, op, "the cell norm");
+    result.affine[2] = norm_parameter(norms.cell->gain, hidden, data, op, "the cell norm's gain");
+    result.affine[3] = norm_parameter(norms.cell->bias, hidden, data, op, "the cell norm's bias");
+  }
+  return result;
+}
+
+// `params` pointing at `affine` (in LstmNorms' order; undefined ones: null) through `refs`.
+inline backend::LstmStepNorms with_affine(backend::LstmStepNorms params,
+                                          std::span<const Tensor, 4> affine,
+                                          std::array<backend::TensorRef, 4>& refs) {
+  params.state_gain = optional_ref(affine[0], refs[0]);
+  params.state_bias = optional_ref(affine[1], refs[1]);
+  params.cell_gain = optional_ref(affine[2], refs[2]);
+  params.cell_bias = optional_ref(affine[3], refs[3]);
+  return params;
+}
+
+// Where an LSTM step's backward writes the gradients of the gains and biases: `grads`, in
+// LstmNorms' order (undefined ones: not wanted), through `refs`.
+inline backend::LstmStepNormGrads lstm_affine_grads(std::span<const Tensor, 4> grads,
+                                                    std::array<backend::TensorRef, 4>& refs) {
   return {optional_ref(grads[0], refs[0]), optional_ref(grads[1], refs[1]),
           optional_ref(grads[2], refs[2]), optional_ref(grads[3], refs[3])};
 }

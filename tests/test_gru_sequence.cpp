@@ -1,14 +1,15 @@
 // A GRU direction's whole loop as one op (nn::functional::gru_sequence): against the step by
 // step path it replaces (the state-side product, then the fused step), values bit for bit and
-// gradients to rounding, for no norm and every row norm, with masks, state dropout, either
-// direction and without b_hh; float64 gradient checks of every input; the layers that take it;
-// and its errors.
+// gradients to rounding, for no norm and every row norm, with masks, packed batch sizes, state
+// dropout, either direction and without b_hh; float64 gradient checks of every input; the
+// layers that take it, with masks and with lengths; and its errors.
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "module_gradcheck.h"
+#include "sequence_settings.h"
 #include "state_norm_variants.h"
 
 using namespace normgrad;
@@ -41,27 +42,14 @@ Tensor step_by_step(const Tensor& input_side, const Tensor& h0, const Tensor& we
   return stack(states, 0);
 }
 
-struct Setting {
-  std::string name;
-  bool masked = false, dropout = false, reverse = false, bias = true;
-};
-
-const std::vector<Setting> settings = {
-    {"plain"},
-    {"masked", true},
-    {"state dropout", false, true},
-    {"reversed and masked", true, false, true},
-    {"without b_hh, reversed, with dropout", false, true, true, false},
-};
-
 }  // namespace
 
 TEST_CASE("gru_sequence: the step by step path's values bit for bit, its gradients to rounding") {
-  const std::int64_t steps = 5, batch = 3, hidden = 4;
+  const std::int64_t steps = testing::setting_steps, batch = testing::setting_batch, hidden = 4;
   std::vector<std::optional<Variant>> norm_kinds = {std::nullopt};
   for (const Variant& variant : variants) norm_kinds.push_back(variant);
   for (const auto& variant : norm_kinds) {
-    for (const Setting& setting : settings) {
+    for (const testing::SequenceSetting& setting : testing::sequence_settings) {
       for (const DType dtype : {DType::Float32, DType::Float64}) {
         INFO((variant ? variant->name : "no norm") << ", " << setting.name << ", " << dtype);
         Generator generator(4);
@@ -72,10 +60,7 @@ TEST_CASE("gru_sequence: the step by step path's values bit for bit, its gradien
         const Tensor h0 = make({batch, hidden}, 0.5);
         const Tensor w = make({3 * hidden, hidden}, 0.6);
         const Tensor b = setting.bias ? make({3 * hidden}, 0.3) : Tensor();
-        const Tensor mask =
-            setting.masked
-                ? tensor({{1, 1, 1}, {1, 0, 1}, {1, 0, 1}, {0, 0, 1}, {0, 0, 1}}, {.dtype = dtype})
-                : Tensor();
+        const Tensor mask = testing::setting_mask(setting, dtype);
         const Tensor dropout =
             setting.dropout
                 ? nn::functional::dropout_mask({batch, hidden}, 0.4, generator, {.dtype = dtype})
@@ -88,24 +73,11 @@ TEST_CASE("gru_sequence: the step by step path's values bit for bit, its gradien
           for (const Tensor& t : affine_of(*norms)) inputs.push_back(t);
         const Tensor dy = randn({steps, batch, hidden}, generator, {.dtype = dtype});
 
-        const Tensor fused =
-            nn::functional::gru_sequence(x, h0, w, b, norms, mask, dropout, setting.reverse);
-        fused.backward(dy);
-        std::vector<Tensor> fused_grads;
-        for (Tensor& t : inputs) {
-          fused_grads.push_back(t.grad());
-          t.zero_grad();
-        }
-        const Tensor stepped = step_by_step(x, h0, w, b, norms, mask, dropout, setting.reverse);
-        stepped.backward(dy);
-        CHECK(all_close(fused, stepped, 0, 0));
-        // The sums over steps (W_hh's, b_hh's, the gains' and every dh) run in another order.
-        const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
-        for (std::size_t i = 0; i < inputs.size(); ++i) {
-          INFO("gradient of input " << i);
-          REQUIRE(fused_grads[i].defined());
-          CHECK(all_close(fused_grads[i], inputs[i].grad(), tolerance, tolerance));
-        }
+        const Tensor fused = nn::functional::gru_sequence(
+            x, h0, w, b, norms, testing::setting_options(setting, mask, dropout));
+        testing::check_against_steps(
+            fused, [&] { return step_by_step(x, h0, w, b, norms, mask, dropout, setting.reverse); },
+            inputs, dy, setting.packed);
       }
     }
   }
@@ -124,8 +96,9 @@ TEST_CASE("gru_sequence passes gradcheck: inputs, state, weights, bias, gains an
                                   leaf({3 * hidden}, 4, 0.3)};
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return nn::functional::gru_sequence(in[0], in[1], in[2], in[3], std::nullopt, mask,
-                                              dropout, reverse);
+          return nn::functional::gru_sequence(
+              in[0], in[1], in[2], in[3], std::nullopt,
+              {.mask = mask, .state_dropout = dropout, .reverse = reverse});
         },
         inputs);
     const GruStateNorms norms = state_norms(variants[0], hidden, DType::Float64);  // LayerNorm
@@ -133,7 +106,15 @@ TEST_CASE("gru_sequence passes gradcheck: inputs, state, weights, bias, gains an
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
           return nn::functional::gru_sequence(in[0], in[1], in[2], in[3], with_affine(norms, in, 4),
-                                              mask, Tensor(), reverse);
+                                              {.mask = mask, .reverse = reverse});
+        },
+        inputs);
+    // Packed: the second step runs one row and the third none.
+    CHECK_GRADIENTS(
+        [&](const std::vector<Tensor>& in) {
+          return nn::functional::gru_sequence(
+              in[0], in[1], in[2], in[3], with_affine(norms, in, 4),
+              {.batch_sizes = {2, 1, 0}, .state_dropout = dropout, .reverse = reverse});
         },
         inputs);
   }
@@ -180,12 +161,48 @@ TEST_CASE("gru_sequence: errors name the op and the shapes") {
               "weight_hh", "[12, 5]");
   CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, randn({11}), std::nullopt), "gru_sequence",
               "bias_hh", "[11]");
-  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, randn({3, 2})),
+  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, {.mask = randn({3, 2})}),
               "gru_sequence", "mask", "[3, 2]");
-  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, Tensor(), randn({3, 5})),
-              "gru_sequence", "state_dropout", "[3, 5]");
+  CHECK_ERROR(
+      nn::functional::gru_sequence(x, h0, w, b, std::nullopt, {.state_dropout = randn({3, 5})}),
+      "gru_sequence", "state_dropout", "[3, 5]");
+  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3}}),
+              "gru_sequence", "batch_sizes", "one count per step (2)", "got 1");
+  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, 4}}),
+              "gru_sequence", "batch_sizes[1]", "[0, 3]", "got 4");
+  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, -1}}),
+              "gru_sequence", "batch_sizes[1]", "got -1");
+  CHECK_ERROR(nn::functional::gru_sequence(x, h0, w, b, std::nullopt,
+                                           {.mask = ones({2, 3}), .batch_sizes = {3, 3}}),
+              "gru_sequence", "mask or batch_sizes, not both");
   CHECK_ERROR(nn::functional::gru_sequence(randn({0, 3, 12}), h0, w, b, std::nullopt),
               "gru_sequence", "steps > 0");
   CHECK_ERROR(nn::functional::gru_sequence(x, h0.to(DType::Float64), w, b, std::nullopt),
               "gru_sequence", "float64");
+}
+
+TEST_CASE("forward_lengths runs a fused GRU's loops packed as one op: the packed steps' values") {
+  // Unsorted lengths, a tie, an empty sequence and a full one.
+  const Tensor lengths = tensor({2, 5, 0, 3, 5}, {.dtype = DType::Int64});
+  Generator generator(13);
+  const Tensor dropout =
+      nn::functional::dropout_mask({2, 5, 4}, 0.3, generator, {.dtype = DType::Float64});
+  for (const std::string norm : {"none", "rmsnorm", "layernorm"}) {
+    for (const bool batch_first : {false, true}) {
+      INFO(norm << (batch_first ? ", batch first" : ", time major"));
+      const nn::RecurrentOptions options{.cell = {.norm = norm, .dtype = DType::Float64},
+                                         .bidirectional = true,
+                                         .batch_first = batch_first};
+      nn::Recurrent one_op = testing::layer_of<nn::GruCell>(options);
+      nn::Recurrent stepped = testing::layer_of<testing::SteppedCell<nn::GruCell>>(options);
+      const Tensor x = leaf({5, 5, 3}, 14), h0 = leaf({2, 5, 4}, 15, 0.5);
+      testing::check_layers_agree(one_op, stepped,
+                                  [&](nn::Recurrent& layer) {
+                                    const nn::RecurrentOutput out =
+                                        layer.forward_lengths(x, lengths, h0, Tensor(), dropout);
+                                    return std::vector<Tensor>{out.output, out.hidden};
+                                  },
+                                  {x, h0});
+    }
+  }
 }
