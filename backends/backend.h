@@ -171,6 +171,14 @@ struct Window2d {
   std::int64_t stride_h = 1, stride_w = 1;
   std::int64_t padding_h = 0, padding_w = 0;
   std::int64_t dilation_h = 1, dilation_w = 1;
+
+  // OH and OW for an input of `height` rows and `width` columns.
+  std::int64_t output_height(std::int64_t height) const {
+    return (height + 2 * padding_h - dilation_h * (kernel_h - 1) - 1) / stride_h + 1;
+  }
+  std::int64_t output_width(std::int64_t width) const {
+    return (width + 2 * padding_w - dilation_w * (kernel_w - 1) - 1) / stride_w + 1;
+  }
 };
 
 // Bytes held by a device's allocator. Sizes are those of the blocks handed out (rounded up).

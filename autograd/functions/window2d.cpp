@@ -30,8 +30,8 @@ WindowPlan plan_window(const Tensor& x, Size2d kernel, Size2d stride, Size2d pad
   WindowPlan plan;
   plan.window = {kernel.h,  kernel.w,  stride.h,   stride.w,
                  padding.h, padding.w, dilation.h, dilation.w};
-  plan.out_h = (padded_h - span_h) / stride.h + 1;
-  plan.out_w = (padded_w - span_w) / stride.w + 1;
+  plan.out_h = plan.window.output_height(x.size(2));
+  plan.out_w = plan.window.output_width(x.size(3));
   return plan;
 }
 

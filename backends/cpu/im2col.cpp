@@ -53,18 +53,12 @@ Planes planes_of(const TensorRef& image, const TensorRef& columns, const Window2
            "columns ", columns.shape, " do not match image ", image.shape);
   NG_CHECK(columns.shape[2] <= 1 || columns.strides[2] == 1, op,
            "columns need contiguous rows, got strides ", columns.strides);
-  const auto out_size = [](std::int64_t size, std::int64_t kernel, std::int64_t stride,
-                           std::int64_t padding, std::int64_t dilation) {
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
-  };
   Planes p{image.shape[0] * image.shape[1],
            image.shape[1],
            image.shape[2],
            image.shape[3],
-           out_size(image.shape[2], window.kernel_h, window.stride_h, window.padding_h,
-                    window.dilation_h),
-           out_size(image.shape[3], window.kernel_w, window.stride_w, window.padding_w,
-                    window.dilation_w),
+           window.output_height(image.shape[2]),
+           window.output_width(image.shape[3]),
            columns.strides[0],
            columns.strides[1]};
   NG_CHECK(columns.shape[2] == p.out_h * p.out_w, op, "columns ", columns.shape,

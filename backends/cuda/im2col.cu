@@ -89,11 +89,6 @@ __global__ void col2im_kernel(T* image, const T* columns, Geometry<Index> g, Ind
   }
 }
 
-std::int64_t out_size(std::int64_t size, std::int64_t kernel, std::int64_t stride,
-                      std::int64_t padding, std::int64_t dilation) {
-  return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 // Checks the operands as the CPU does and returns the geometry in 64-bit.
 Geometry<std::int64_t> geometry_of(const TensorRef& image, const TensorRef& columns,
                                    const Window2d& k, const char* op) {
@@ -110,23 +105,22 @@ Geometry<std::int64_t> geometry_of(const TensorRef& image, const TensorRef& colu
            "columns need contiguous rows, got strides ", columns.strides);
   NG_CHECK(columns.strides[0] >= 0 && columns.strides[1] >= 0, op,
            "columns need non-negative strides, got ", columns.strides);
-  const Geometry<std::int64_t> g{
-      image.shape[0],
-      image.shape[1],
-      image.shape[2],
-      image.shape[3],
-      out_size(image.shape[2], k.kernel_h, k.stride_h, k.padding_h, k.dilation_h),
-      out_size(image.shape[3], k.kernel_w, k.stride_w, k.padding_w, k.dilation_w),
-      k.kernel_h,
-      k.kernel_w,
-      k.stride_h,
-      k.stride_w,
-      k.padding_h,
-      k.padding_w,
-      k.dilation_h,
-      k.dilation_w,
-      columns.strides[0],
-      columns.strides[1]};
+  const Geometry<std::int64_t> g{image.shape[0],
+                                 image.shape[1],
+                                 image.shape[2],
+                                 image.shape[3],
+                                 k.output_height(image.shape[2]),
+                                 k.output_width(image.shape[3]),
+                                 k.kernel_h,
+                                 k.kernel_w,
+                                 k.stride_h,
+                                 k.stride_w,
+                                 k.padding_h,
+                                 k.padding_w,
+                                 k.dilation_h,
+                                 k.dilation_w,
+                                 columns.strides[0],
+                                 columns.strides[1]};
   NG_CHECK(columns.shape[2] == g.out_h * g.out_w, op, "columns ", columns.shape,
            " do not hold the ", g.out_h, " x ", g.out_w, " outputs of image ", image.shape);
   return g;

@@ -204,11 +204,6 @@ std::int64_t weight_gradient_splits(std::int64_t tiles, std::int64_t columns) {
   return std::clamp<std::int64_t>(wanted, 1, std::min<std::int64_t>(most, 256));
 }
 
-std::int64_t out_size(std::int64_t size, std::int64_t kernel, std::int64_t stride,
-                      std::int64_t padding, std::int64_t dilation) {
-  return (size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max() / 2;
 
 // Both launchers' view of a call: the window's output size, the product's dimensions, and
@@ -226,10 +221,8 @@ Plan plan_of(const char* op, const TensorRef& x, const TensorRef& weight, const 
   NG_CHECK(is_contiguous(x) && is_contiguous(weight) && is_contiguous(y), op,
            "expects contiguous operands");
   Plan plan{};
-  plan.out_h =
-      out_size(x.shape[2], window.kernel_h, window.stride_h, window.padding_h, window.dilation_h);
-  plan.out_w =
-      out_size(x.shape[3], window.kernel_w, window.stride_w, window.padding_w, window.dilation_w);
+  plan.out_h = window.output_height(x.shape[2]);
+  plan.out_w = window.output_width(x.shape[3]);
   NG_CHECK(y.shape == Shape({x.shape[0], weight.shape[0], plan.out_h, plan.out_w}) &&
                weight.shape[1] == x.shape[1] && weight.shape[2] == window.kernel_h &&
                weight.shape[3] == window.kernel_w,
