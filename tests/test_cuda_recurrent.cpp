@@ -3,7 +3,8 @@
 // and the whole LSTM step with its norms for every row norm at several widths, and GRU and LSTM
 // layers over several steps for every norm slot choice (none, LayerNorm, RMSNorm, pRMSNorm, L2Norm,
 // WeightNorm), both directions, a padding mask and lengths, with input, initial-state and parameter
-// gradients.
+// gradients; and the layers' loops run as one op (gru_sequence, lstm_sequence), packed, with
+// state dropout.
 //
 // Tolerances: the step kernels are pointwise (testing::elementwise). A layer chains T steps of
 // matrix products (sums of input or hidden size terms) and norms (testing::norm_values), and
@@ -218,5 +219,37 @@ TEST_CASE("cuda parity: GRU and LSTM layers with lengths, batch first") {
         },
         {normal({4, 7, 6}, 15), lengths}, layer_tolerance(DType::Float32, 7),
         layer_tolerance(DType::Float32, 7)));
+  }
+}
+
+TEST_CASE(
+    "cuda parity: GRU and LSTM loops as one op, packed, with state dropout, both directions") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // Unsorted lengths, one of them 0: every step runs a prefix of the sorted rows.
+  const Tensor lengths = tensor({5, 2, 0, 4}, {.dtype = DType::Int64});
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const std::string norm : {"none", "layernorm", "rmsnorm"}) {
+      for (const bool lstm : {false, true}) {
+        INFO((lstm ? "LSTM" : "GRU") << ", norm " << norm << ", " << dtype);
+        const std::shared_ptr<nn::Recurrent> layer = make_layer(lstm, norm, true, dtype);
+        nn::Recurrent& recurrent = *layer;
+        Generator generator(16);
+        const Tensor dropout =
+            nn::functional::dropout_mask({2, 4, 8}, 0.3, generator, {.dtype = dtype});
+        Inputs inputs{normal({5, 4, 6}, 17, dtype), lengths, normal({2, 4, 8}, 18, dtype, 0.5)};
+        if (lstm) inputs.push_back(normal({2, 4, 8}, 19, dtype, 0.5));
+        CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+            recurrent,
+            [&](const Inputs& in) {
+              const nn::RecurrentOutput out =
+                  recurrent.forward_lengths(in[0], in[1], in[2], lstm ? in[3] : Tensor(),
+                                            testing::on_device_of(dropout, in[0]));
+              std::vector<Tensor> parts{out.output.flatten(), out.hidden.flatten()};
+              if (lstm) parts.push_back(out.cell.flatten());
+              return cat(parts);
+            },
+            inputs, layer_tolerance(dtype, 5), layer_tolerance(dtype, 5)));
+      }
+    }
   }
 }
