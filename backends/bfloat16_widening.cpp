@@ -116,6 +116,20 @@ void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef
   copies.finish();
 }
 
+void index_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
+               const TensorRef& src) {
+  Float32Copies copies(backend);
+  backend.index_add(copies.update(out), dim, index, copies.input(src));
+  copies.finish();
+}
+
+void scatter_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
+                 const TensorRef& src) {
+  Float32Copies copies(backend);
+  backend.scatter_add(copies.update(out), dim, index, copies.input(src));
+  copies.finish();
+}
+
 void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const TensorRef& b,
             bool accumulate) {
   Float32Copies copies(backend);

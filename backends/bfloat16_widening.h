@@ -76,6 +76,11 @@ void where(Backend& backend, const TensorRef& out, const TensorRef& cond, const 
            const TensorRef& b);
 void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
             std::uint64_t reduced, double scale);
+// The accumulating index ops: `out` is summed into in float32 and rounded once at the end.
+void index_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
+               const TensorRef& src);
+void scatter_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
+                 const TensorRef& src);
 void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const TensorRef& b,
             bool accumulate);
 void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log);

@@ -7,7 +7,8 @@
 // fail with a message instead of being instantiated for integers. Neither instantiates a kernel
 // for bfloat16, a storage type: the ops that take it convert it to float32 around their float32
 // kernels (bfloat16_widening.h), and the rest refuse it here. dispatch_storage adds bfloat16 for
-// the kernels that only move or convert values (copy, fill).
+// the kernels that only move or convert values (copy, fill), and dispatch_bits gives the kernels
+// that move elements an unsigned type of their size.
 
 #include <cstdint>
 #include <utility>
@@ -49,6 +50,19 @@ decltype(auto) dispatch_storage(DType dtype, const char* op, Function&& function
 
 template <typename Function>
 decltype(auto) dispatch_floating(DType dtype, const char* op, Function&& function);
+
+// An unsigned integer type of the dtype's element size, for kernels that move elements without
+// looking at their values (selection, gathering): every dtype, bfloat16 included.
+template <typename Function> decltype(auto) dispatch_bits(DType dtype, Function&& function) {
+  switch (element_size(dtype)) {
+    case 2:
+      return function(TypeTag<std::uint16_t>{});
+    case 4:
+      return function(TypeTag<std::uint32_t>{});
+    default:
+      return function(TypeTag<std::uint64_t>{});
+  }
+}
 
 // dispatch_floating, and bfloat16 too: for kernels that load bfloat16 and compute in float32.
 template <typename Function>

@@ -433,32 +433,70 @@ TEST_CASE("GRU and LSTM layers run bfloat16 input with float32 parameters") {
       testing::int_mask({{1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 0, 0}, {1, 1, 1, 1, 1, 1}})
           .t()
           .to(DType::Float32);
+  // The same lengths, run packed: the rows are sorted (an index_select of the bfloat16 input)
+  // and the input's gradient gathered back (an index_add).
+  const Tensor lengths = tensor({6, 4, 6}, {.dtype = DType::Int64});
   for (const std::string norm : {"none", "layernorm", "rmsnorm", "prmsnorm:0.25"}) {
     for (const bool lstm : {false, true}) {
       for (const bool fused : {true, false}) {
-        CAPTURE(norm);
-        CAPTURE(lstm);
-        CAPTURE(fused);
-        const nn::RecurrentOptions options{
-            .cell = {.norm = nn::NormSpec::parse(norm), .fused = fused}};
-        const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 10, 32, options, 5);
-        Tensor outputs[2];
-        std::vector<Tensor> grads[2];
-        for (const bool mixed : {false, true}) {
-          layer->zero_grad();
-          outputs[mixed] = layer->forward(mixed ? bf16(x) : x, lengths_mask).output;
-          f32(outputs[mixed]).square().sum().backward();
-          for (const Tensor& p : layer->parameters()) grads[mixed].push_back(p.grad());
+        for (const bool packed : {false, true}) {
+          CAPTURE(norm);
+          CAPTURE(lstm);
+          CAPTURE(fused);
+          CAPTURE(packed);
+          const nn::RecurrentOptions options{
+              .cell = {.norm = nn::NormSpec::parse(norm), .fused = fused}};
+          const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 10, 32, options, 5);
+          Tensor outputs[2];
+          std::vector<Tensor> grads[2];
+          for (const bool mixed : {false, true}) {
+            layer->zero_grad();
+            const Tensor input = x.detach().requires_grad_();
+            const Tensor cast = mixed ? bf16(input) : input;
+            outputs[mixed] = packed ? layer->forward_lengths(cast, lengths).output
+                                    : layer->forward(cast, lengths_mask).output;
+            f32(outputs[mixed]).square().sum().backward();
+            for (const Tensor& p : layer->parameters()) grads[mixed].push_back(p.grad());
+            grads[mixed].push_back(input.grad());
+          }
+          CHECK(outputs[1].dtype() == DType::BFloat16);
+          // Values in (-1, 1) after a few bfloat16 roundings a step, over six steps: within 2^-4.
+          const double value_error = (f32(outputs[1]) - outputs[0]).abs().max().item();
+          CAPTURE(value_error);
+          CHECK(value_error <= 0x1p-4);
+          check_parameter_grads(grads[1], grads[0], 0x1p-3);
         }
-        CHECK(outputs[1].dtype() == DType::BFloat16);
-        // Values in (-1, 1) after a few bfloat16 roundings a step, over six steps: within 2^-4.
-        const double value_error = (f32(outputs[1]) - outputs[0]).abs().max().item();
-        CAPTURE(value_error);
-        CHECK(value_error <= 0x1p-4);
-        check_parameter_grads(grads[1], grads[0], 0x1p-3);
       }
     }
   }
+}
+
+TEST_CASE("index_select, gather, index_add and scatter_add take bfloat16") {
+  Generator generator(15);
+  const Tensor x = bf16(randn({5, 4}, generator));
+  const Tensor index = tensor({3, 0, 3, 1}, {.dtype = DType::Int64});
+  // Selection and gathering move the values unchanged: the float32 result, rounded, is exact.
+  const Tensor selected = index_select(x, 0, index);
+  CHECK(selected.dtype() == DType::BFloat16);
+  CHECK(same_bits(selected, bf16(index_select(f32(x), 0, index))));
+  const Tensor positions = tensor({{4, 0, 1, 2}, {0, 3, 3, 1}}, {.dtype = DType::Int64});
+  CHECK(same_bits(gather(x, 0, positions), bf16(gather(f32(x), 0, positions))));
+  // The accumulating ones sum in float32 and round once: the float32 sums, rounded. An
+  // embedding's backward is an index_add (row 3 is picked twice).
+  const Tensor dy = bf16(randn({4, 4}, generator));
+  const Tensor table = x.detach().requires_grad_(), exact = f32(x).requires_grad_();
+  (embedding(table, index) * dy).sum().backward();
+  (embedding(exact, index) * f32(dy)).sum().backward();
+  CHECK(same_bits(table.grad(), bf16(exact.grad())));
+  const Tensor src = bf16(randn({2, 4}, generator));
+  CHECK(same_bits(scatter_add(zeros({5, 4}, {.dtype = DType::BFloat16}), 0, positions, src),
+                  bf16(scatter_add(zeros({5, 4}), 0, positions, f32(src)))));
+  // index_select's gradient goes back through index_add, in the input's dtype.
+  const Tensor input = f32(x).requires_grad_();
+  index_select(bf16(input), 0, index).to(DType::Float32).sum().backward();
+  CHECK(testing::all_close(
+      input.grad(), tensor({{1, 1, 1, 1}, {1, 1, 1, 1}, {0, 0, 0, 0}, {2, 2, 2, 2}, {0, 0, 0, 0}}),
+      0, 0));
 }
 
 TEST_CASE("ops that do not serve bfloat16 refuse it with a clear error") {

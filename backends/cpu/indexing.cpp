@@ -1,5 +1,6 @@
 // Indexing along one dim: index_select and gather read through an int64 index; index_add and
-// scatter_add accumulate through one.
+// scatter_add accumulate through one. The first two move elements by their size, bfloat16
+// included; the accumulating ones sum bfloat16 in float32 (bfloat16_widening.h).
 //
 // Determinism of the accumulating kernels: two source elements can only land on the same
 // output element when they differ in the indexed position alone. So the work is split over
@@ -11,10 +12,11 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {
 
@@ -57,14 +59,6 @@ inline std::int64_t index_at(const TensorRef& index, std::int64_t i) {
   return index.ptr<const std::int64_t>()[index.rank() == 0 ? 0 : i * index.strides[0]];
 }
 
-// Bit-copies by element size: selection and gathering never look at the values.
-template <typename Function> void dispatch_by_size(DType dtype, Function function) {
-  if (element_size(dtype) == 4)
-    function(TypeTag<std::uint32_t>{});
-  else
-    function(TypeTag<std::uint64_t>{});
-}
-
 }  // namespace
 
 void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim,
@@ -82,7 +76,7 @@ void CpuBackend::index_select(const TensorRef& out, const TensorRef& in, int dim
   const std::int64_t in_step = rank == 0 ? 0 : in.strides[dim] * operands[1].element_size;
   const std::int64_t tasks = outer.numel * count;
   if (tasks == 0 || inner.numel == 0) return;
-  dispatch_by_size(out.dtype, [&](auto tag) {
+  dispatch_bits(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto slice = [&](std::int64_t task) {
       const auto offsets = offsets_of(outer, task / count);
@@ -110,6 +104,7 @@ void CpuBackend::index_add(const TensorRef& out, int dim, const TensorRef& index
                            const TensorRef& src) {
   NG_CHECK(out.dtype == src.dtype, "cpu index_add", "out is ", out.dtype, " but src is ",
            src.dtype);
+  if (any_bfloat16({&out, &src})) return widened::index_add(*this, out, dim, index, src);
   const int rank = static_cast<int>(src.rank());
   const std::array<Operand, 2> operands{operand(out), operand(src)};
   const auto outer =
@@ -154,7 +149,7 @@ void CpuBackend::gather(const TensorRef& out, const TensorRef& in, int dim,
       operand(out), operand(index),
       Operand{operand(in).data, operand(in).element_size, in_strides.data()}};
   const auto layout = make_layout<3>(out.shape.data(), rank, operands, "cpu gather");
-  dispatch_by_size(out.dtype, [&](auto tag) {
+  dispatch_bits(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_layout(layout, {operands[0].data, operands[1].data, operands[2].data},
                [&](const std::array<char*, 3>& pointers, const std::int64_t* strides,
@@ -172,6 +167,7 @@ void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& ind
                              const TensorRef& src) {
   NG_CHECK(out.dtype == src.dtype, "cpu scatter_add", "out is ", out.dtype, " but src is ",
            src.dtype);
+  if (any_bfloat16({&out, &src})) return widened::scatter_add(*this, out, dim, index, src);
   const int rank = static_cast<int>(index.rank());
   const std::array<Operand, 3> operands{operand(out), operand(index), operand(src)};
   // Positions over every dim but `dim`; along `dim`, j runs in order inside each position.

@@ -320,6 +320,8 @@ void CudaBackend::index_select(const TensorRef& out, const TensorRef& in, int di
 void CudaBackend::index_add(const TensorRef& out, int dim, const TensorRef& index,
                             const TensorRef& src) {
   DeviceGuard guard(context_.device);
+  if (out.dtype == src.dtype && any_bfloat16({&out, &src}))
+    return widened::index_add(*this, out, dim, index, src);
   cuda::index_add(context_, out, dim, index, src);
 }
 
@@ -332,6 +334,8 @@ void CudaBackend::gather(const TensorRef& out, const TensorRef& in, int dim,
 void CudaBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& index,
                               const TensorRef& src) {
   DeviceGuard guard(context_.device);
+  if (out.dtype == src.dtype && any_bfloat16({&out, &src}))
+    return widened::scatter_add(*this, out, dim, index, src);
   cuda::scatter_add(context_, out, dim, index, src);
 }
 

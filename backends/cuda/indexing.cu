@@ -206,14 +206,6 @@ std::int64_t dim_stride(const TensorRef& ref, int dim) {
   return ref.rank() == 0 ? 0 : ref.strides[dim];
 }
 
-// Bit copies by element size.
-template <typename Function> void dispatch_by_size(DType dtype, Function function) {
-  if (element_size(dtype) == 4)
-    function(TypeTag<std::uint32_t>{});
-  else
-    function(TypeTag<std::uint64_t>{});
-}
-
 constexpr std::size_t sort_alignment = 256;
 
 std::size_t aligned(std::size_t bytes) {
@@ -270,7 +262,7 @@ void index_select(const Context& context, const TensorRef& out, const TensorRef&
   const std::int64_t count = out.rank() == 0 ? 1 : shape[dim];
   const std::int64_t inner = product(shape, dims_after(dim));
   const std::int64_t index_stride = index.rank() == 0 ? 0 : index.strides[0];
-  dispatch_by_size(out.dtype, [&](auto tag) {
+  dispatch_bits(out.dtype, [&](auto tag) {
     using Bits = typename decltype(tag)::type;
     index_select_kernel<Bits><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
         out.ptr<Bits>(), in.ptr<const Bits>(), index.ptr<const std::int64_t>(), index_stride,
@@ -327,7 +319,7 @@ void gather(const Context& context, const TensorRef& out, const TensorRef& in, i
   const TensorRef* const operands[3] = {&out, &index, &in_view};
   Indexer indexers[3];
   make_indexers(operands, indexers, op);
-  dispatch_by_size(out.dtype, [&](auto tag) {
+  dispatch_bits(out.dtype, [&](auto tag) {
     using Bits = typename decltype(tag)::type;
     gather_kernel<Bits><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
         out.ptr<Bits>(), in.ptr<const Bits>(), index.ptr<const std::int64_t>(), indexers[0],
