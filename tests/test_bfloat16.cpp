@@ -581,26 +581,35 @@ TEST_CASE("cuda parity: bfloat16 GRU and LSTM layers with their norms, forward a
   SKIP_PARITY_WITHOUT_CUDA();
   // Both devices widen the fused steps to their float32 kernels, which agree to float32
   // rounding; after bfloat16 roundings of the state at each of six steps, the outputs agree
-  // within 2^-5 and the parameters' gradients within 2^-5 of the largest.
+  // within 2^-5 and the parameters' and the input's gradients within 2^-5 of the largest.
+  // Packed, with unsorted lengths, the rows are sorted by a bfloat16 index_select, whose
+  // backward is a bfloat16 index_add.
   Generator generator(14);
   const Tensor x = bf16(randn({6, 4, 12}, generator));
+  const Tensor lengths = tensor({4, 6, 2, 5}, {.dtype = DType::Int64});
   for (const bool lstm : {false, true}) {
-    CAPTURE(lstm);
-    const nn::RecurrentOptions options{.cell = {.norm = "rmsnorm"}};
-    Tensor outputs[2];
-    std::vector<Tensor> grads[2];
-    for (int device = 0; device < 2; ++device) {
-      const Device where = device == 0 ? Device::cpu() : testing::parity_device();
-      const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 12, 16, options, 6);
-      layer->to(where);
-      outputs[device] = layer->forward(x.to(where)).output;
-      f32(outputs[device]).square().sum().backward();
-      outputs[device] = outputs[device].to(Device::cpu());
-      for (const Tensor& p : layer->parameters())
-        grads[device].push_back(p.grad().to(Device::cpu()));
+    for (const bool packed : {false, true}) {
+      CAPTURE(lstm);
+      CAPTURE(packed);
+      const nn::RecurrentOptions options{.cell = {.norm = "rmsnorm"}};
+      Tensor outputs[2];
+      std::vector<Tensor> grads[2];
+      for (int device = 0; device < 2; ++device) {
+        const Device where = device == 0 ? Device::cpu() : testing::parity_device();
+        const std::shared_ptr<nn::Recurrent> layer = recurrent_layer(lstm, 12, 16, options, 6);
+        layer->to(where);
+        const Tensor input = f32(x).to(where).requires_grad_();
+        outputs[device] = packed ? layer->forward_lengths(bf16(input), lengths.to(where)).output
+                                 : layer->forward(bf16(input)).output;
+        f32(outputs[device]).square().sum().backward();
+        outputs[device] = outputs[device].to(Device::cpu());
+        for (const Tensor& p : layer->parameters())
+          grads[device].push_back(p.grad().to(Device::cpu()));
+        grads[device].push_back(input.grad().to(Device::cpu()));
+      }
+      CHECK(outputs[1].dtype() == DType::BFloat16);
+      CHECK((f32(outputs[1]) - f32(outputs[0])).abs().max().item() <= 0x1p-5);
+      check_parameter_grads(grads[1], grads[0], 0x1p-5);
     }
-    CHECK(outputs[1].dtype() == DType::BFloat16);
-    CHECK((f32(outputs[1]) - f32(outputs[0])).abs().max().item() <= 0x1p-5);
-    check_parameter_grads(grads[1], grads[0], 0x1p-5);
   }
 }
