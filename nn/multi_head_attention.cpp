@@ -13,10 +13,17 @@ namespace {
 constexpr const char* forward_op = "MultiHeadAttention::forward";
 constexpr const char* cache_op = "MultiHeadAttention (cached keys and values)";
 
-// Throws unless x is a [batch, length, d_model] tensor of `dtype`, the layer's.
+// Inputs have the parameters' dtype, or are bfloat16 for float32 parameters (mixed precision:
+// the projections round the parameters, nn/mixed_precision.h).
+bool takes_input(DType input, DType parameters) {
+  return input == parameters || (input == DType::BFloat16 && parameters == DType::Float32);
+}
+
+// Throws unless x is a [batch, length, d_model] tensor the layer takes (takes_input).
 void check_cached_input(const Tensor& x, std::int64_t d_model, DType dtype, const char* what) {
-  NG_CHECK(x.defined() && x.dim() == 3 && x.size(2) == d_model && x.dtype() == dtype, cache_op,
-           "expects ", what, " of shape [batch, length, ", d_model, "] and dtype ", dtype, ", got ",
+  NG_CHECK(x.defined() && x.dim() == 3 && x.size(2) == d_model && takes_input(x.dtype(), dtype),
+           cache_op, "expects ", what, " of shape [batch, length, ", d_model, "] and dtype ", dtype,
+           dtype == DType::Float32 ? " (or bfloat16)" : "", ", got ",
            x.defined() ? x.shape() : Shape{}, " and ", x.defined() ? x.dtype() : dtype);
 }
 
@@ -99,12 +106,9 @@ AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& k
            key.shape(), " and ", value.shape());
   NG_CHECK(key.size(1) == value.size(1), forward_op,
            "key and value must have the same length, got ", key.shape(), " and ", value.shape());
-  // Inputs have the parameters' dtype, or are bfloat16 for float32 parameters (mixed precision:
-  // the projections round the parameters, nn/mixed_precision.h).
   for (const Tensor* x : {&query, &key, &value})
-    NG_CHECK(x->dtype() == in_proj_weight.dtype() ||
-                 (x->dtype() == DType::BFloat16 && in_proj_weight.dtype() == DType::Float32),
-             forward_op, "expects ", in_proj_weight.dtype(),
+    NG_CHECK(takes_input(x->dtype(), in_proj_weight.dtype()), forward_op, "expects ",
+             in_proj_weight.dtype(),
              " inputs like the layer's parameters (or bfloat16 for float32 ones), got ",
              query.dtype(), ", ", key.dtype(), " and ", value.dtype());
   const std::int64_t batch = query.size(0), query_len = query.size(1), key_len = key.size(1);
@@ -151,6 +155,8 @@ AttentionOutput MultiHeadAttention::forward_step(const Tensor& query, KeyValueCa
            "], got ", query.shape());
   NG_CHECK(!cache.key.defined() || cache.key.size(0) == query.size(0), cache_op, "the step ",
            query.shape(), " and the cache (", cache.key.size(0), " rows) differ in batch size");
+  NG_CHECK(!cache.key.defined() || cache.key.dtype() == query.dtype(), cache_op, "a ",
+           query.dtype(), " step cannot extend a cache of ", cache.key.dtype(), " keys");
   const Tensor key = project(query, 1), value = project(query, 2);
   cache.key = cache.key.defined() ? cat({cache.key, key}, 2) : key;
   cache.value = cache.value.defined() ? cat({cache.value, value}, 2) : value;

@@ -338,6 +338,31 @@ TEST_CASE("a Transformer layer runs in mixed precision, padding masks included")
   check_parameter_grads(grads[1], grads[0], 0x1p-4);
 }
 
+TEST_CASE("a Transformer decoder's cached steps run in mixed precision") {
+  manual_seed(32);
+  nn::TransformerDecoder decoder(2, 16, 2, 32, {.norm = "layernorm", .dropout = 0.0});
+  Generator generator(7);
+  const Tensor target = bf16(randn({3, 4, 16}, generator));
+  const Tensor memory = bf16(randn({3, 5, 16}, generator));
+  const Tensor padding = testing::int_mask({{0, 0, 0, 1, 1}, {0, 0, 0, 0, 0}, {0, 1, 1, 1, 1}});
+  NoGradGuard no_grad;
+  const Tensor full = decoder.forward(target, memory, {.memory_padding_mask = padding});
+  REQUIRE(full.dtype() == DType::BFloat16);
+  nn::TransformerDecoderCache cache = decoder.start(memory, padding);
+  for (std::int64_t t = 0; t < 4; ++t) {
+    CAPTURE(t);
+    const Tensor step = decoder.step(target.narrow(1, t, 1), cache);
+    CHECK(step.dtype() == DType::BFloat16);
+    // The step and the whole prefix round different sums (one position's against all of
+    // them at once) to bfloat16: within 2^-4 of each other at post-norm's O(1) values.
+    const double difference = (f32(step) - f32(full.narrow(1, t, 1))).abs().max().item();
+    CAPTURE(difference);
+    CHECK(difference <= 0x1p-4);
+  }
+  CHECK_ERROR(decoder.step(f32(target.narrow(1, 0, 1)), cache), "cached keys and values",
+              "float32 step", "bfloat16 keys");
+}
+
 // The fused recurrent steps widen bfloat16 to float32 around their float32 kernels, so each
 // output is the float32 step's on the rounded inputs (gains and biases rounded from their
 // float32 parameters), rounded once. Backward reads what forward saved (activations, the

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/distributed_run.h"
+#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
   flags.add("--encoder-layers", NMT_SETTING(model.encoder_layers), "Encoder layers");
   flags.add("--decoder-layers", NMT_SETTING(model.decoder_layers), "Decoder layers");
   flags.add("--dropout", NMT_SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
+  flags
+      .add("--precision", NMT_SETTING(model.precision),
+           "float32, or bfloat16: activations in bfloat16, parameters and optimiser in float32")
+      ->check(CLI::IsMember(examples::precision_names()));
   bool untied = false;
   auto* untied_option = train->add_flag(
       "--untied-embeddings", untied,
@@ -224,7 +229,8 @@ int main(int argc, char** argv) {
     const nmt::TeacherForcedLogProbs log_probs = [&](const nmt::SourceBatch& source,
                                                      const nmt::TargetBatch& target) {
       const ng::Tensor memory = model.encode(source.ids, source.padding);
-      return ng::log_softmax(model.forward(memory, source.padding, target.input), -1);
+      const ng::Tensor logits = model.forward(memory, source.padding, target.input);
+      return ng::log_softmax(logits.to(model.config().dtype), -1);  // float32 in mixed precision
     };
     nmt::write_scores(std::cout, nmt::score_pairs(log_probs, loaded.tokenizer,
                                                   ng::data::read_text_lines(score_source),

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/precision.h"
+
 namespace transformer_nmt {
 
 namespace ng = normgrad;
@@ -25,10 +27,14 @@ void check(const ModelConfig& c) {
   NG_CHECK(spec.kind != ng::nn::NormKind::BatchNorm && spec.kind != ng::nn::NormKind::WeightNorm,
            "transformer_nmt", "norm '", c.norm,
            "' has no place in a Transformer; use none, layernorm, rmsnorm, prmsnorm:p or l2norm");
+  examples::activation_dtype(c.precision, c.dtype, "transformer_nmt");
 }
 
 TransformerNmt::TransformerNmt(const ModelConfig& config, ng::Generator& generator)
-    : config_(config), generator_(&generator) {
+    : config_(config),
+      activation_dtype_(
+          examples::activation_dtype(config.precision, config.dtype, "transformer_nmt")),
+      generator_(&generator) {
   check(config);
   const std::int64_t V = config.vocabulary_size, d = config.model_size;
   const ng::nn::EmbeddingOptions embedding_options{.padding_index = std::nullopt,
@@ -103,12 +109,13 @@ ng::Tensor TransformerNmt::embed(const ng::nn::Embedding& table, const ng::Tenso
                                  std::int64_t offset) {
   const double scale = std::sqrt(static_cast<double>(config_.model_size));
   const ng::Tensor x = ng::add(ng::mul(ng::embedding(table.weight, tokens), scale),
-                               positions(offset, tokens.size(1)));
+                               positions(offset, tokens.size(1)))
+                           .to(activation_dtype_);
   return ng::nn::functional::dropout(x, config_.dropout, is_training(), *generator_);
 }
 
 ng::Tensor TransformerNmt::output_logits(const ng::Tensor& states) {
-  return ng::nn::functional::linear(states, output_weight_);
+  return ng::nn::functional::linear(states, ng::nn::in_input_dtype(output_weight_, states));
 }
 
 ng::Tensor TransformerNmt::encode(const ng::Tensor& source, const ng::Tensor& source_padding) {
@@ -141,7 +148,9 @@ ng::Tensor TransformerNmt::decode_step(const ng::Tensor& previous_tokens,
   const std::int64_t rows = previous_tokens.size(0);
   const ng::Tensor x =
       embed(*target_embedding_, previous_tokens.reshape({rows, 1}), cache.length());
-  return output_logits(decoder_->step(x, cache)).reshape({rows, config_.vocabulary_size});
+  return output_logits(decoder_->step(x, cache))
+      .reshape({rows, config_.vocabulary_size})
+      .to(config_.dtype);
 }
 
 }  // namespace transformer_nmt

@@ -41,11 +41,14 @@ struct ModelConfig {
   bool pre_norm = false;           // false: post-norm, as the paper
   bool tie_embeddings = true;
   normgrad::DType dtype = normgrad::DType::Float32;  // Float64 for gradient checks
+  // "bfloat16": mixed precision (common/precision.h); the embeddings' sums are rounded to
+  // bfloat16 and every layer after them computes on bfloat16 activations, in float32.
+  std::string precision = "float32";
 };
 
 // An Error naming the first value of `config` the model cannot be built with: sizes below 1,
 // a model size the heads do not divide, dropout outside [0, 1), a norm spec that is unknown or
-// not an activation norm (batchnorm, weightnorm).
+// not an activation norm (batchnorm, weightnorm), an unknown precision.
 void check(const ModelConfig& config);
 
 class TransformerNmt : public normgrad::nn::Module {
@@ -62,12 +65,15 @@ class TransformerNmt : public normgrad::nn::Module {
 
   // Teacher forcing: the logits [B, T, V] of every target position given target_input [B, T]
   // (bos, y_1 .. y_{T-1}). Padded target positions get logits too; the loss ignores them.
+  // They are in the activations' dtype (bfloat16 in mixed precision; cross_entropy scores
+  // them in float32).
   normgrad::Tensor forward(const normgrad::Tensor& memory, const normgrad::Tensor& source_padding,
                            const normgrad::Tensor& target_input);
 
   // Decoding a position at a time: start() takes the encoder's output once; step() feeds the
   // previous tokens [R] (bos first) and returns the logits [R, V] of the next position, equal
-  // to forward()'s at that position, at the cost of the new position only.
+  // to forward()'s at that position, at the cost of the new position only, in the parameters'
+  // dtype, so that a search adds its scores in float32 in mixed precision too.
   normgrad::nn::TransformerDecoderCache start_decoding(
       const normgrad::Tensor& memory, const normgrad::Tensor& source_padding) const;
   normgrad::Tensor decode_step(const normgrad::Tensor& previous_tokens,
@@ -83,6 +89,7 @@ class TransformerNmt : public normgrad::nn::Module {
   void initialise(normgrad::Generator& generator);
 
   ModelConfig config_;
+  normgrad::DType activation_dtype_;
   normgrad::Generator* generator_;
   std::shared_ptr<normgrad::nn::Embedding> source_embedding_, target_embedding_;
   normgrad::Tensor output_weight_;  // [V, d]: the target embedding's table when tied

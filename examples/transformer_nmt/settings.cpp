@@ -90,7 +90,8 @@ nlohmann::json to_json(const Settings& s) {
             {"dropout", m.dropout},
             {"norm", m.norm},
             {"pre_norm", m.pre_norm},
-            {"tie_embeddings", m.tie_embeddings}}},
+            {"tie_embeddings", m.tie_embeddings},
+            {"precision", m.precision}}},
           {"training", training}};
 }
 
@@ -109,6 +110,7 @@ Settings settings_from_json(const nlohmann::json& json, const std::string& origi
     m.at("norm").get_to(model.norm);
     m.at("pre_norm").get_to(model.pre_norm);
     m.at("tie_embeddings").get_to(model.tie_embeddings);
+    model.precision = m.value("precision", "float32");  // folders written before it existed
     const auto& t = json.at("training");
     t.at("batch_tokens").get_to(s.training.batch_tokens);
     t.at("warmup_steps").get_to(s.training.warmup_steps);

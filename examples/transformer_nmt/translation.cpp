@@ -25,7 +25,7 @@ ng::Tensor UncachedDecoder::step(const ng::Tensor& previous_tokens) {
   const ng::Tensor column = previous_tokens.reshape({rows, 1});
   prefix_ = prefix_.defined() ? ng::cat({prefix_, column}, 1) : column;
   const ng::Tensor logits = model_.forward(memory_, source_padding_, prefix_);  // [rows, t, V]
-  return ng::log_softmax(logits.select(1, prefix_.size(1) - 1), -1);
+  return ng::log_softmax(logits.select(1, prefix_.size(1) - 1).to(model_.config().dtype), -1);
 }
 
 void UncachedDecoder::reorder(const ng::Tensor& rows) {
