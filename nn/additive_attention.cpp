@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 
@@ -62,10 +63,12 @@ AdditiveAttention::ProjectedContext AdditiveAttention::project_context(const Ten
   NG_CHECK(context.dim() == 3 && context.size(2) == context_size_, op,
            "expects a context of shape [batch, source_len, ", context_size_, "], got ",
            context.shape());
-  NG_CHECK(context.dtype() == context_bias.dtype(), op, "the context is ", context.dtype(),
-           " but the layer's parameters are ", context_bias.dtype());
+  NG_CHECK(takes_input_dtype(context.dtype(), context_bias.dtype()), op, "the context is ",
+           context.dtype(), " but the layer's parameters are ", context_bias.dtype());
   detail::check_padding_mask(padding_mask, context.size(0), context.size(1), op, "padding mask");
-  const Tensor projected = functional::linear(context, effective_context_weight(), context_bias);
+  const Tensor projected =
+      functional::linear(context, in_input_dtype(effective_context_weight(), context),
+                         in_input_dtype(context_bias, context));
   return {context, detail::normalise_features(*context_norm, projected), padding_mask};
 }
 
@@ -79,16 +82,16 @@ AttentionOutput AdditiveAttention::attend(const ProjectedContext& source, const 
                query.size(-1) == query_size_,
            op, "expects a query of shape [", batch, ", ", query_size_, "] or [", batch, ", steps, ",
            query_size_, "], got ", query.shape());
-  NG_CHECK(query.dtype() == context_bias.dtype(), op, "the query is ", query.dtype(),
-           " but the layer's parameters are ", context_bias.dtype());
+  NG_CHECK(query.dtype() == source.projected.dtype(), op, "the query is ", query.dtype(),
+           " but the projected context is ", source.projected.dtype());
   const bool one_step = query.dim() == 2;
   const Tensor queries = one_step ? query.unsqueeze(1) : query;  // [B, T, Q]
 
   // hidden[b, t, j] = tanh(N1(U_c C_j + b) + N2(W_s s_t)): [B, T, S, A]
   const Tensor from_query = detail::normalise_features(
-      *query_norm, functional::linear(queries, effective_query_weight()));
+      *query_norm, functional::linear(queries, in_input_dtype(effective_query_weight(), queries)));
   const Tensor hidden = tanh(source.projected.unsqueeze(1) + from_query.unsqueeze(2));
-  const Tensor scores = matmul(hidden, score_weight);  // [B, T, S]
+  const Tensor scores = matmul(hidden, in_input_dtype(score_weight, hidden));  // [B, T, S]
   const Tensor blocked =
       source.padding_mask.defined() ? source.padding_mask.unsqueeze(1) : Tensor();
   const Tensor weights = functional::masked_softmax(scores, blocked);

@@ -23,7 +23,9 @@
 // Shapes are batch-first: C [batch, source_len, context_size], a decoder state
 // [batch, query_size] (or [batch, steps, query_size] for several queries at once), and the
 // padding mask [batch, source_len], int64, nonzero at padded positions (see attention.h). A
-// sentence that is all padding gets zero weights and a zero context vector.
+// sentence that is all padding gets zero weights and a zero context vector. The context and
+// the queries have the parameters' dtype, or are both bfloat16 for float32 parameters (mixed
+// precision, nn/mixed_precision.h).
 //
 // Initialisation as Nematus's norm_weight: N(0, 0.01^2), or a random orthogonal matrix when
 // the weight is square; the bias b starts at zero. The draws come from the default generator,

@@ -14,6 +14,12 @@
 
 namespace normgrad::nn {
 
+// Whether a layer whose parameters are of dtype `parameters` takes input of dtype `input`: its
+// own dtype, or bfloat16 for float32 parameters.
+inline bool takes_input_dtype(DType input, DType parameters) {
+  return input == parameters || (input == DType::BFloat16 && parameters == DType::Float32);
+}
+
 // `parameter` in `input`'s dtype where input is bfloat16 and parameter float32; else unchanged.
 inline Tensor in_input_dtype(const Tensor& parameter, const Tensor& input) {
   if (parameter.defined() && input.defined() && input.dtype() == DType::BFloat16 &&

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 
@@ -13,18 +14,15 @@ namespace {
 constexpr const char* forward_op = "MultiHeadAttention::forward";
 constexpr const char* cache_op = "MultiHeadAttention (cached keys and values)";
 
-// Inputs have the parameters' dtype, or are bfloat16 for float32 parameters (mixed precision:
-// the projections round the parameters, nn/mixed_precision.h).
-bool takes_input(DType input, DType parameters) {
-  return input == parameters || (input == DType::BFloat16 && parameters == DType::Float32);
-}
-
-// Throws unless x is a [batch, length, d_model] tensor the layer takes (takes_input).
+// Throws unless x is a [batch, length, d_model] tensor the layer takes: of the parameters'
+// dtype, or bfloat16 for float32 parameters (mixed precision: the projections round the
+// parameters, nn/mixed_precision.h).
 void check_cached_input(const Tensor& x, std::int64_t d_model, DType dtype, const char* what) {
-  NG_CHECK(x.defined() && x.dim() == 3 && x.size(2) == d_model && takes_input(x.dtype(), dtype),
-           cache_op, "expects ", what, " of shape [batch, length, ", d_model, "] and dtype ", dtype,
-           dtype == DType::Float32 ? " (or bfloat16)" : "", ", got ",
-           x.defined() ? x.shape() : Shape{}, " and ", x.defined() ? x.dtype() : dtype);
+  NG_CHECK(
+      x.defined() && x.dim() == 3 && x.size(2) == d_model && takes_input_dtype(x.dtype(), dtype),
+      cache_op, "expects ", what, " of shape [batch, length, ", d_model, "] and dtype ", dtype,
+      dtype == DType::Float32 ? " (or bfloat16)" : "", ", got ", x.defined() ? x.shape() : Shape{},
+      " and ", x.defined() ? x.dtype() : dtype);
 }
 
 // Each mask as 0/1, summed: nonzero wherever any of them blocks. Shapes broadcast to
@@ -107,7 +105,7 @@ AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& k
   NG_CHECK(key.size(1) == value.size(1), forward_op,
            "key and value must have the same length, got ", key.shape(), " and ", value.shape());
   for (const Tensor* x : {&query, &key, &value})
-    NG_CHECK(takes_input(x->dtype(), in_proj_weight.dtype()), forward_op, "expects ",
+    NG_CHECK(takes_input_dtype(x->dtype(), in_proj_weight.dtype()), forward_op, "expects ",
              in_proj_weight.dtype(),
              " inputs like the layer's parameters (or bfloat16 for float32 ones), got ",
              query.dtype(), ", ", key.dtype(), " and ", value.dtype());

@@ -424,7 +424,13 @@ TEST_CASE("AdditiveAttention refuses bad sizes, shapes, dtypes and masks") {
   CHECK_ERROR(attention.forward(context, zeros({2, 5}, f64)), attend, "[2, 5]");
   CHECK_ERROR(attention.forward(context, zeros({2, 1, 1, 2}, f64)), attend, "[2, 1, 1, 2]");
   CHECK_ERROR(attention.forward(context, query.to(DType::Float32)), attend, "float32");
+  CHECK_ERROR(attention.forward(context.to(DType::BFloat16), query.to(DType::BFloat16)), project,
+              "bfloat16", "float64");
   CHECK_ERROR(attention.attend({}, query), attend, "project_context");
+  // Mixed precision takes bfloat16 context and queries for float32 parameters, not one of each.
+  nn::AdditiveAttention single(3, 2, 4);
+  CHECK_ERROR(single.forward(context.to(DType::BFloat16), query.to(DType::Float32)), attend,
+              "query is float32", "projected context is bfloat16");
 }
 
 // ---- multi-head attention -----------------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "cuda_parity.h"
 #include "helpers.h"
+#include "module_gradcheck.h"
 #include "normgrad.h"
 #include "scratch_folder.h"
 
@@ -336,6 +337,34 @@ TEST_CASE("a Transformer layer runs in mixed precision, padding masks included")
   CHECK(value_error <= 0x1p-4);
   CHECK(value_error > 0);
   check_parameter_grads(grads[1], grads[0], 0x1p-4);
+}
+
+TEST_CASE("additive attention runs in mixed precision, with each norm and with padding") {
+  for (const std::string norm : {"none", "layernorm", "rmsnorm", "weightnorm"}) {
+    CAPTURE(norm);
+    manual_seed(33);
+    nn::AdditiveAttention attention(12, 8, 10, {.norm = norm});
+    testing::randomise(attention, 4);
+    Generator generator(8);
+    const Tensor context = randn({2, 5, 12}, generator), query = randn({2, 3, 8}, generator);
+    const Tensor padding = testing::int_mask({{0, 0, 0, 0, 0}, {0, 0, 1, 1, 1}});
+    const Tensor upstream = randn({2, 3, 12}, generator);
+    Tensor outputs[2];
+    std::vector<Tensor> grads[2];
+    for (const bool mixed : {false, true}) {
+      attention.zero_grad();
+      const auto source = attention.project_context(mixed ? bf16(context) : context, padding);
+      outputs[mixed] = attention.attend(source, mixed ? bf16(query) : query).output;
+      (f32(outputs[mixed]) * upstream).sum().backward();
+      for (const Tensor& p : attention.parameters()) grads[mixed].push_back(p.grad());
+    }
+    CHECK(outputs[1].dtype() == DType::BFloat16);
+    // The output is a weighted mean of context rows of size O(1): within 2^-5 of float32's.
+    const double value_error = (f32(outputs[1]) - outputs[0]).abs().max().item();
+    CAPTURE(value_error);
+    CHECK(value_error <= 0x1p-5);
+    check_parameter_grads(grads[1], grads[0], 0x1p-4);
+  }
 }
 
 TEST_CASE("a Transformer decoder's cached steps run in mixed precision") {

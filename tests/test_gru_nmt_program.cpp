@@ -10,6 +10,7 @@
 #include "gru_nmt/model_folder.h"
 #include "gru_nmt/trainer.h"
 #include "helpers.h"
+#include "nmt_program_checks.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
 #include "scratch_folder.h"
@@ -202,3 +203,7 @@ TEST_CASE("gru_nmt translate and score work from the model folder alone, line fo
 }
 
 #endif
+
+TEST_CASE("gru_nmt trains, translates and scores in mixed precision") {
+  testing::check_mixed_precision_program(NORMGRAD_GRU_NMT_PROGRAM, "gru_nmt_bf16");
+}

@@ -3,14 +3,13 @@
 // refusals of bad flags, folders and budgets.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "data/text_file.h"
 #include "helpers.h"
 #include "nmt/train_log.h"
+#include "nmt_program_checks.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
 #include "scratch_folder.h"
@@ -338,40 +337,5 @@ TEST_CASE("transformer_nmt translate, score and average work from the model fold
 #endif
 
 TEST_CASE("transformer_nmt trains, translates and scores in mixed precision") {
-  const auto train = testing::small_parallel_corpus("transformer_nmt_bf16_train", 60);
-  const auto dev = testing::small_parallel_corpus("transformer_nmt_bf16_dev", 6);
-  ScratchFolder scratch("transformer_nmt_bf16");
-  const std::string program = NORMGRAD_TRANSFORMER_NMT_PROGRAM;
-  const std::string folder = scratch / "model";
-  const std::string corpus_flags = " --train-source " + train.source + " --train-target " +
-                                   train.target + " --dev-source " + dev.source + " --dev-target " +
-                                   dev.target;
-  const auto refused = run_program(program + " train --model " + (scratch / "x") + corpus_flags +
-                                   " --precision float16");
-  CHECK(refused.status != 0);
-  CHECK(refused.output.find("--precision") != std::string::npos);
-  CHECK_FALSE(fs::exists(scratch / "x"));
-  const auto trained = run_program(
-      program + " train --model " + folder + corpus_flags +
-      " --preset tiny --precision bfloat16 --steps 3 --dev-bleu-every 3 --dev-loss-every 3"
-      " --threads 1 --no-progress-bar");
-  INFO(trained.output);
-  REQUIRE(trained.status == 0);
-  CHECK(trained.output.find("precision = \"bfloat16\"") != std::string::npos);
-  const auto config = nlohmann::json::parse(std::ifstream(folder + "/config.json"));
-  CHECK(config.at("model").at("precision") == "bfloat16");
-
-  std::ofstream(scratch / "input.en") << "the file could not be opened\nthe new window\n";
-  const auto translated = run_program(program + " translate --model " + folder + " --beam 2 < " +
-                                      (scratch / "input.en"));
-  INFO(translated.output);
-  CHECK(translated.status == 0);
-  CHECK(std::count(translated.output.begin(), translated.output.end(), '\n') == 2);
-  std::ofstream(scratch / "pair.en") << "the file\n";
-  std::ofstream(scratch / "pair.de") << "die Datei\n";
-  const auto scored = run_program(program + " score --model " + folder + " --source " +
-                                  (scratch / "pair.en") + " --target " + (scratch / "pair.de"));
-  INFO(scored.output);
-  CHECK(scored.status == 0);
-  CHECK(std::stod(scored.output) < 0);
+  testing::check_mixed_precision_program(NORMGRAD_TRANSFORMER_NMT_PROGRAM, "transformer_nmt_bf16");
 }

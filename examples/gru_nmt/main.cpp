@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/distributed_run.h"
+#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -79,6 +80,10 @@ int main(int argc, char** argv) {
             "Dropout on the embeddings, one mask per sentence (0: none)");
   flags.add("--dropout-hidden", NMT_SETTING(model.dropout_hidden),
             "Dropout on the recurrent states, context and deep output (0: none)");
+  flags
+      .add("--precision", NMT_SETTING(model.precision),
+           "float32, or bfloat16: activations in bfloat16, parameters and optimiser in float32")
+      ->check(CLI::IsMember(examples::precision_names()));
   flags.add("--batch", NMT_SETTING(training.batch_sentences), "Sentences per batch");
 
   // ---- translate

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/precision.h"
 #include "data/subword_tokenizer.h"
 
 namespace gru_nmt {
@@ -80,10 +81,13 @@ NormalizedLinear::NormalizedLinear(std::int64_t in, std::int64_t out, const ng::
 
 ng::Tensor NormalizedLinear::forward(const ng::Tensor& x) {
   const ng::Tensor w = weight_norm_ ? weight_norm_->weight() : weight_;
-  return norm_->forward(ng::nn::functional::linear(x, w, bias_));
+  return norm_->forward(ng::nn::functional::linear(x, ng::nn::in_input_dtype(w, x),
+                                                   ng::nn::in_input_dtype(bias_, x)));
 }
 
-RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator) : config_(config) {
+RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator)
+    : config_(config),
+      activation_dtype_(examples::activation_dtype(config.precision, config.dtype, "gru_nmt")) {
   NG_CHECK(config.vocabulary_size > 4 && config.embedding_size > 0 && config.hidden_size > 0,
            "RnnSearch", "vocabulary_size must be > 4 and the sizes positive, got vocabulary ",
            config.vocabulary_size, ", embedding ", config.embedding_size, ", hidden ",
@@ -163,7 +167,7 @@ ng::Tensor masked(const ng::Tensor& x, const ng::Tensor& mask) {
 
 DropoutMasks RnnSearch::draw_dropout_masks(std::int64_t batch, ng::Generator& generator) const {
   const std::int64_t E = config_.embedding_size, H = config_.hidden_size;
-  const ng::TensorOptions options{.dtype = config_.dtype, .device = logits_->weight.device()};
+  const ng::TensorOptions options{.dtype = activation_dtype_, .device = logits_->weight.device()};
   const auto draw = [&](ng::Shape shape, double p) {
     return p > 0 ? ng::nn::functional::dropout_mask(shape, p, generator, options) : ng::Tensor();
   };
@@ -182,8 +186,8 @@ EncodedSource RnnSearch::encode(const ng::Tensor& source, const ng::Tensor& sour
                                 const ng::Tensor& source_padding, const DropoutMasks* dropout) {
   const DropoutMasks none;
   const DropoutMasks& masks = dropout != nullptr ? *dropout : none;
-  const ng::Tensor embedded =
-      masked(source_embedding_->forward(source), masks.source_embedding);  // [B, S, E]
+  const ng::Tensor embedded = masked(source_embedding_->forward(source).to(activation_dtype_),
+                                     masks.source_embedding);  // [B, S, E]
   const ng::Tensor context =
       encoder_
           ->forward_lengths(embedded, source_lengths, ng::Tensor(), ng::Tensor(),
@@ -199,8 +203,10 @@ EncodedSource RnnSearch::encode(const ng::Tensor& source, const ng::Tensor& sour
 }
 
 ng::Tensor RnnSearch::embed_target(const ng::Tensor& tokens) {
-  const ng::Tensor embedded = config_.tie_target_embeddings ? ng::embedding(logits_->weight, tokens)
-                                                            : target_embedding_->forward(tokens);
+  const ng::Tensor embedded =
+      (config_.tie_target_embeddings ? ng::embedding(logits_->weight, tokens)
+                                     : target_embedding_->forward(tokens))
+          .to(activation_dtype_);
   // Nematus feeds the first decoder step a zero vector, not the embedding of a start token.
   const ng::Tensor not_start =
       ng::ne(tokens, static_cast<double>(ng::data::bos_id)).to(embedded.dtype());
@@ -336,11 +342,14 @@ RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContex
   const ng::Tensor context = attention_->attend(source, intermediate).output;
   const ng::Tensor next =
       decoder_gru2_->step(decoder_gru2_->input_side(context), {intermediate}, ng::Tensor())[0];
-  return {output_logits(embedded, next, context), next};
+  return {output_logits(embedded, next, context).to(config_.dtype), next};
 }
 
 ng::Tensor RnnSearch::decoder_state_projection(const ng::Tensor& state) const {
-  return ng::nn::functional::linear(state, decoder_gru1_->weight_hh(), decoder_gru1_->bias_hh);
+  const ng::Tensor weight = decoder_gru1_->weight_hh();
+  return ng::nn::functional::linear(state, ng::nn::in_input_dtype(weight, state),
+                                    ng::nn::in_input_dtype(decoder_gru1_->bias_hh, state))
+      .to(config_.dtype);
 }
 
 }  // namespace gru_nmt

@@ -40,6 +40,9 @@ struct ModelConfig {
   double dropout_embedding = 0.0;
   double dropout_hidden = 0.0;
   normgrad::DType dtype = normgrad::DType::Float32;  // Float64 for gradient checks
+  // "bfloat16": mixed precision (common/precision.h); the embeddings are rounded to bfloat16
+  // and every layer after them computes on bfloat16 activations, in float32.
+  std::string precision = "float32";
 };
 
 // A feed-forward layer as Nematus's: N(W x + b), or with WeightNorm's W. No activation.
@@ -97,8 +100,9 @@ class RnnSearch : public normgrad::nn::Module {
                        const DropoutMasks* dropout = nullptr);
 
   // Teacher forcing: the logits [B, T, V] of every target position, given target_input
-  // [B, T] (bos, y_1 .. y_{T-1}). With `states_read`, also the decoder states s_{t-1} that the
-  // first GRU read at each step, [B, T, H] (for the paper's Table 5).
+  // [B, T] (bos, y_1 .. y_{T-1}), in the activations' dtype (bfloat16 in mixed precision;
+  // cross_entropy scores them in float32). With `states_read`, also the decoder states s_{t-1} that
+  // the first GRU read at each step, [B, T, H] (for the paper's Table 5).
   normgrad::Tensor forward(const EncodedSource& source, const normgrad::Tensor& target_input,
                            normgrad::Tensor* states_read = nullptr,
                            const DropoutMasks* dropout = nullptr);
@@ -119,7 +123,8 @@ class RnnSearch : public normgrad::nn::Module {
                               const std::vector<std::int64_t>& target_lengths,
                               const DropoutMasks* dropout = nullptr);
   // One decoder step for R rows: the previous tokens [R] and states s_{t-1} [R, H] against the
-  // rows' encoded sources (already arranged to R rows) -> logits [R, V] and s_t.
+  // rows' encoded sources (already arranged to R rows) -> logits [R, V] in the parameters'
+  // dtype (so that a search adds its scores in float32 in mixed precision too) and s_t.
   struct Step {
     normgrad::Tensor logits;
     normgrad::Tensor state;
@@ -128,7 +133,7 @@ class RnnSearch : public normgrad::nn::Module {
             const normgrad::Tensor& previous_tokens, const normgrad::Tensor& state);
 
   // The state-side pre-activation U h of the decoder's first GRU (before its norms), [..., 3H],
-  // for the paper's Table 5.
+  // in the parameters' dtype, for the paper's Table 5.
   normgrad::Tensor decoder_state_projection(const normgrad::Tensor& state) const;
 
  private:
@@ -148,6 +153,7 @@ class RnnSearch : public normgrad::nn::Module {
                                  const normgrad::Tensor& output_dropout = normgrad::Tensor());
 
   ModelConfig config_;
+  normgrad::DType activation_dtype_;
   std::shared_ptr<normgrad::nn::Embedding> source_embedding_, target_embedding_;
   std::shared_ptr<normgrad::nn::Gru> encoder_;
   std::shared_ptr<NormalizedLinear> init_state_;

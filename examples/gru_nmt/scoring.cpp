@@ -13,8 +13,9 @@ std::vector<PairScore> score_pairs(RnnSearch& model, const ng::data::SubwordToke
   model.eval();
   const nmt::TeacherForcedLogProbs log_probs = [&](const SourceBatch& source,
                                                    const nmt::TargetBatch& target) {
-    return ng::log_softmax(
-        model.forward(model.encode(source.ids, source.lengths, source.padding), target.input), -1);
+    const ng::Tensor logits =
+        model.forward(model.encode(source.ids, source.lengths, source.padding), target.input);
+    return ng::log_softmax(logits.to(model.config().dtype), -1);  // float32 in mixed precision
   };
   return nmt::score_pairs(log_probs, tokenizer, sources, targets, batch_sentences, device,
                           "gru_nmt score");

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "common/precision.h"
 #include "nmt/model_folder.h"
 #include "nmt/training_settings.h"
 
@@ -61,6 +62,7 @@ void check(const Settings& s) {
                                 std::pair{"hidden dropout", s.model.dropout_hidden}}) {
     NG_CHECK(p >= 0 && p < 1, "gru_nmt", what, " must be in [0, 1), got ", p);
   }
+  examples::activation_dtype(s.model.precision, s.model.dtype, "gru_nmt");
   positive("batch (sentences)", static_cast<double>(t.batch_sentences));
   nmt::check_shared_settings(t, "gru_nmt");
 }
@@ -77,7 +79,8 @@ nlohmann::json to_json(const Settings& s) {
             {"tie_target_embeddings", m.tie_target_embeddings},
             {"init_center", m.init_center},
             {"dropout_embedding", m.dropout_embedding},
-            {"dropout_hidden", m.dropout_hidden}}},
+            {"dropout_hidden", m.dropout_hidden},
+            {"precision", m.precision}}},
           {"training", training}};
 }
 
@@ -93,6 +96,7 @@ Settings settings_from_json(const nlohmann::json& json, const std::string& origi
     m.at("init_center").get_to(s.model.init_center);
     s.model.dropout_embedding = m.value("dropout_embedding", 0.0);
     s.model.dropout_hidden = m.value("dropout_hidden", 0.0);
+    s.model.precision = m.value("precision", "float32");  // folders written before it existed
     const auto& t = json.at("training");
     t.at("batch_sentences").get_to(s.training.batch_sentences);
     nmt::read_shared_settings(t, s.training);
