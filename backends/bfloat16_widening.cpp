@@ -291,6 +291,89 @@ void lstm_step_backward(Backend& backend, const LstmStepNorms& norms, const Tens
   copies.finish();
 }
 
+void im2col(Backend& backend, const TensorRef& columns, const TensorRef& image,
+            const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.im2col(copies.output(columns), copies.input(image), window);
+  copies.finish();
+}
+
+void col2im(Backend& backend, const TensorRef& image, const TensorRef& columns,
+            const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.col2im(copies.output(image), copies.input(columns), window);
+  copies.finish();
+}
+
+void conv2d(Backend& backend, const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+            const TensorRef* bias, const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.conv2d(copies.output(y), copies.input(x), copies.input(weight), copies.input(bias),
+                 window);
+  copies.finish();
+}
+
+void conv2d_weight_gradient(Backend& backend, const TensorRef& dw, const TensorRef& x,
+                            const TensorRef& dy, const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.conv2d_weight_gradient(copies.output(dw), copies.input(x), copies.input(dy), window);
+  copies.finish();
+}
+
+void max_pool2d(Backend& backend, const TensorRef& out, const TensorRef& indices,
+                const TensorRef& in, const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.max_pool2d(copies.output(out), indices, copies.input(in), window);
+  copies.finish();
+}
+
+void max_pool2d_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                         const TensorRef& indices) {
+  Float32Copies copies(backend);
+  backend.max_pool2d_backward(copies.output(dx), copies.input(dy), indices);
+  copies.finish();
+}
+
+void avg_pool2d(Backend& backend, const TensorRef& out, const TensorRef& in,
+                const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.avg_pool2d(copies.output(out), copies.input(in), window);
+  copies.finish();
+}
+
+void avg_pool2d_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                         const Window2d& window) {
+  Float32Copies copies(backend);
+  backend.avg_pool2d_backward(copies.output(dx), copies.input(dy), window);
+  copies.finish();
+}
+
+void batch_norm_statistics(Backend& backend, const TensorRef& mean, const TensorRef& variance,
+                           const TensorRef& rstd, const TensorRef& x, double eps) {
+  Float32Copies copies(backend);
+  backend.batch_norm_statistics(mean, variance, rstd, copies.input(x), eps);
+}
+
+void batch_norm_forward(Backend& backend, const TensorRef& y, const TensorRef& x,
+                        const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
+                        const TensorRef* bias) {
+  Float32Copies copies(backend);
+  backend.batch_norm_forward(copies.output(y), copies.input(x), mean, rstd, copies.input(gain),
+                             copies.input(bias));
+  copies.finish();
+}
+
+void batch_norm_backward(Backend& backend, const TensorRef& dx, const TensorRef* dgain,
+                         const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
+                         bool batch_statistics) {
+  Float32Copies copies(backend);
+  backend.batch_norm_backward(copies.output(dx), copies.output(dgain), copies.output(dbias),
+                              copies.input(dy), copies.input(x), mean, rstd, copies.input(gain),
+                              batch_statistics);
+  copies.finish();
+}
+
 }  // namespace widened
 
 }  // namespace normgrad::backend

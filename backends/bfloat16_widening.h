@@ -124,6 +124,33 @@ void lstm_step_backward(Backend& backend, const LstmStepNorms& norms, const Tens
                         const TensorRef& state, const TensorRef& activations, const TensorRef& cell,
                         const TensorRef& statistics, const TensorRef& gh, const TensorRef& c_prev,
                         const TensorRef* mask);
+// Images: the columns, convolutions, pooling (indices stay int64) and batch norm (mean,
+// variance and rstd stay float64).
+void im2col(Backend& backend, const TensorRef& columns, const TensorRef& image,
+            const Window2d& window);
+void col2im(Backend& backend, const TensorRef& image, const TensorRef& columns,
+            const Window2d& window);
+void conv2d(Backend& backend, const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+            const TensorRef* bias, const Window2d& window);
+void conv2d_weight_gradient(Backend& backend, const TensorRef& dw, const TensorRef& x,
+                            const TensorRef& dy, const Window2d& window);
+void max_pool2d(Backend& backend, const TensorRef& out, const TensorRef& indices,
+                const TensorRef& in, const Window2d& window);
+void max_pool2d_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                         const TensorRef& indices);
+void avg_pool2d(Backend& backend, const TensorRef& out, const TensorRef& in,
+                const Window2d& window);
+void avg_pool2d_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
+                         const Window2d& window);
+void batch_norm_statistics(Backend& backend, const TensorRef& mean, const TensorRef& variance,
+                           const TensorRef& rstd, const TensorRef& x, double eps);
+void batch_norm_forward(Backend& backend, const TensorRef& y, const TensorRef& x,
+                        const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
+                        const TensorRef* bias);
+void batch_norm_backward(Backend& backend, const TensorRef& dx, const TensorRef* dgain,
+                         const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
+                         bool batch_statistics);
 }  // namespace widened
 
 }  // namespace normgrad::backend

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "nn/init.h"
+#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 
@@ -37,7 +38,8 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kerne
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
-  return conv2d(x, weight, bias, options_.stride, options_.padding, options_.dilation);
+  return conv2d(x, in_input_dtype(weight, x), in_input_dtype(bias, x), options_.stride,
+                options_.padding, options_.dilation);
 }
 
 }  // namespace normgrad::nn

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -226,6 +227,97 @@ TEST_CASE("bfloat16 ops give the float32 kernel's result on the rounded inputs, 
   REQUIRE(x.grad().defined());
   CHECK(x.grad().dtype() == DType::BFloat16);
   CHECK(w.grad().dtype() == DType::BFloat16);
+}
+
+// Each image op, forward and backward, against its float32 twin run on the rounded inputs and
+// the rounded upstream gradient: one kernel on float32 copies, its outputs rounded once.
+TEST_CASE("bfloat16 convolutions, pooling and batch norm: the float32 kernels' results, rounded") {
+  Generator generator(5);
+  const Tensor image = bf16(randn({2, 3, 8, 8}, generator));
+  const Tensor kernel = bf16(randn({4, 3, 3, 3}, generator));
+  const Tensor bias = bf16(randn({4}, generator));
+  const auto once = [](const Tensor& float_result) { return bf16(float_result); };
+  // Runs `op` on bfloat16 leaves and on float32 copies of them, with one rounded upstream
+  // gradient, and checks the output and each input's gradient.
+  const auto check_op = [&](const std::vector<Tensor>& inputs,
+                            const std::function<Tensor(const std::vector<Tensor>&)>& op) {
+    std::vector<Tensor> half, single;
+    for (const Tensor& input : inputs) {
+      half.push_back(input.clone().requires_grad_());
+      single.push_back(f32(input).requires_grad_());
+    }
+    const Tensor y = op(half), y32 = op(single);
+    CHECK(same_bits(y, once(y32)));
+    const Tensor upstream = bf16(randn(y.shape(), generator));
+    y.backward(upstream);
+    y32.backward(f32(upstream));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(half[i].grad().defined());
+      CHECK(same_bits(half[i].grad(), once(single[i].grad())));
+    }
+  };
+  SUBCASE("conv2d, padded, with a bias") {
+    check_op({image, kernel, bias},
+             [](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], v[2], 1, 1); });
+  }
+  SUBCASE("max_pool2d and avg_pool2d") {
+    check_op({image}, [](const std::vector<Tensor>& v) { return max_pool2d(v[0], 2); });
+    check_op({image}, [](const std::vector<Tensor>& v) { return avg_pool2d(v[0], 3, 1, 1); });
+  }
+  SUBCASE("batch_norm in training, with gain and bias") {
+    const Tensor gain = bf16(randn({3}, generator)), shift = bf16(randn({3}, generator));
+    check_op({image, gain, shift}, [](const std::vector<Tensor>& v) {
+      return nn::batch_norm(v[0], v[1], v[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+    });
+  }
+  SUBCASE("a strided convolution: its input gradient rounds the columns, then sums them") {
+    Tensor x = image.clone().requires_grad_(), x32 = f32(image).requires_grad_();
+    const Tensor y = conv2d(x, kernel, Tensor(), 2, 1),
+                 y32 = conv2d(x32, f32(kernel), Tensor(), 2, 1);
+    CHECK(same_bits(y, once(y32)));
+    const Tensor upstream = bf16(randn(y.shape(), generator));
+    y.backward(upstream);
+    y32.backward(f32(upstream));
+    // Each pixel sums at most 4 column entries (3x3 taps at stride 2), each rounded once, and
+    // the sum is rounded once more: held to 4u of the largest |dx| (measured: 0.95u).
+    const double largest = x32.grad().abs().max().item();
+    const double error = (f32(x.grad()) - x32.grad()).abs().max().item();
+    CAPTURE(error / largest);
+    CHECK(error <= 4 * unit * largest);
+  }
+}
+
+TEST_CASE(
+    "a convolution with batch norm runs in mixed precision; the running estimates stay float32") {
+  manual_seed(34);
+  // No bias of its own: batch norm takes its place (and would make its gradient 0 in exact
+  // arithmetic, a sum that cancels).
+  nn::Conv2d conv(3, 4, 3, {.padding = 1, .bias = false});
+  nn::BatchNorm2d norm(4);
+  Generator generator(9);
+  const Tensor x = randn({2, 3, 6, 6}, generator), upstream = randn({2, 4, 6, 6}, generator);
+  Tensor outputs[2], means[2];
+  std::vector<Tensor> grads[2];
+  for (const bool mixed : {false, true}) {
+    conv.zero_grad();
+    norm.zero_grad();
+    norm.running_mean.zero_();
+    outputs[mixed] = norm.forward(conv.forward(mixed ? bf16(x) : x));
+    (f32(outputs[mixed]) * upstream).sum().backward();
+    for (const Tensor& p : conv.parameters()) grads[mixed].push_back(p.grad());
+    for (const Tensor& p : norm.parameters()) grads[mixed].push_back(p.grad());
+    means[mixed] = norm.running_mean.clone();
+  }
+  CHECK(outputs[1].dtype() == DType::BFloat16);
+  CHECK(means[1].dtype() == DType::Float32);
+  // Normalised values are O(1): within 2^-5 of float32's; so are the running means.
+  CHECK((f32(outputs[1]) - outputs[0]).abs().max().item() <= 0x1p-5);
+  CHECK((means[1] - means[0]).abs().max().item() <= 0x1p-5);
+  check_parameter_grads(grads[1], grads[0], 0x1p-4);
+  nn::BatchNorm2d float64_norm(4, {.dtype = DType::Float64});
+  CHECK_ERROR(float64_norm.forward(bf16(randn({2, 4, 3, 3}, generator))), "BatchNorm2d",
+              "expects float64 input", "bfloat16");
 }
 
 // The stated tolerances of bfloat16 against float32 on the same unrounded data, to first order
@@ -555,9 +647,12 @@ TEST_CASE("index_select, gather, index_add and scatter_add take bfloat16") {
 
 TEST_CASE("ops that do not serve bfloat16 refuse it with a clear error") {
   Generator generator(2);
-  const Tensor image = bf16(randn({1, 2, 5, 5}, generator));
-  const Tensor kernel = bf16(randn({3, 2, 3, 3}, generator));
-  const std::string message = error_of([&] { conv2d(image, kernel); });
+  // Adam keeps float32 master weights: a bfloat16 parameter is refused, not updated in 8 bits.
+  Tensor weight = bf16(randn({3, 2}, generator)).detach();
+  weight.set_requires_grad(true);
+  bf16(randn({2, 3}, generator)).matmul(weight).sum().backward();
+  optim::Adam adam({weight}, {.lr = 0.1});
+  const std::string message = error_of([&] { adam.step(); });
   CAPTURE(message);
   CHECK(message.find("bfloat16") != std::string::npos);
   CHECK(message.find("Float32") != std::string::npos);
@@ -627,6 +722,50 @@ TEST_CASE("cuda parity: bfloat16 products and norms, forward and backward") {
       CHECK(relative_to_largest(x_grads[1], x_grads[0]) <= 2 * unit);
       CHECK(relative_to_largest(gain_grads[1], gain_grads[0]) <= 2 * unit);
       CHECK(relative_to_largest(bias_grads[1], bias_grads[0]) <= 2 * unit);
+    }
+  }
+}
+
+TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward and backward") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  using namespace testing;
+  Generator generator(10);
+  const Tensor image = bf16(randn({4, 3, 12, 12}, generator));
+  const Tensor kernel = bf16(randn({8, 3, 3, 3}, generator));
+  const Tensor gain = bf16(randn({8}, generator)), shift = bf16(randn({8}, generator));
+  const Tensor upstream = randn({4, 8, 3, 3}, generator);
+  // Both devices run each op's float32 kernel on float32 copies and round once; the kernels
+  // add in different orders, so values and gradients agree to within a bfloat16 step or two
+  // of the largest.
+  const auto relative_to_largest = [](const Tensor& actual, const Tensor& expected) {
+    return (f32(actual) - f32(expected)).abs().max().item() / f32(expected).abs().max().item();
+  };
+  for (const auto algorithm : {cuda::ConvAlgorithm::Columns, cuda::ConvAlgorithm::ImplicitGemm}) {
+    CAPTURE(static_cast<int>(algorithm));
+    const cuda::ConvAlgorithm before = cuda::conv_algorithm();
+    cuda::set_conv_algorithm(algorithm);
+    Tensor outputs[2];
+    std::vector<Tensor> grads[2];
+    for (int device = 0; device < 2; ++device) {
+      const Device where = device == 0 ? Device::cpu() : parity_device();
+      std::vector<Tensor> leaves;
+      for (const Tensor& t : {image, kernel, gain, shift})
+        leaves.push_back(t.to(where).requires_grad_());
+      const Tensor y = conv2d(leaves[0], leaves[1], Tensor(), 1, 1);
+      const Tensor normed =
+          nn::batch_norm(y, leaves[2], leaves[3], Tensor(), Tensor(), true, 0.1, 1e-5);
+      const Tensor pooled = avg_pool2d(max_pool2d(leaky_relu(normed, 0.1), 2), 2);
+      (f32(pooled) * upstream.to(where)).sum().backward();
+      outputs[device] = pooled.to(Device::cpu());
+      for (const Tensor& leaf : leaves) grads[device].push_back(leaf.grad().to(Device::cpu()));
+    }
+    cuda::set_conv_algorithm(before);
+    CHECK(outputs[1].dtype() == DType::BFloat16);
+    CHECK(relative_to_largest(outputs[1], outputs[0]) <= 2 * unit);
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      CAPTURE(i);
+      CHECK(grads[1][i].dtype() == DType::BFloat16);
+      CHECK(relative_to_largest(grads[1][i], grads[0][i]) <= 4 * unit);
     }
   }
 }

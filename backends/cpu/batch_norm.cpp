@@ -38,10 +38,11 @@
 #include <limits>
 #include <vector>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -379,6 +380,8 @@ void check_operands(const TensorRef& x, std::initializer_list<const TensorRef*> 
 
 void CpuBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
                                        const TensorRef& rstd, const TensorRef& x, double eps) {
+  if (any_bfloat16({&x}))
+    return widened::batch_norm_statistics(*this, mean, variance, rstd, x, eps);
   const char* op = "cpu batch_norm_statistics";
   check_operands(x, {}, {}, {&mean, &variance, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {
@@ -391,6 +394,8 @@ void CpuBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& v
 void CpuBackend::batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
                                     const TensorRef& rstd, const TensorRef* gain,
                                     const TensorRef* bias) {
+  if (any_bfloat16({&y, &x, gain, bias}))
+    return widened::batch_norm_forward(*this, y, x, mean, rstd, gain, bias);
   const char* op = "cpu batch_norm_forward";
   check_operands(x, {&y}, {gain, bias}, {&mean, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {
@@ -411,6 +416,9 @@ void CpuBackend::batch_norm_backward(const TensorRef& dx, const TensorRef* dgain
                                      const TensorRef& x, const TensorRef& mean,
                                      const TensorRef& rstd, const TensorRef* gain,
                                      bool batch_statistics) {
+  if (any_bfloat16({&dx, &dy, &x, gain}))
+    return widened::batch_norm_backward(*this, dx, dgain, dbias, dy, x, mean, rstd, gain,
+                                        batch_statistics);
   const char* op = "cpu batch_norm_backward";
   check_operands(x, {&dx, &dy}, {gain, dgain, dbias}, {&mean, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {

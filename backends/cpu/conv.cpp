@@ -3,6 +3,7 @@
 // otherwise (float64, other CPUs, or NORMGRAD_CPU_AVX2_GEMM=0 and NORMGRAD_CPU_AVX512_GEMM=0
 // in the environment) im2col and GEMMs over chunks of samples (conv_by_columns.h).
 
+#include "backends/bfloat16_widening.h"
 #include "backends/conv_by_columns.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/sgemm_avx2.h"
@@ -21,6 +22,8 @@ const SimdGemm* simd_gemm() {
 
 void CpuBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                         const TensorRef* bias, const Window2d& window) {
+  if (any_bfloat16({&y, &x, &weight, bias}))
+    return widened::conv2d(*this, y, x, weight, bias, window);
   const SimdGemm* simd = simd_gemm();
   if (y.dtype != DType::Float32 || simd == nullptr) {
     conv2d_by_columns(*this, y, x, weight, bias, window);
@@ -33,6 +36,8 @@ void CpuBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef&
 
 void CpuBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
                                         const TensorRef& dy, const Window2d& window) {
+  if (any_bfloat16({&dw, &x, &dy}))
+    return widened::conv2d_weight_gradient(*this, dw, x, dy, window);
   const SimdGemm* simd = simd_gemm();
   if (dw.dtype != DType::Float32 || simd == nullptr) {
     conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);

@@ -13,9 +13,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -170,10 +171,12 @@ void run_planes(const TensorRef& image, const TensorRef& columns, const Window2d
 }  // namespace
 
 void CpuBackend::im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) {
+  if (any_bfloat16({&columns, &image})) return widened::im2col(*this, columns, image, window);
   run_planes<false>(image, columns, window, "cpu im2col");
 }
 
 void CpuBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
+  if (any_bfloat16({&image, &columns})) return widened::col2im(*this, image, columns, window);
   run_planes<true>(image, columns, window, "cpu col2im");
 }
 

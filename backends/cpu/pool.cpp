@@ -13,10 +13,11 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/max_pool_2x2.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace normgrad::backend::cpu {
@@ -114,6 +115,7 @@ void avg_backward_plane(const PoolPlanes& p, const Window2d& k, T* dx, const T* 
 
 void CpuBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                             const Window2d& window) {
+  if (any_bfloat16({&out, &in})) return widened::max_pool2d(*this, out, indices, in, window);
   const char* op = "cpu max_pool2d";
   const PoolPlanes p = pool_planes(in, out, op);
   NG_CHECK(indices.dtype == DType::Int64 && indices.shape == out.shape, op,
@@ -139,6 +141,7 @@ void CpuBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, cons
 
 void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                      const TensorRef& indices) {
+  if (any_bfloat16({&dx, &dy})) return widened::max_pool2d_backward(*this, dx, dy, indices);
   const char* op = "cpu max_pool2d_backward";
   const PoolPlanes p = pool_planes(dx, dy, op);
   NG_CHECK(indices.dtype == DType::Int64 && indices.shape == dy.shape, op,
@@ -163,6 +166,7 @@ void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
 }
 
 void CpuBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) {
+  if (any_bfloat16({&out, &in})) return widened::avg_pool2d(*this, out, in, window);
   const char* op = "cpu avg_pool2d";
   const PoolPlanes p = pool_planes(in, out, op);
   dispatch_floating(in.dtype, op, [&](auto tag) {
@@ -178,6 +182,7 @@ void CpuBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Win
 
 void CpuBackend::avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                      const Window2d& window) {
+  if (any_bfloat16({&dx, &dy})) return widened::avg_pool2d_backward(*this, dx, dy, window);
   const char* op = "cpu avg_pool2d_backward";
   const PoolPlanes p = pool_planes(dx, dy, op);
   dispatch_floating(dx.dtype, op, [&](auto tag) {

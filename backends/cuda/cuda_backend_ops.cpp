@@ -123,6 +123,8 @@ void CudaBackend::norm_backward(const NormParams& params, const TensorRef& dx,
 
 void CudaBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
                                         const TensorRef& rstd, const TensorRef& x, double eps) {
+  if (any_bfloat16({&x}))
+    return widened::batch_norm_statistics(*this, mean, variance, rstd, x, eps);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_statistics(context_, mean, variance, rstd, x, eps);
 }
@@ -130,6 +132,8 @@ void CudaBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& 
 void CudaBackend::batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
                                      const TensorRef& rstd, const TensorRef* gain,
                                      const TensorRef* bias) {
+  if (any_bfloat16({&y, &x, gain, bias}))
+    return widened::batch_norm_forward(*this, y, x, mean, rstd, gain, bias);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_forward(context_, y, x, mean, rstd, gain, bias);
 }
@@ -139,6 +143,9 @@ void CudaBackend::batch_norm_backward(const TensorRef& dx, const TensorRef* dgai
                                       const TensorRef& x, const TensorRef& mean,
                                       const TensorRef& rstd, const TensorRef* gain,
                                       bool batch_statistics) {
+  if (any_bfloat16({&dx, &dy, &x, gain}))
+    return widened::batch_norm_backward(*this, dx, dgain, dbias, dy, x, mean, rstd, gain,
+                                        batch_statistics);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_backward(context_, dx, dgain, dbias, dy, x, mean, rstd, gain, batch_statistics);
 }
@@ -259,11 +266,13 @@ void CudaBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& d
 }
 
 void CudaBackend::im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) {
+  if (any_bfloat16({&columns, &image})) return widened::im2col(*this, columns, image, window);
   DeviceGuard guard(context_.device);
   cuda::im2col(context_, columns, image, window);
 }
 
 void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
+  if (any_bfloat16({&image, &columns})) return widened::col2im(*this, image, columns, window);
   DeviceGuard guard(context_.device);
   cuda::col2im(context_, image, columns, window);
 }
@@ -272,6 +281,8 @@ void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const
 // implicit-GEMM kernels when chosen (core/cuda.h's set_conv_algorithm).
 void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                          const TensorRef* bias, const Window2d& window) {
+  if (any_bfloat16({&y, &x, &weight, bias}))
+    return widened::conv2d(*this, y, x, weight, bias, window);
   DeviceGuard guard(context_.device);
   if (cuda::implicit_gemm_convolutions())
     cuda::conv2d_implicit_gemm(context_, y, x, weight, bias, window);
@@ -281,6 +292,8 @@ void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef
 
 void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
                                          const TensorRef& dy, const Window2d& window) {
+  if (any_bfloat16({&dw, &x, &dy}))
+    return widened::conv2d_weight_gradient(*this, dw, x, dy, window);
   DeviceGuard guard(context_.device);
   if (cuda::implicit_gemm_convolutions())
     cuda::conv2d_weight_gradient_implicit_gemm(context_, dw, x, dy, window);
@@ -290,23 +303,27 @@ void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                              const Window2d& window) {
+  if (any_bfloat16({&out, &in})) return widened::max_pool2d(*this, out, indices, in, window);
   DeviceGuard guard(context_.device);
   cuda::max_pool2d(context_, out, indices, in, window);
 }
 
 void CudaBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                       const TensorRef& indices) {
+  if (any_bfloat16({&dx, &dy})) return widened::max_pool2d_backward(*this, dx, dy, indices);
   DeviceGuard guard(context_.device);
   cuda::max_pool2d_backward(context_, dx, dy, indices);
 }
 
 void CudaBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) {
+  if (any_bfloat16({&out, &in})) return widened::avg_pool2d(*this, out, in, window);
   DeviceGuard guard(context_.device);
   cuda::avg_pool2d(context_, out, in, window);
 }
 
 void CudaBackend::avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                       const Window2d& window) {
+  if (any_bfloat16({&dx, &dy})) return widened::avg_pool2d_backward(*this, dx, dy, window);
   DeviceGuard guard(context_.device);
   cuda::avg_pool2d_backward(context_, dx, dy, window);
 }

@@ -1,6 +1,7 @@
 #include "nn/norms/batch_norm.h"
 
 #include "core/error.h"
+#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 
@@ -35,11 +36,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
            ", got ", x.shape());
   NG_CHECK(x.size(1) == num_features_, module_, "expects ", num_features_,
            " channels in dim 1, got an input of shape ", x.shape());
-  NG_CHECK(x.dtype() == options_.dtype, module_, "expects ", options_.dtype, " input, got ",
-           x.dtype());
+  NG_CHECK(takes_input_dtype(x.dtype(), options_.dtype), module_, "expects ", options_.dtype,
+           options_.dtype == DType::Float32 ? " (or bfloat16)" : "", " input, got ", x.dtype());
   const bool batch_statistics = is_training() || !options_.track_running_stats;
-  return batch_norm(x, gain, bias, running_mean, running_var, batch_statistics, options_.momentum,
-                    options_.eps);
+  // In mixed precision the gain and bias are rounded for the op; the running estimates stay in
+  // the parameters' dtype.
+  return batch_norm(x, in_input_dtype(gain, x), in_input_dtype(bias, x), running_mean, running_var,
+                    batch_statistics, options_.momentum, options_.eps);
 }
 
 BatchNorm1d::BatchNorm1d(std::int64_t num_features, BatchNormOptions options)

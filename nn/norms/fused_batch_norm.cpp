@@ -8,6 +8,7 @@
 #include "autograd/record.h"
 #include "core/error.h"
 #include "core/tensor_internal.h"
+#include "nn/mixed_precision.h"
 #include "nn/norms/fused.h"
 
 namespace normgrad::nn {
@@ -33,6 +34,17 @@ const backend::TensorRef* optional_kernel_ref(const Tensor& tensor, backend::Ten
   if (!tensor.defined()) return nullptr;
   storage = ::normgrad::detail::ref(tensor);
   return &storage;
+}
+
+// A running estimate: one value per channel of x, in x's dtype, or float32 for bfloat16 x (the
+// parameters' dtype in mixed precision).
+void check_running_estimate(const Tensor& x, const Tensor& running, const char* what) {
+  if (!running.defined()) return;
+  NG_CHECK(running.shape() == Shape{x.size(1)}, op_name, what, " must have shape [", x.size(1),
+           "] (one value per channel of the input ", x.shape(), "), got ", running.shape());
+  NG_CHECK(takes_input_dtype(x.dtype(), running.dtype()), op_name, what, " is ", running.dtype(),
+           " but the input is ", x.dtype());
+  autograd::primitive::check_same_device(x, running, op_name);
 }
 
 // running = (1 - momentum) running + momentum * weight * batch, in place, outside autograd.
@@ -65,8 +77,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
            "running_var, or use batch statistics (training = true)");
   const Tensor gain = checked_channel_operand(x, gain_in, "gain");
   const Tensor bias = checked_channel_operand(x, bias_in, "bias");
-  checked_channel_operand(x, running_mean, "running_mean");
-  checked_channel_operand(x, running_var, "running_var");
+  check_running_estimate(x, running_mean, "running_mean");
+  check_running_estimate(x, running_var, "running_var");
 
   const Shape kernel_shape{batch, channels, spatial};
   const Tensor input = x.contiguous().detach().view(kernel_shape);
@@ -85,8 +97,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
                                  eps);
     if (running_mean.defined()) {
       const double values = static_cast<double>(count);
-      update_running(running_mean, mean.to(x.dtype()), momentum, 1.0);
-      update_running(running_var, variance.to(x.dtype()), momentum, values / (values - 1));
+      update_running(running_mean, mean.to(running_mean.dtype()), momentum, 1.0);
+      update_running(running_var, variance.to(running_var.dtype()), momentum,
+                     values / (values - 1));
     }
   } else {
     // Copies: a later training step updates the running estimates in place, and backward
