@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads (0: OMP_NUM_THREADS or all cores)");
   app.add_option("--device", device_name, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--write-inputs", write_inputs, "save the batches (safetensors) and stop");
-  std::string conv = "columns";
+  std::string conv = "columns", precision = "float32";
+  app.add_option("--precision", precision, "float32, or bfloat16 (mixed precision)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_option("--conv", conv, "how CUDA convolutions multiply: columns or implicit (GEMM)")
       ->check(CLI::IsMember({"columns", "implicit"}));
   CLI11_PARSE(app, argc, argv);
@@ -91,8 +93,11 @@ int main(int argc, char** argv) {
     for (auto& t : labels) t = t.to(device);
 
     const std::int64_t rss_before = bench::resident_bytes();
-    convpool_cnn_c::ConvPoolCnnC model(
-        {.norm = norm, .input_channels = channels, .width = width, .seed = 1});
+    convpool_cnn_c::ConvPoolCnnC model({.norm = norm,
+                                        .input_channels = channels,
+                                        .width = width,
+                                        .seed = 1,
+                                        .precision = precision});
     model.to(device);
     model.initialise_from_data(images[0]);
     const auto spec = convpool_cnn_c::parse_model_norm(norm);
@@ -118,6 +123,7 @@ int main(int argc, char** argv) {
                                 {"channels", channels},
                                 {"device", device.str()},
                                 {"conv", conv},
+                                {"precision", precision},
                                 {"threads", get_num_threads()},
                                 {"parameters", convpool_cnn_c::count_parameters(model)},
                                 {"losses", losses},

@@ -72,20 +72,18 @@ int main(int argc, char** argv) {
     const auto tokenizer =
         bench::tokenizer_at(tokenizer_path, flags.corpus, sizes.vocabulary_size, "bench_gru_nmt");
 
-    nlohmann::ordered_json report{{"framework", "normgrad"},
-                                  {"model", "gru_nmt"},
-                                  {"preset", flags.preset},
-                                  {"norm", flags.norm},
-                                  {"device", flags.device},
-                                  {"threads", get_num_threads()},
-                                  {"embedding", sizes.embedding_size},
-                                  {"hidden", sizes.hidden_size},
-                                  {"vocabulary", sizes.vocabulary_size}};
+    nlohmann::ordered_json report{
+        {"framework", "normgrad"},      {"model", "gru_nmt"},
+        {"preset", flags.preset},       {"norm", flags.norm},
+        {"device", flags.device},       {"precision", flags.precision},
+        {"threads", get_num_threads()}, {"embedding", sizes.embedding_size},
+        {"hidden", sizes.hidden_size},  {"vocabulary", sizes.vocabulary_size}};
     Generator generator(1);
     const gru_nmt::ModelConfig config{.vocabulary_size = sizes.vocabulary_size,
                                       .embedding_size = sizes.embedding_size,
                                       .hidden_size = sizes.hidden_size,
-                                      .norm = flags.norm};
+                                      .norm = flags.norm,
+                                      .precision = flags.precision};
 
     if (flags.decode) {
       const auto [sources, source_tokens] =

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     transformer_nmt::ModelConfig config = settings.model;
     config.norm = flags.norm;
     config.pre_norm = placement == "pre";
+    config.precision = flags.precision;
     if (flags.vocabulary > 0) config.vocabulary_size = flags.vocabulary;
     if (dropout >= 0) config.dropout = dropout;
     if (batch_tokens == 0) batch_tokens = settings.training.batch_tokens;
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
                                   {"norm", flags.norm},
                                   {"placement", placement},
                                   {"device", flags.device},
+                                  {"precision", flags.precision},
                                   {"threads", get_num_threads()},
                                   {"model_size", config.model_size},
                                   {"feed_forward", config.feed_forward_size},

@@ -10,7 +10,7 @@
 # - bench_training_step: the GRU language model and the CNN, eager and as a CUDA graph, and
 #   the CNN with implicit-GEMM convolutions;
 # - bench_convpool_cnn_c: the paper's CIFAR model at batch 100, convolutions through columns
-#   and as implicit GEMMs, alternating.
+#   and as implicit GEMMs, alternating, and in mixed precision (bfloat16 activations).
 # Each program's output goes to OUT_DIR/<name>.log, the GPU's name and clocks to
 # OUT_DIR/gpu.txt; a summary (status, seconds, and the medians of the step timings) comes last.
 #
@@ -81,6 +81,10 @@ for run in 1 2; do
   for conv in columns implicit; do
     step "convpool_${conv}_$run" "$build/bench/bench_convpool_cnn_c" --device cuda --batch 100 \
       --steps 30 --warmup 5 --conv "$conv"
+  done
+  for precision in float32 bfloat16; do
+    step "convpool_rmsnorm_${precision}_$run" "$build/bench/bench_convpool_cnn_c" --device cuda \
+      --batch 100 --steps 30 --warmup 5 --norm rmsnorm --precision "$precision"
   done
 done
 

@@ -27,6 +27,7 @@ namespace normgrad::bench {
 // (norm, sentences) before add_to and adds its own flags.
 struct TranslationBenchFlags {
   std::string corpus = "out/corpus/debian-en-de", preset = "cpu", norm = "none";
+  std::string precision = "float32";
   std::string device = "cpu", tokenizer, batches_path, weights_path;
   int steps = 20, warmup = 2, threads = 0;
   std::int64_t batch_count = 20, vocabulary = 0, sentences = 200, decode_batch = 32;
@@ -48,6 +49,8 @@ struct TranslationBenchFlags {
     app.add_option("--threads", threads, "threads (0: OMP_NUM_THREADS or all cores)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--precision", precision, "float32, or bfloat16 (mixed precision)")
+        ->check(CLI::IsMember({"float32", "bfloat16"}));
     app.add_option("--tokenizer", tokenizer,
                    "the tokenizer's file, trained and written when absent (default: beside this "
                    "program, named after the vocabulary size)");

@@ -17,8 +17,8 @@ namespace testing {
 
 // `program` (its path) trains 3 steps of its tiny preset with --precision bfloat16 into a
 // model folder that keeps the precision in config.json, then translates and scores from the
-// folder alone; a precision it does not know is refused before any folder is made. `name`
-// names the fixture files and the scratch folder.
+// folder alone; a precision it does not know is refused before any folder is made, by train
+// and by experiment. `name` names the fixture files and the scratch folder.
 inline void check_mixed_precision_program(const std::string& program, const std::string& name) {
   namespace fs = std::filesystem;
   const auto train = small_parallel_corpus(name + "_train", 60);
@@ -33,6 +33,11 @@ inline void check_mixed_precision_program(const std::string& program, const std:
   CHECK(refused.status != 0);
   CHECK(refused.output.find("--precision") != std::string::npos);
   CHECK_FALSE(fs::exists(scratch / "x"));
+  const auto experiment =
+      run_program(program + " experiment --out " + (scratch / "e") + " --precision float16");
+  CHECK(experiment.status != 0);
+  CHECK(experiment.output.find("--precision") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch / "e"));
   const auto trained = run_program(
       program + " train --model " + folder + corpus_flags +
       " --preset tiny --precision bfloat16 --steps 3 --dev-bleu-every 3 --dev-loss-every 3"

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "convpool_cnn_c/model_folder.h"
 #include "helpers.h"
@@ -25,6 +26,7 @@ TEST_CASE("convpool_cnn_c's config.json goes out and back, and damage is named")
   config.data.kind = convpool_cnn_c::DatasetKind::Cifar10;
   config.data.folder = "/data/cifar";
   config.training.epochs = 7;
+  config.model.precision = "bfloat16";
   CHECK_FALSE(folder.has_config());
   folder.write_config(config);
   CHECK(folder.has_config());
@@ -34,6 +36,7 @@ TEST_CASE("convpool_cnn_c's config.json goes out and back, and damage is named")
   CHECK(back.data.kind == convpool_cnn_c::DatasetKind::Cifar10);
   CHECK(back.data.folder == "/data/cifar");
   CHECK(back.training.epochs == 7);
+  CHECK(back.model.precision == "bfloat16");
   CHECK(convpool_cnn_c::to_json(back) == convpool_cnn_c::to_json(config));
 
   auto json = convpool_cnn_c::to_json(config);
@@ -45,6 +48,12 @@ TEST_CASE("convpool_cnn_c's config.json goes out and back, and damage is named")
   json = convpool_cnn_c::to_json(config);
   json["model"]["norm"] = "groupnorm";
   CHECK_ERROR(convpool_cnn_c::run_config_from_json(json), "groupnorm");
+  json = convpool_cnn_c::to_json(config);
+  json["model"]["precision"] = "float8";
+  CHECK_ERROR(convpool_cnn_c::run_config_from_json(json), "precision", "float8");
+  // A folder written before the precision was kept trains in float32.
+  json["model"].erase("precision");
+  CHECK(convpool_cnn_c::run_config_from_json(json).model.precision == "float32");
   std::ofstream(scratch / "model/config.json") << "{ not json";
   CHECK_ERROR(folder.read_config(), "is not JSON");
   CHECK_ERROR(convpool_cnn_c::ModelFolder(scratch / "none").read_config(), "no config.json");
@@ -60,7 +69,7 @@ TEST_CASE("convpool_cnn_c trains, continues its run, and evaluates from the fold
       " --width 0.05 --train-size 120 --test-size 40 --batch 20"
       " --init-images 40 --threads 1 --no-progress";
   const auto first = run_program(program + " train --out " + folder + " --norm weightnorm" + small +
-                                 " --epochs 2");
+                                 " --epochs 2 --precision bfloat16");
   INFO(first.output);
   REQUIRE(first.status == 0);
   CHECK(first.output.find("epoch   2/2") != std::string::npos);
@@ -68,6 +77,8 @@ TEST_CASE("convpool_cnn_c trains, continues its run, and evaluates from the fold
                            "state.safetensors", "train.csv"})
     CHECK(std::filesystem::exists(folder + "/" + file));
 
+  CHECK(nlohmann::json::parse(std::ifstream(folder + "/config.json"))["model"]["precision"] ==
+        "bfloat16");
   // Another --epochs is another schedule: refused, and the folder is left alone.
   const auto longer = run_program(program + " train --out " + folder + " --epochs 3");
   INFO(longer.output);
@@ -112,6 +123,8 @@ TEST_CASE("convpool_cnn_c refuses bad flags, specs, data and folders before any 
   refused("train" + out + " --device cuda:7", "--device cuda:7");
   refused("train" + out + " --conv implicit", "--conv implicit needs a CUDA device");
   refused("train" + out + " --conv winograd", "--conv");
+  refused("train" + out + " --precision float16", "--precision");
+  refused("experiment" + out + " --precision float16", "--precision");
   refused("train" + out + " --train-size 100 --batch 200", "--batch 200");
   refused("evaluate --model " + (scratch / "nowhere"), "no config.json");
   refused("translate", "subcommand");

@@ -45,10 +45,15 @@ TEST_CASE("ConvPool-CNN-C schedule: the paper's learning rate and beta1 over 200
 }
 
 TEST_CASE("ConvPool-CNN-C: a tiny model learns, every epoch recorded") {
-  // An output norm, and a weight norm with data-dependent initialisation.
-  for (const std::string norm : {"rmsnorm", "weightnorm"}) {
-    INFO("norm: " << norm);
-    Trainer trainer(tiny(norm), few_epochs(4), small_data(), Device::cpu());
+  // An output norm, a weight norm with data-dependent initialisation, and batch norm in mixed
+  // precision.
+  for (const auto& [norm, precision] :
+       {std::pair{"rmsnorm", "float32"}, std::pair{"weightnorm", "float32"},
+        std::pair{"batchnorm", "bfloat16"}}) {
+    INFO("norm: " << norm << ", precision: " << precision);
+    ModelConfig config = tiny(norm);
+    config.precision = precision;
+    Trainer trainer(config, few_epochs(4), small_data(), Device::cpu());
     CHECK(trainer.batches_per_epoch() == 6);
     std::int64_t steps = 0;
     while (!trainer.finished())

@@ -19,6 +19,7 @@
 #include "common/device_flag.h"
 #include "common/distributed_run.h"
 #include "common/number_checks.h"
+#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data.h"
 #include "experiment.h"
@@ -55,6 +56,7 @@ struct TrainOptions {
   std::string dataset = "fashion-mnist";
   std::string data;
   double width = 1.0;
+  std::string precision = "float32";
   std::int64_t epochs = 200, batch = 100, init_images = 500, train_size = 0, test_size = 0;
   double lr = 0;
   std::uint64_t seed = 1;
@@ -69,6 +71,7 @@ struct ExperimentOptions {
   std::vector<std::string> norms = paper_norms();
   std::string dataset = "fashion-mnist";
   std::string data;
+  std::string precision = "float32";
   std::uint64_t seed = 1;
   bool no_progress = false;
 };
@@ -89,7 +92,8 @@ RunConfig run_from(const TrainOptions& o) {
   run.model = {.norm = o.norm,
                .input_channels = image_channels(run.data.kind),
                .width = o.width,
-               .seed = o.seed};
+               .seed = o.seed,
+               .precision = o.precision};
   run.training = {.epochs = o.epochs,
                   .batch_size = o.batch,
                   .learning_rate = o.lr,
@@ -106,6 +110,7 @@ void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::
   const examples::FlagSettings flags{{"--norm", "/model/norm"_json_pointer},
                                      {"--width", "/model/width"_json_pointer},
                                      {"--seed", "/model/seed"_json_pointer},
+                                     {"--precision", "/model/precision"_json_pointer},
                                      {"--dataset", "/data/dataset"_json_pointer},
                                      {"--data", "/data/folder"_json_pointer},
                                      {"--train-size", "/data/train_size"_json_pointer},
@@ -146,7 +151,8 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
                         .test_size = budget.test_size};
   settings.base.model = {.input_channels = image_channels(settings.base.data.kind),
                          .width = budget.width,
-                         .seed = o.seed};
+                         .seed = o.seed,
+                         .precision = o.precision};
   settings.base.training = {.epochs = o.epochs > 0 ? o.epochs : budget.epochs, .seed = o.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);
   run_experiment(settings, device, !o.no_progress && ProgressDisplay::stderr_is_terminal());
@@ -211,6 +217,11 @@ int main(int argc, char** argv) {
   train_command->add_option("--width", t.width, "scales the channel counts 96 and 192")
       ->check(examples::kPositive)
       ->capture_default_str();
+  train_command
+      ->add_option("--precision", t.precision,
+                   "float32, or bfloat16: activations in bfloat16, parameters and Adam in float32")
+      ->check(CLI::IsMember(examples::precision_names()))
+      ->capture_default_str();
   train_command->add_option("--epochs", t.epochs, "epochs; the schedule turns at half of them")
       ->check(examples::kPositive)
       ->capture_default_str();
@@ -267,6 +278,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   experiment_command->add_option("--data", x.data, "the dataset's folder");
   experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
+  experiment_command
+      ->add_option("--precision", x.precision,
+                   "float32, or bfloat16 (mixed precision) for every run")
+      ->check(CLI::IsMember(examples::precision_names()))
+      ->capture_default_str();
   experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
   add_common(experiment_command);
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/precision.h"
+
 namespace convpool_cnn_c {
 
 namespace ng = normgrad;
@@ -80,9 +82,12 @@ Tensor NormalizedLayer::weight() const {
   return weight_ * scale_.reshape(channels);
 }
 
-Tensor NormalizedLayer::product(const Tensor& x, const Tensor& bias) const {
-  if (is_convolution()) return ng::conv2d(x, weight(), bias, 1, padding_);
-  const Tensor y = ng::matmul(x, weight().t());
+Tensor NormalizedLayer::product(const Tensor& x, const Tensor& bias_parameter) const {
+  // In mixed precision the weight and bias are rounded to x's bfloat16 for the op.
+  const Tensor w = ng::nn::in_input_dtype(weight(), x);
+  const Tensor bias = ng::nn::in_input_dtype(bias_parameter, x);
+  if (is_convolution()) return ng::conv2d(x, w, bias, 1, padding_);
+  const Tensor y = ng::matmul(x, w.t());
   return bias.defined() ? y + bias : y;
 }
 
@@ -115,7 +120,11 @@ Tensor NormalizedLayer::initialise_from_data(const Tensor& x) {
 }
 
 ConvPoolCnnC::ConvPoolCnnC(const ModelConfig& config)
-    : config_(config), norm_(parse_model_norm(config.norm)), noise_generator_(config.seed + 1) {
+    : config_(config),
+      activation_dtype_(
+          examples::activation_dtype(config.precision, ng::DType::Float32, "convpool_cnn_c")),
+      norm_(parse_model_norm(config.norm)),
+      noise_generator_(config.seed + 1) {
   NG_CHECK(config.input_channels >= 1, "convpool_cnn_c",
            "the images need at least one channel, got ", config.input_channels);
   NG_CHECK(config.input_noise >= 0 && config.dropout >= 0 && config.dropout < 1, "convpool_cnn_c",
@@ -163,7 +172,7 @@ Tensor ConvPoolCnnC::run(const Tensor& images, bool initialise) {
     for (std::size_t i = first; i < first + 3; ++i) x = ng::leaky_relu(layer(i, x), leaky_slope);
     return x;
   };
-  Tensor x = images;
+  Tensor x = initialise ? images : images.to(activation_dtype_);
   if (training && config_.input_noise > 0)
     x = x + ng::randn(x.shape(), noise_generator_, {.dtype = x.dtype(), .device = x.device()}) *
                 config_.input_noise;

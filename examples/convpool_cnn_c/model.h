@@ -44,6 +44,10 @@ struct ModelConfig {
   double input_noise = 0.15;        // the standard deviation of the training noise
   double dropout = 0.5;
   std::uint64_t seed = 1;  // the initial weights, and the noise and dropout draws
+  // "bfloat16": mixed precision (common/precision.h). The images are rounded to bfloat16 and
+  // every layer computes on bfloat16 activations, in float32; the data-dependent
+  // initialisation runs in float32.
+  std::string precision = "float32";
 };
 
 // The channel count `channels` scaled by `width`, rounded; an Error if it leaves none.
@@ -92,8 +96,8 @@ class ConvPoolCnnC : public normgrad::nn::Module {
   explicit ConvPoolCnnC(const ModelConfig& config);
   std::string type_name() const override { return "ConvPoolCnnC"; }
 
-  // Images [N, input_channels, 32, 32] -> logits [N, 10]. Noise and dropout in training mode
-  // only.
+  // Images [N, input_channels, 32, 32] -> logits [N, 10], in the activations' dtype
+  // (bfloat16 in mixed precision). Noise and dropout in training mode only.
   normgrad::Tensor forward(const normgrad::Tensor& images);
 
   // The data-dependent initialisation above, on `images` (no gradient is recorded). Does
@@ -109,6 +113,7 @@ class ConvPoolCnnC : public normgrad::nn::Module {
   normgrad::Tensor run(const normgrad::Tensor& images, bool initialise);
 
   ModelConfig config_;
+  normgrad::DType activation_dtype_;
   normgrad::nn::NormSpec norm_;
   normgrad::Generator noise_generator_;
   std::vector<std::shared_ptr<NormalizedLayer>> layers_;  // 9 convolutions, then the dense

@@ -1,5 +1,7 @@
 #include "model_folder.h"
 
+#include "common/precision.h"
+
 namespace convpool_cnn_c {
 
 namespace ng = normgrad;
@@ -12,7 +14,8 @@ nlohmann::json to_json(const RunConfig& c) {
             {"width", c.model.width},
             {"input_noise", c.model.input_noise},
             {"dropout", c.model.dropout},
-            {"seed", c.model.seed}}},
+            {"seed", c.model.seed},
+            {"precision", c.model.precision}}},
           {"data",
            {{"dataset", dataset_name(c.data.kind)},
             {"folder", c.data.folder},
@@ -38,6 +41,8 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   get("model", "input_noise", c.model.input_noise);
   get("model", "dropout", c.model.dropout);
   get("model", "seed", c.model.seed);
+  if (j.at("model").contains("precision"))  // folders written before it existed: float32
+    get("model", "precision", c.model.precision);
   std::string dataset;
   get("data", "dataset", dataset);
   c.data.kind = parse_dataset(dataset);
@@ -50,7 +55,8 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   get("training", "learning_rate", c.training.learning_rate);
   get("training", "init_images", c.training.init_images);
   get("training", "seed", c.training.seed);
-  parse_model_norm(c.model.norm);  // a bad spec is an Error here, not later
+  parse_model_norm(c.model.norm);  // a bad spec or precision is an Error here, not later
+  examples::activation_dtype(c.model.precision, ng::DType::Float32, "convpool_cnn_c");
   return c;
 }
 

@@ -40,6 +40,8 @@ std::string describe(const ModelConfig& config) {
       << " input_channels=" << config.input_channels << " width=" << config.width
       << " input_noise=" << config.input_noise << " dropout=" << config.dropout
       << " seed=" << config.seed;
+  // Named only when not the default, so that checkpoints written before it existed still match.
+  if (config.precision != "float32") out << " precision=" << config.precision;
   return out.str();
 }
 

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   gru_nmt::ExperimentOptions experiment_options;
   experiment_options.corpus = "out/corpus/debian-en-de";
   experiment_options.out = "out/gru_nmt";
-  std::string budget_name = "demo", experiment_preset = "small";
+  std::string budget_name = "demo", experiment_preset = "small", experiment_precision = "float32";
   std::int64_t experiment_steps = 0, figure4_steps = 0, test_sentences = -1;
   bool no_figure4 = false;
   experiment->add_option("--corpus", experiment_options.corpus,
@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
           "--preset", experiment_preset,
           "Model and training preset of every run: small (the default), tiny, cpu or paper")
       ->check(CLI::IsMember({"tiny", "cpu", "small", "paper"}));
+  experiment
+      ->add_option("--precision", experiment_precision,
+                   "float32, or bfloat16 (mixed precision) for every run")
+      ->check(CLI::IsMember(examples::precision_names()));
   experiment
       ->add_option("--steps", experiment_steps, "Steps of each Table 2 run (replaces the budget's)")
       ->check(CLI::PositiveNumber);
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
                                device, gru_nmt::train, threads);
     if (experiment->parsed()) {
       experiment_options.settings = gru_nmt::preset(experiment_preset);
+      experiment_options.settings.model.precision = experiment_precision;
       experiment_options.budget = gru_nmt::experiment_budget(budget_name);
       if (experiment_steps > 0) experiment_options.budget.steps = experiment_steps;
       if (figure4_steps > 0) experiment_options.budget.figure4_steps = figure4_steps;

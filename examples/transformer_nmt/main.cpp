@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   transformer_nmt::ExperimentOptions experiment_options;
   experiment_options.corpus = "out/corpus/debian-en-de";
   experiment_options.out = "out/transformer_nmt";
-  std::string budget_name = "demo", experiment_preset = "small";
+  std::string budget_name = "demo", experiment_preset = "small", experiment_precision = "float32";
   std::int64_t experiment_steps = 0, test_sentences = -1;
   bool no_pre_norm = false;
   experiment->add_option("--corpus", experiment_options.corpus,
@@ -156,6 +156,10 @@ int main(int argc, char** argv) {
       ->add_option("--preset", experiment_preset,
                    "Model and training preset of every run: small (the default), tiny, cpu or base")
       ->check(CLI::IsMember({"tiny", "cpu", "small", "base"}));
+  experiment
+      ->add_option("--precision", experiment_precision,
+                   "float32, or bfloat16 (mixed precision) for every run")
+      ->check(CLI::IsMember(examples::precision_names()));
   experiment->add_option("--steps", experiment_steps, "Steps of each run (replaces the budget's)")
       ->check(CLI::PositiveNumber);
   experiment->add_option("--test-sentences", test_sentences, "Test lines to translate (0: all)")
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
     }
     if (experiment->parsed()) {
       experiment_options.settings = transformer_nmt::preset(experiment_preset);
+      experiment_options.settings.model.precision = experiment_precision;
       experiment_options.budget = transformer_nmt::experiment_budget(budget_name);
       if (experiment_steps > 0) experiment_options.budget.steps = experiment_steps;
       if (test_sentences >= 0) experiment_options.budget.test_sentences = test_sentences;
