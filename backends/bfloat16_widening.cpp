@@ -352,6 +352,7 @@ void batch_norm_statistics(Backend& backend, const TensorRef& mean, const Tensor
                            const TensorRef& rstd, const TensorRef& x, double eps) {
   Float32Copies copies(backend);
   backend.batch_norm_statistics(mean, variance, rstd, copies.input(x), eps);
+  copies.finish();  // nothing to round back: the statistics are float64
 }
 
 void batch_norm_forward(Backend& backend, const TensorRef& y, const TensorRef& x,

@@ -13,6 +13,18 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& generator) {
   NG_CHECK(p >= 0 && p <= 1, "dropout", "p must lie in [0, 1], got ", p);
   NG_CHECK(is_floating(x.dtype()), "dropout", "expects a floating-point input, got ", x.dtype());
   if (!training || p == 0) return x;
+  if (x.dtype() == DType::BFloat16 && p < 1) {
+    // A bfloat16 mask would hold 1 / (1 - p) rounded (1.109375 for p = 0.1, 0.16% low) and bias
+    // every kept value. The mask holds float32's draws as 0 and 1, exact in bfloat16, and the
+    // scale comes as the product's scalar, applied in float32 and rounded once.
+    Tensor keep;
+    {
+      NoGradGuard no_grad;
+      keep = ge(rand(x.shape(), generator, {.dtype = DType::Float32, .device = x.device()}), p)
+                 .to(DType::BFloat16);
+    }
+    return x * keep * (1.0 / (1.0 - p));
+  }
   return x * dropout_mask(x.shape(), p, generator, {.dtype = x.dtype(), .device = x.device()});
 }
 

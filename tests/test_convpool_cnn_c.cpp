@@ -158,7 +158,8 @@ TEST_CASE("ConvPool-CNN-C: noise and dropout in training only, drawn from the mo
 TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance of float32") {
   Generator generator(8);
   const Tensor images = randn({6, 1, 32, 32}, generator);
-  // The same images, each pixel moved by a relative 2^-9: as far as one bfloat16 rounding.
+  // The same images, each pixel moved by a relative 2^-9 times a normal draw: the typical size
+  // of one bfloat16 rounding (at most 2^-8).
   const Tensor nudged = images + images * randn({6, 1, 32, 32}, generator) * 0x1p-9;
   const Tensor labels = from_vector<std::int64_t>({0, 1, 2, 3, 4, 5}, {6});
   struct Run {
@@ -166,17 +167,22 @@ TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance o
     double loss = 0;
     std::vector<Tensor> grads;
   };
-  // Relative distance of two lists of gradients, in norm.
-  const auto distance = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-    double difference = 0, size = 0;
+  // Two lists of gradients as vectors a and b: |a - b| / |b|, and the cosine of their angle.
+  struct Comparison {
+    double distance = 0, cosine = 0;
+  };
+  const auto compare = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    double difference = 0, size_a = 0, size_b = 0, dot = 0;
     for (std::size_t i = 0; i < b.size(); ++i) {
       const auto x = a[i].to_vector<float>(), y = b[i].to_vector<float>();
       for (std::size_t k = 0; k < y.size(); ++k) {
         difference += (x[k] - y[k]) * (x[k] - y[k]);
-        size += y[k] * y[k];
+        size_a += x[k] * x[k];
+        size_b += y[k] * y[k];
+        dot += x[k] * y[k];
       }
     }
-    return std::sqrt(difference / size);
+    return Comparison{std::sqrt(difference / size_b), dot / std::sqrt(size_a * size_b)};
   };
   for (const std::string norm : {"none", "weightnorm", "batchnorm", "layernorm", "rmsnorm"}) {
     INFO("norm: " << norm);
@@ -200,10 +206,11 @@ TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance o
     CHECK(mixed.logits.dtype() == DType::BFloat16);
     for (const Tensor& grad : mixed.grads) CHECK(grad.dtype() == DType::Float32);
     const double logit_error = (mixed.logits.to(DType::Float32) - single.logits).abs().max().item();
-    const double gradient_error = distance(mixed.grads, single.grads);
-    const double sensitivity = distance(moved.grads, single.grads);
+    const Comparison gradients = compare(mixed.grads, single.grads);
+    const double sensitivity = compare(moved.grads, single.grads).distance;
     CAPTURE(logit_error);
-    CAPTURE(gradient_error);
+    CAPTURE(gradients.distance);
+    CAPTURE(gradients.cosine);
     CAPTURE(sensitivity);
     // Measured over the five norms: the logits within 0.15 of float32's (values of size 1 after
     // the data-dependent initialisation or a norm), the loss within 1.3%.
@@ -213,8 +220,12 @@ TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance o
     // the other, and norms that subtract means of gradients, these gradients are
     // ill-conditioned: float32's own move by 9% (WeightNorm) to 29% (LayerNorm) when the
     // images move by one rounding. bfloat16 rounds every activation on the way; its gradients
-    // differ from float32's by 1.4 to 2.4 times as much (measured), held here to 4 times.
-    CHECK(gradient_error < 4 * sensitivity);
+    // differ from float32's by 1.4 to 2.4 times as much (measured), held here to 4 times. In
+    // absolute terms: 22% to 41% apart in norm, at an angle whose cosine is 0.91 to 0.98; held
+    // to 60% and 0.8, which all-zero or shrunken gradients would fail.
+    CHECK(gradients.distance < 4 * sensitivity);
+    CHECK(gradients.distance < 0.6);
+    CHECK(gradients.cosine > 0.8);
   }
 }
 

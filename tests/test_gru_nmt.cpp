@@ -232,7 +232,7 @@ TEST_CASE("RnnSearch in mixed precision stays within bfloat16's tolerance of flo
     // With these weights (N(0, 0.5^2)) the loss is 7.7 to 10.9 a sentence. Measured over the
     // four norms: the loss within 0.3% of float32's, the gradients within 3.4% in norm, the
     // step-wise logits within 0.040, and bit for bit teacher forcing's in bfloat16. The bounds
-    // leave room of about 3x.
+    // leave room of about 3x (and of two bfloat16 steps against teacher forcing).
     CHECK(mixed.loss == doctest::Approx(single.loss).epsilon(0.01));
     double difference = 0, size = 0;
     for (std::size_t i = 0; i < single.gradients.size(); ++i) {
@@ -257,7 +257,9 @@ TEST_CASE("RnnSearch in mixed precision stays within bfloat16's tolerance of flo
       CAPTURE(error);
       CAPTURE(paths);
       CHECK(error < 0.1);
-      CHECK(paths < 0.1);
+      // One product over all steps against one a step may round a logit to the neighbouring
+      // bfloat16: within 2u of the largest.
+      CHECK(paths <= 2 * 0x1p-8 * mixed_step.abs().max().item());
     }
   }
 }

@@ -202,8 +202,8 @@ TEST_CASE("gru_nmt translate and score work from the model folder alone, line fo
   CHECK(n_best_too_big.output.find("more than the beam") != std::string::npos);
 }
 
-#endif
-
 TEST_CASE("gru_nmt trains, translates and scores in mixed precision") {
   testing::check_mixed_precision_program(NORMGRAD_GRU_NMT_PROGRAM, "gru_nmt_bf16");
 }
+
+#endif

@@ -334,8 +334,8 @@ TEST_CASE("transformer_nmt translate, score and average work from the model fold
   CHECK(bad_norm.output.find("groupnorm") != std::string::npos);
 }
 
-#endif
-
 TEST_CASE("transformer_nmt trains, translates and scores in mixed precision") {
   testing::check_mixed_precision_program(NORMGRAD_TRANSFORMER_NMT_PROGRAM, "transformer_nmt_bf16");
 }
+
+#endif

@@ -5,7 +5,8 @@
 // (normgrad/nn/mixed_precision.h). A model folder's config.json keeps the name, so translate
 // and score run in the precision the model was trained in.
 //
-//   const ng::DType activations = examples::activation_dtype(config.precision, "gru_nmt");
+//   const ng::DType activations =
+//       examples::activation_dtype(config.precision, config.dtype, "gru_nmt");
 
 #include <normgrad/normgrad.h>
 

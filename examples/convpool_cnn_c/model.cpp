@@ -172,7 +172,8 @@ Tensor ConvPoolCnnC::run(const Tensor& images, bool initialise) {
     for (std::size_t i = first; i < first + 3; ++i) x = ng::leaky_relu(layer(i, x), leaky_slope);
     return x;
   };
-  Tensor x = initialise ? images : images.to(activation_dtype_);
+  Tensor x = initialise || activation_dtype_ != ng::DType::BFloat16 ? images
+                                                                    : images.to(activation_dtype_);
   if (training && config_.input_noise > 0)
     x = x + ng::randn(x.shape(), noise_generator_, {.dtype = x.dtype(), .device = x.device()}) *
                 config_.input_noise;
