@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/gnuplot.h"
 #include "convpool_cnn_c/experiment.h"
 #include "helpers.h"
 #include "scratch_folder.h"
@@ -59,6 +60,11 @@ TEST_CASE("convpool_cnn_c experiment: every run, the table, the curves and the r
   CHECK(report.find("| rmsnorm | ") != std::string::npos);
   CHECK(report.find("8.83%") != std::string::npos);  // the paper's RMSNorm beside ours
   CHECK(report.find("80 training and 20 test images") != std::string::npos);
+  if (examples::find_gnuplot_terminal()) {  // the figure was drawn and goes into the report
+    CHECK(report.find("![training error](training_error.") != std::string::npos);
+  } else {
+    MESSAGE("gnuplot not found: the drawing itself is not tested");
+  }
 
   // Again: the finished runs are taken as they are, with the same records.
   const auto again = convpool_cnn_c::run_experiment(settings, Device::cpu(), false);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/gnuplot.h"
 #include "helpers.h"
 #include "run_program.h"
 #include "scratch_folder.h"
@@ -73,6 +74,12 @@ TEST_CASE("order_embedding prepares data, runs its experiment, continues and eva
   std::ifstream report_file(out + "/report.md");
   const std::string report((std::istreambuf_iterator<char>(report_file)), {});
   CHECK(report.find("## Table 8 at the paper's sizes") != std::string::npos);
+  if (examples::find_gnuplot_terminal()) {  // the figure was drawn and goes into the report
+    CHECK(report.find("![dev image retrieval](validation.") != std::string::npos);
+    CHECK(experiment.output.find("gnuplot failed") == std::string::npos);
+  } else {
+    MESSAGE("gnuplot not found: the drawing itself is not tested");
+  }
   // A second run takes the finished runs as they are.
   const auto again = run_program(program + " experiment --budget tiny --data " +
                                  (scratch / "data") + " --out " + out + " --threads 1");

@@ -95,14 +95,16 @@ std::optional<std::string> draw_curves(const std::string& folder, const std::str
 
 std::string plot_per_norm(const std::vector<std::string>& norms, const std::string& x,
                           const std::string& y, const std::string& style) {
-  const auto column = [](const std::string& expression) {
+  // Inside the selecting expression a column number is a value, $N; as a using entry of its
+  // own it stays N ("$N" alone is a gnuplot error: column() called from invalid context).
+  const auto value = [](const std::string& expression) {
     return expression.front() == '(' ? expression : "$" + expression;
   };
   std::string plot = "plot ";
   for (std::size_t i = 0; i < norms.size(); ++i)
     plot += (i == 0 ? "" : ", ") + gnuplot_quoted("curves.csv") + " using (strcol(1) eq " +
-            gnuplot_quoted(norms[i]) + " ? " + column(x) + " : NaN):" + column(y) + " with " +
-            style + " title " + gnuplot_quoted(norms[i]);
+            gnuplot_quoted(norms[i]) + " ? " + value(x) + " : NaN):" + y + " with " + style +
+            " title " + gnuplot_quoted(norms[i]);
   return plot + "\n";
 }
 
