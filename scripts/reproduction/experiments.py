@@ -23,6 +23,7 @@ class Inputs:
     cifar10: Optional[str]     # CIFAR-10's folder (the image experiment at the paper budget)
     coco: Optional[str] = None  # MS-COCO in the order-embedding code's layout (retrieval)
     cnn: Optional[str] = None   # the CNN corpus's questions (reading comprehension)
+    precision: str = "float32"  # or "bfloat16": mixed precision, where the program takes it
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,18 @@ class Experiment:
     demo_minutes: float        # measured at the demo budget on 2 cores (AMD EPYC, 2026-11-26)
     in_paper: bool = True      # False: an experiment of the LayerNorm paper, not the RMSNorm one
     needs_corpus: bool = False
+    takes_precision: bool = False  # its program trains in bfloat16 with --precision bfloat16
+
+    def precision(self, inputs: Inputs) -> str:
+        """The precision it runs in: the one asked for where its program takes it."""
+        return inputs.precision if self.takes_precision else "float32"
 
     def output(self, inputs: Inputs) -> str:
-        """The experiment's folder: out/<folder>, with -<budget> after it but at demo."""
+        """The experiment's folder: out/<folder>, with -<budget> after it but at demo, and
+        -bfloat16 after that in mixed precision."""
         suffix = "" if inputs.budget == "demo" else "-" + inputs.budget
+        if self.precision(inputs) != "float32":
+            suffix += "-" + self.precision(inputs)
         return os.path.join(inputs.out, self.folder + suffix)
 
     def command(self, inputs: Inputs) -> list:
@@ -69,10 +78,16 @@ def _mnist_mlp_flags(inputs: Inputs, out: str) -> list:
     return scale + ["--out", out] + _device_flags(inputs)
 
 
+def _precision_flags(inputs: Inputs) -> list:
+    # Only the programs that take --precision get these flag functions.
+    return [] if inputs.precision == "float32" else ["--precision", inputs.precision]
+
+
 def _nmt_flags(presets: dict) -> Callable:
     def flags(inputs: Inputs, out: str) -> list:
         return (["experiment", "--budget", inputs.budget, "--preset", presets[inputs.budget],
-                 "--corpus", inputs.corpus, "--out", out] + _device_flags(inputs))
+                 "--corpus", inputs.corpus, "--out", out] + _device_flags(inputs) +
+                _precision_flags(inputs))
     return flags
 
 
@@ -80,7 +95,7 @@ def _convpool_flags(inputs: Inputs, out: str) -> list:
     flags = ["experiment", "--budget", inputs.budget, "--out", out, "--no-progress"]
     if inputs.cifar10:
         flags += ["--dataset", "cifar10", "--data", inputs.cifar10]
-    return flags + _device_flags(inputs)
+    return flags + _device_flags(inputs) + _precision_flags(inputs)
 
 
 def _order_embedding_flags(inputs: Inputs, out: str) -> list:
@@ -123,7 +138,8 @@ EXPERIMENTS = (
         folder="gru_nmt",
         flags=_nmt_flags({"tiny": "tiny", "demo": "small", "long": "small", "paper": "paper"}),
         demo_minutes=10.9,
-        needs_corpus=True),
+        needs_corpus=True,
+        takes_precision=True),
     Experiment(
         name="transformer",
         title="the Transformer with each norm, post-norm and pre-norm, on the same corpus",
@@ -132,7 +148,8 @@ EXPERIMENTS = (
         folder="transformer_nmt",
         flags=_nmt_flags({"tiny": "tiny", "demo": "small", "long": "small", "paper": "base"}),
         demo_minutes=5.8,
-        needs_corpus=True),
+        needs_corpus=True,
+        takes_precision=True),
     Experiment(
         name="cnn",
         title="ConvPool-CNN-C with each of six normalisers on Fashion-MNIST (CIFAR-10 if given)",
@@ -140,7 +157,8 @@ EXPERIMENTS = (
         program="examples/convpool_cnn_c/convpool_cnn_c",
         folder="convpool_cnn_c",
         flags=_convpool_flags,
-        demo_minutes=4.3),
+        demo_minutes=4.3,
+        takes_precision=True),
     Experiment(
         name="oe",
         title="order embeddings for image-caption retrieval, each norm in the caption GRU, on a "

@@ -54,6 +54,10 @@ def parse_args(argv):
     parser.add_argument("--device", default="cpu",
                         help="cpu (the default) or cuda (the first GPU; CUDA_VISIBLE_DEVICES "
                              "picks another)")
+    parser.add_argument("--precision", default="float32", choices=("float32", "bfloat16"),
+                        help="bfloat16: the translation and image experiments train in mixed "
+                             "precision (bfloat16 activations, float32 parameters), into "
+                             "folders of their own; the others stay float32 (default: float32)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="CPU threads of every program (default: every core)")
     parser.add_argument("--force", action="store_true",
@@ -229,7 +233,8 @@ def main(argv=None) -> int:
                     threads=args.threads, corpus=corpus,
                     cifar10=os.path.abspath(args.cifar10) if args.cifar10 else None,
                     coco=os.path.abspath(args.coco) if args.coco else None,
-                    cnn=os.path.abspath(args.cnn_questions) if args.cnn_questions else None)
+                    cnn=os.path.abspath(args.cnn_questions) if args.cnn_questions else None,
+                    precision=args.precision)
     version = stamps.source_version(REPOSITORY)
     environment = dict(os.environ)
     if args.fashion_mnist:

@@ -100,8 +100,12 @@ def write_report(path: str, inputs: Inputs, version: str, outcomes: list,
         paper_notes = os.path.relpath(paper_notes, base)
 
     text = "# normgrad's reproduction of the RMSNorm paper (Zhang and Sennrich, NeurIPS 2019)\n\n"
+    mixed = [o.experiment.name for o in outcomes
+             if o.state != "not run" and o.experiment.precision(inputs) != "float32"]
+    precision = (f"; mixed precision ({inputs.precision} activations, float32 parameters) in "
+                 f"{', '.join(mixed)}" if mixed else "")
     text += (f"Written by `scripts/reproduce` on {when}: budget {BUDGET_WORDS[inputs.budget]}; "
-             f"{machine_description(inputs.device, inputs.threads)}; source version "
+             f"{machine_description(inputs.device, inputs.threads)}{precision}; source version "
              f"`{version}`. The paper's numbers stand beside ours in every table; where they "
              f"cannot be compared directly (other data, smaller models), "
              f"[docs/paper.md]({paper_notes}) says why.\n\n")

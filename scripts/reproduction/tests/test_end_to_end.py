@@ -121,6 +121,7 @@ class ReproduceTinyTest(unittest.TestCase):
                     (["--device", "gpu"], "--device must be cpu or cuda"),
                     (["--corpus", scratch, "gru"], "lacks train.en"),
                     (["--threads", "0"], "--threads must be positive"),
+                    (["--precision", "float16"], "--precision: invalid choice"),
                     (["--budget", "paper", "cnn"], "give it CIFAR-10 with --cifar10"),
                     (["--budget", "paper", "reader"], "give it the CNN corpus with "
                                                       "--cnn-questions"),

@@ -51,6 +51,7 @@ class WriteReportTest(unittest.TestCase):
         self.assertIn("budget demo (", text)
         self.assertIn("2 threads", text)
         self.assertIn("source version `abc123`", text)
+        self.assertNotIn("mixed precision", text)
         self.assertIn("| transformer: ", text)
         self.assertIn("| ran | 2.1 min | `transformer_nmt` |", text)
         self.assertIn("| not run | – | `gru_nmt` |", text)
@@ -73,6 +74,32 @@ class WriteReportTest(unittest.TestCase):
         self.assertEqual("/b/examples/gru_nmt/gru_nmt", command[0])
         self.assertIn("--budget", command)
         self.assertEqual("small", command[command.index("--preset") + 1])
+        self.assertNotIn("--precision", command)
+
+    def test_mixed_precision_goes_to_the_programs_that_take_it_in_folders_of_their_own(self):
+        inputs = Inputs(build="/b", out="/out", budget="demo", device="cuda", threads=None,
+                        corpus="/c", cifar10=None, precision="bfloat16")
+        for name, folder in (("gru", "gru_nmt"), ("transformer", "transformer_nmt"),
+                             ("cnn", "convpool_cnn_c")):
+            command = by_name(name).command(inputs)
+            self.assertEqual("bfloat16", command[command.index("--precision") + 1], name)
+            self.assertEqual(f"/out/{folder}-bfloat16", by_name(name).output(inputs))
+        # The others have no mixed precision: float32, in their usual folders.
+        for name in ("invariance", "mlp", "oe", "reader"):
+            self.assertNotIn("--precision", by_name(name).command(inputs), name)
+            self.assertEqual("float32", by_name(name).precision(inputs))
+        self.assertEqual("/out/order_embedding", by_name("oe").output(inputs))
+        # The report names the experiments that ran in mixed precision.
+        with tempfile.TemporaryDirectory() as out:
+            inputs = Inputs(build="/b", out=out, budget="demo", device="cuda", threads=None,
+                            corpus="/c", cifar10=None, precision="bfloat16")
+            outcomes = [report.Outcome(e, e.output(inputs),
+                                       "ran" if e.name in ("cnn", "oe") else "not run", 60.0)
+                        for e in EXPERIMENTS]
+            text = report.write_report(os.path.join(out, "REPORT.md"), inputs, "abc123",
+                                       outcomes, "/repository")
+        self.assertIn("; mixed precision (bfloat16 activations, float32 parameters) in cnn;",
+                      text)
 
 
 if __name__ == "__main__":
