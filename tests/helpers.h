@@ -49,6 +49,30 @@ inline bool all_close(const Tensor& actual, const Tensor& expected, double rtol 
          all_close(actual, expected.to_vector<double>(), rtol, atol);
 }
 
+// Two lists of tensors (a model's gradients, say), each read as one vector: |a - b| / |b| and
+// the cosine of the angle between a and b, summed in float64.
+struct VectorComparison {
+  double distance = 0;
+  double cosine = 0;
+};
+inline VectorComparison compare_as_vectors(const std::vector<Tensor>& a,
+                                           const std::vector<Tensor>& b) {
+  REQUIRE(a.size() == b.size());
+  double difference = 0, size_a = 0, size_b = 0, dot = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    REQUIRE(a[i].shape() == b[i].shape());
+    const auto x = a[i].to(DType::Float64).to_vector<double>(),
+               y = b[i].to(DType::Float64).to_vector<double>();
+    for (std::size_t k = 0; k < y.size(); ++k) {
+      difference += (x[k] - y[k]) * (x[k] - y[k]);
+      size_a += x[k] * x[k];
+      size_b += y[k] * y[k];
+      dot += x[k] * y[k];
+    }
+  }
+  return {std::sqrt(difference / size_b), dot / std::sqrt(size_a * size_b)};
+}
+
 // The message of the normgrad::Error that `body` throws, or "" if it throws none.
 template <typename Body> std::string error_of(Body&& body) {
   try {

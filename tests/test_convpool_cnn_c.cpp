@@ -167,23 +167,6 @@ TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance o
     double loss = 0;
     std::vector<Tensor> grads;
   };
-  // Two lists of gradients as vectors a and b: |a - b| / |b|, and the cosine of their angle.
-  struct Comparison {
-    double distance = 0, cosine = 0;
-  };
-  const auto compare = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-    double difference = 0, size_a = 0, size_b = 0, dot = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      const auto x = a[i].to_vector<float>(), y = b[i].to_vector<float>();
-      for (std::size_t k = 0; k < y.size(); ++k) {
-        difference += (x[k] - y[k]) * (x[k] - y[k]);
-        size_a += x[k] * x[k];
-        size_b += y[k] * y[k];
-        dot += x[k] * y[k];
-      }
-    }
-    return Comparison{std::sqrt(difference / size_b), dot / std::sqrt(size_a * size_b)};
-  };
   for (const std::string norm : {"none", "weightnorm", "batchnorm", "layernorm", "rmsnorm"}) {
     INFO("norm: " << norm);
     const auto run = [&](const std::string& precision, const Tensor& input) {
@@ -206,8 +189,8 @@ TEST_CASE("ConvPool-CNN-C in mixed precision stays within bfloat16's tolerance o
     CHECK(mixed.logits.dtype() == DType::BFloat16);
     for (const Tensor& grad : mixed.grads) CHECK(grad.dtype() == DType::Float32);
     const double logit_error = (mixed.logits.to(DType::Float32) - single.logits).abs().max().item();
-    const Comparison gradients = compare(mixed.grads, single.grads);
-    const double sensitivity = compare(moved.grads, single.grads).distance;
+    const auto gradients = testing::compare_as_vectors(mixed.grads, single.grads);
+    const double sensitivity = testing::compare_as_vectors(moved.grads, single.grads).distance;
     CAPTURE(logit_error);
     CAPTURE(gradients.distance);
     CAPTURE(gradients.cosine);

@@ -234,18 +234,11 @@ TEST_CASE("RnnSearch in mixed precision stays within bfloat16's tolerance of flo
     // step-wise logits within 0.040, and bit for bit teacher forcing's in bfloat16. The bounds
     // leave room of about 3x (and of two bfloat16 steps against teacher forcing).
     CHECK(mixed.loss == doctest::Approx(single.loss).epsilon(0.01));
-    double difference = 0, size = 0;
-    for (std::size_t i = 0; i < single.gradients.size(); ++i) {
-      CHECK(mixed.gradients[i].dtype() == DType::Float32);
-      const auto m = mixed.gradients[i].to_vector<float>(),
-                 f = single.gradients[i].to_vector<float>();
-      for (std::size_t k = 0; k < f.size(); ++k) {
-        difference += (m[k] - f[k]) * (m[k] - f[k]);
-        size += f[k] * f[k];
-      }
-    }
-    INFO("relative gradient difference " << std::sqrt(difference / size));
-    CHECK(std::sqrt(difference / size) < 0.1);
+    for (const Tensor& gradient : mixed.gradients) CHECK(gradient.dtype() == DType::Float32);
+    const double difference =
+        testing::compare_as_vectors(mixed.gradients, single.gradients).distance;
+    INFO("relative gradient difference " << difference);
+    CHECK(difference < 0.1);
     for (std::size_t t = 0; t < 3; ++t) {
       CAPTURE(t);
       CHECK(mixed.forced_logits[t].dtype() == DType::BFloat16);
