@@ -317,6 +317,16 @@ TEST_CASE("batch_norm refuses bad arguments") {
               "running_mean", "[2]");
   CHECK_ERROR(nn::batch_norm(zeros({2, 3}), none, none, none, none, true, 1.5), "batch_norm",
               "momentum");
+  // Running estimates have the input's dtype, or float32 for bfloat16 input (mixed precision).
+  const TensorOptions f64{.dtype = DType::Float64};
+  CHECK_ERROR(nn::batch_norm(zeros({2, 3}), none, none, zeros({3}, f64), ones({3}, f64), true),
+              "batch_norm", "running_mean is float64", "input is float32");
+  const TensorOptions bf16{.dtype = DType::BFloat16};
+  CHECK_ERROR(
+      nn::batch_norm(zeros({2, 3}, bf16), none, none, zeros({3}, f64), ones({3}, f64), true),
+      "batch_norm", "running_mean is float64", "input is bfloat16");
+  CHECK(nn::batch_norm(randn({4, 3}).to(DType::BFloat16), none, none, zeros({3}), ones({3}), true)
+            .dtype() == DType::BFloat16);
 }
 
 TEST_CASE("BatchNorm1d and BatchNorm2d refuse bad inputs and options") {

@@ -12,6 +12,7 @@
 
 #include "common/norm_timing.h"
 #include "common/number_checks.h"
+#include "common/precision.h"
 
 namespace examples {
 
@@ -24,6 +25,17 @@ inline void add_device_flags(CLI::App* command, DeviceFlags& flags) {
   command->add_option("--device", flags.device, "cpu, cuda or cuda:N")->capture_default_str();
   command->add_option("--threads", flags.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ->check(kNonNegative);
+}
+
+// Makes `option` the --precision flag (common/precision.h): float32 or bfloat16, described.
+//
+//   examples::precision_flag(train->add_option("--precision", settings.precision));
+inline CLI::Option* precision_flag(CLI::Option* option) {
+  return option
+      ->description(
+          "float32, or bfloat16: mixed precision (bfloat16 activations; parameters, "
+          "gradients and the optimiser in float32)")
+      ->check(CLI::IsMember(precision_names()));
 }
 
 struct ExperimentFlags {

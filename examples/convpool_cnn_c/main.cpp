@@ -19,7 +19,6 @@
 #include "common/device_flag.h"
 #include "common/distributed_run.h"
 #include "common/number_checks.h"
-#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data.h"
 #include "experiment.h"
@@ -217,10 +216,7 @@ int main(int argc, char** argv) {
   train_command->add_option("--width", t.width, "scales the channel counts 96 and 192")
       ->check(examples::kPositive)
       ->capture_default_str();
-  train_command
-      ->add_option("--precision", t.precision,
-                   "float32, or bfloat16: activations in bfloat16, parameters and Adam in float32")
-      ->check(CLI::IsMember(examples::precision_names()))
+  examples::precision_flag(train_command->add_option("--precision", t.precision))
       ->capture_default_str();
   train_command->add_option("--epochs", t.epochs, "epochs; the schedule turns at half of them")
       ->check(examples::kPositive)
@@ -278,10 +274,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   experiment_command->add_option("--data", x.data, "the dataset's folder");
   experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
-  experiment_command
-      ->add_option("--precision", x.precision,
-                   "float32, or bfloat16 (mixed precision) for every run")
-      ->check(CLI::IsMember(examples::precision_names()))
+  examples::precision_flag(experiment_command->add_option("--precision", x.precision))
       ->capture_default_str();
   experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
   add_common(experiment_command);

@@ -172,8 +172,10 @@ Tensor ConvPoolCnnC::run(const Tensor& images, bool initialise) {
     for (std::size_t i = first; i < first + 3; ++i) x = ng::leaky_relu(layer(i, x), leaky_slope);
     return x;
   };
-  Tensor x = initialise || activation_dtype_ != ng::DType::BFloat16 ? images
-                                                                    : images.to(activation_dtype_);
+  // Mixed precision rounds the images once, here (the data-dependent initialisation stays
+  // float32); other images go on as they are, and a dtype the weights do not take is refused.
+  const bool mixed = !initialise && activation_dtype_ == ng::DType::BFloat16;
+  Tensor x = mixed ? images.to(ng::DType::BFloat16) : images;
   if (training && config_.input_noise > 0)
     x = x + ng::randn(x.shape(), noise_generator_, {.dtype = x.dtype(), .device = x.device()}) *
                 config_.input_noise;

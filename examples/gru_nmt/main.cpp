@@ -9,8 +9,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/command_flags.h"
 #include "common/distributed_run.h"
-#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -80,10 +80,7 @@ int main(int argc, char** argv) {
             "Dropout on the embeddings, one mask per sentence (0: none)");
   flags.add("--dropout-hidden", NMT_SETTING(model.dropout_hidden),
             "Dropout on the recurrent states, context and deep output (0: none)");
-  flags
-      .add("--precision", NMT_SETTING(model.precision),
-           "float32, or bfloat16: activations in bfloat16, parameters and optimiser in float32")
-      ->check(CLI::IsMember(examples::precision_names()));
+  examples::precision_flag(flags.add("--precision", NMT_SETTING(model.precision), ""));
   flags.add("--batch", NMT_SETTING(training.batch_sentences), "Sentences per batch");
 
   // ---- translate
@@ -137,10 +134,7 @@ int main(int argc, char** argv) {
           "--preset", experiment_preset,
           "Model and training preset of every run: small (the default), tiny, cpu or paper")
       ->check(CLI::IsMember({"tiny", "cpu", "small", "paper"}));
-  experiment
-      ->add_option("--precision", experiment_precision,
-                   "float32, or bfloat16 (mixed precision) for every run")
-      ->check(CLI::IsMember(examples::precision_names()));
+  examples::precision_flag(experiment->add_option("--precision", experiment_precision));
   experiment
       ->add_option("--steps", experiment_steps, "Steps of each Table 2 run (replaces the budget's)")
       ->check(CLI::PositiveNumber);

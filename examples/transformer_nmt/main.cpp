@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/command_flags.h"
 #include "common/distributed_run.h"
-#include "common/precision.h"
 #include "common/wait_policy.h"
 #include "data/text_file.h"
 #include "experiment.h"
@@ -82,10 +82,7 @@ int main(int argc, char** argv) {
   flags.add("--encoder-layers", NMT_SETTING(model.encoder_layers), "Encoder layers");
   flags.add("--decoder-layers", NMT_SETTING(model.decoder_layers), "Decoder layers");
   flags.add("--dropout", NMT_SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
-  flags
-      .add("--precision", NMT_SETTING(model.precision),
-           "float32, or bfloat16: activations in bfloat16, parameters and optimiser in float32")
-      ->check(CLI::IsMember(examples::precision_names()));
+  examples::precision_flag(flags.add("--precision", NMT_SETTING(model.precision), ""));
   bool untied = false;
   auto* untied_option = train->add_flag(
       "--untied-embeddings", untied,
@@ -156,10 +153,7 @@ int main(int argc, char** argv) {
       ->add_option("--preset", experiment_preset,
                    "Model and training preset of every run: small (the default), tiny, cpu or base")
       ->check(CLI::IsMember({"tiny", "cpu", "small", "base"}));
-  experiment
-      ->add_option("--precision", experiment_precision,
-                   "float32, or bfloat16 (mixed precision) for every run")
-      ->check(CLI::IsMember(examples::precision_names()));
+  examples::precision_flag(experiment->add_option("--precision", experiment_precision));
   experiment->add_option("--steps", experiment_steps, "Steps of each run (replaces the budget's)")
       ->check(CLI::PositiveNumber);
   experiment->add_option("--test-sentences", test_sentences, "Test lines to translate (0: all)")

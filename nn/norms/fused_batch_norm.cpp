@@ -20,12 +20,19 @@ using autograd::SavedTensors;
 
 constexpr const char* op_name = "batch_norm";
 
-// Checks an optional per-channel operand against x and returns it contiguous.
-Tensor checked_channel_operand(const Tensor& x, const Tensor& operand, const char* what) {
+// Checks an optional per-channel operand against x and returns it contiguous. Its dtype is
+// x's; a running estimate's may also be float32 for bfloat16 x (mixed precision keeps them in
+// the parameters' dtype).
+Tensor checked_channel_operand(const Tensor& x, const Tensor& operand, const char* what,
+                               bool running_estimate = false) {
   if (!operand.defined()) return operand;
   NG_CHECK(operand.shape() == Shape{x.size(1)}, op_name, what, " must have shape [", x.size(1),
            "] (one value per channel of the input ", x.shape(), "), got ", operand.shape());
-  autograd::primitive::check_same_dtype(x, operand, op_name);
+  if (running_estimate)
+    NG_CHECK(takes_input_dtype(x.dtype(), operand.dtype()), op_name, what, " is ", operand.dtype(),
+             " but the input is ", x.dtype());
+  else
+    autograd::primitive::check_same_dtype(x, operand, op_name);
   autograd::primitive::check_same_device(x, operand, op_name);
   return operand.contiguous();
 }
@@ -34,17 +41,6 @@ const backend::TensorRef* optional_kernel_ref(const Tensor& tensor, backend::Ten
   if (!tensor.defined()) return nullptr;
   storage = ::normgrad::detail::ref(tensor);
   return &storage;
-}
-
-// A running estimate: one value per channel of x, in x's dtype, or float32 for bfloat16 x (the
-// parameters' dtype in mixed precision).
-void check_running_estimate(const Tensor& x, const Tensor& running, const char* what) {
-  if (!running.defined()) return;
-  NG_CHECK(running.shape() == Shape{x.size(1)}, op_name, what, " must have shape [", x.size(1),
-           "] (one value per channel of the input ", x.shape(), "), got ", running.shape());
-  NG_CHECK(takes_input_dtype(x.dtype(), running.dtype()), op_name, what, " is ", running.dtype(),
-           " but the input is ", x.dtype());
-  autograd::primitive::check_same_device(x, running, op_name);
 }
 
 // running = (1 - momentum) running + momentum * weight * batch, in place, outside autograd.
@@ -77,8 +73,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
            "running_var, or use batch statistics (training = true)");
   const Tensor gain = checked_channel_operand(x, gain_in, "gain");
   const Tensor bias = checked_channel_operand(x, bias_in, "bias");
-  check_running_estimate(x, running_mean, "running_mean");
-  check_running_estimate(x, running_var, "running_var");
+  checked_channel_operand(x, running_mean, "running_mean", true);
+  checked_channel_operand(x, running_var, "running_var", true);
 
   const Shape kernel_shape{batch, channels, spatial};
   const Tensor input = x.contiguous().detach().view(kernel_shape);
