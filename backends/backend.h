@@ -201,6 +201,8 @@ class Backend {
   virtual void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) = 0;
   virtual void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) = 0;
   virtual MemoryStats memory_stats() const = 0;
+  // Starts the peak again from what is allocated now, to measure the peak of what follows.
+  virtual void reset_peak_memory_stats() = 0;
   // Gives cached blocks back to the system; with enabled = false, stops caching (debugging).
   virtual void empty_cache() = 0;
   virtual void set_caching(bool enabled) = 0;

@@ -14,6 +14,9 @@ namespace normgrad {
 using backend::MemoryStats;
 
 MemoryStats memory_stats(Device device = Device::cpu());
+// Starts peak_allocated_bytes again from the bytes allocated now, so that the next reading
+// gives the peak of what ran in between.
+void reset_peak_memory_stats(Device device = Device::cpu());
 void empty_cache(Device device = Device::cpu());
 void set_memory_caching(Device device, bool enabled);
 

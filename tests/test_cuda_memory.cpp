@@ -1,8 +1,8 @@
 // The GPU's caching allocator as the user sees it through memory_stats(Device::cuda()):
-// allocated, peak and cached bytes follow tensors as they are created and freed, a freed block
-// serves the next request of its size, empty_cache() gives the cache back, caching can be
-// switched off, and running out of memory is an Error that reports those numbers. Needs a GPU
-// (test_cuda_device.cpp checks the error when there is none).
+// allocated, peak and cached bytes follow tensors as they are created and freed (the peak
+// starts again when reset), a freed block serves the next request of its size, empty_cache()
+// gives the cache back, caching can be switched off, and running out of memory is an Error that
+// reports those numbers. Needs a GPU (test_cuda_device.cpp checks the error when there is none).
 
 #include "cuda_parity.h"
 
@@ -62,6 +62,20 @@ TEST_CASE("cuda small tensors take rounded blocks, and the peak stays at its hig
   CHECK(after.allocated_bytes == before.allocated_bytes);
   CHECK(after.peak_allocated_bytes >= before.allocated_bytes + (24u << 20));
   empty_cache(gpu);
+}
+
+TEST_CASE("cuda: the peak starts again from the bytes allocated when it is reset") {
+  SKIP_WITHOUT_CUDA();
+  const Device gpu = Device::cuda();
+  { const Tensor big = zeros({4 << 20}, {.device = gpu}); }  // 16 MiB, gone again
+  const MemoryStats high = memory_stats(gpu);
+  CHECK(high.peak_allocated_bytes >= high.allocated_bytes + (16u << 20));
+  reset_peak_memory_stats(gpu);
+  const MemoryStats reset = memory_stats(gpu);
+  CHECK(reset.peak_allocated_bytes == reset.allocated_bytes);
+  { const Tensor small = zeros({1 << 20}, {.device = gpu}); }
+  const MemoryStats after = memory_stats(gpu);
+  CHECK(after.peak_allocated_bytes == reset.allocated_bytes + four_mib);
 }
 
 TEST_CASE("cuda caching off: freed blocks go straight back") {

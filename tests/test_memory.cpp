@@ -1,4 +1,5 @@
-// The CPU allocator: statistics, reuse of cached blocks, and giving them back.
+// The CPU allocator: statistics (a peak that can be reset), reuse of cached blocks, and giving
+// them back.
 
 #include "helpers.h"
 
@@ -79,4 +80,21 @@ TEST_CASE("with caching off, freed blocks go straight back") {
   CHECK(memory_stats(Device::cuda()).allocated_bytes == before);
   CHECK(memory_stats(Device::cuda()).cached_bytes == 0);
   set_memory_caching(Device::cuda(), true);
+}
+
+TEST_CASE("the peak starts again from the bytes allocated when it is reset") {
+  set_memory_caching(Device::cpu(), true);
+  Tensor kept = zeros({1 << 18});     // 1 MiB, live throughout
+  { Tensor big = zeros({1 << 22}); }  // 16 MiB, gone again
+  const MemoryStats high = memory_stats();
+  CHECK(high.peak_allocated_bytes >= high.allocated_bytes + (16u << 20));
+  reset_peak_memory_stats();
+  const MemoryStats reset = memory_stats();
+  CHECK(reset.allocated_bytes == high.allocated_bytes);
+  CHECK(reset.peak_allocated_bytes == reset.allocated_bytes);
+  { Tensor small = zeros({1 << 19}); }  // 2 MiB
+  const MemoryStats after = memory_stats();
+  CHECK(after.peak_allocated_bytes >= reset.allocated_bytes + (2u << 20));
+  CHECK(after.peak_allocated_bytes < reset.allocated_bytes + (16u << 20));
+  CHECK(kept.numel() == 1 << 18);
 }

@@ -37,6 +37,7 @@ class CachingAllocator {
   void deallocate(void* data, std::size_t nbytes);
 
   MemoryStats stats() const;
+  void reset_peak();  // the peak becomes the bytes allocated now
   void empty_cache();
   void set_enabled(bool enabled);
 

@@ -114,6 +114,11 @@ MemoryStats CachingAllocator::stats() const {
   return {allocated_bytes_, peak_allocated_bytes_, cached_bytes_};
 }
 
+void CachingAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  peak_allocated_bytes_ = allocated_bytes_;
+}
+
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
   release_cached_locked();

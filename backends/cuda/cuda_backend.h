@@ -33,6 +33,7 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) override;
   void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) override;
   MemoryStats memory_stats() const override { return allocator_->stats(); }
+  void reset_peak_memory_stats() override { allocator_->reset_peak(); }
   void empty_cache() override;
   void set_caching(bool enabled) override { allocator_->set_enabled(enabled); }
 

@@ -41,21 +41,18 @@ void CudaBackend::copy(const TensorRef& dst, const TensorRef& src) {
 
 void CudaBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
                         double beta) {
-  if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
   DeviceGuard guard(context_.device);
   cuda::unary(context_, op, out, in, alpha, beta);
 }
 
 void CudaBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                          double alpha) {
-  if (any_bfloat16({&out, &a, &b})) return widened::binary(*this, op, out, a, b, alpha);
   DeviceGuard guard(context_.device);
   cuda::binary(context_, op, out, a, b, alpha);
 }
 
 void CudaBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
                         const TensorRef& b) {
-  if (any_bfloat16({&out, &cond, &a, &b})) return widened::where(*this, out, cond, a, b);
   DeviceGuard guard(context_.device);
   cuda::where(context_, out, cond, a, b);
 }
@@ -82,7 +79,6 @@ void CudaBackend::random_with_counters(const TensorRef& out, RandomKind kind,
 
 void CudaBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
                          std::uint64_t reduced, double scale) {
-  if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);
   DeviceGuard guard(context_.device);
   cuda::reduce(context_, op, out, in, reduced, scale);
 }
@@ -94,14 +90,12 @@ void CudaBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorR
 }
 
 void CudaBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
-  if (any_bfloat16({&out, &in})) return widened::softmax(*this, out, in, dim, log);
   DeviceGuard guard(context_.device);
   cuda::softmax(context_, out, in, dim, log);
 }
 
 void CudaBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
                                    int dim, bool log) {
-  if (any_bfloat16({&dx, &dy, &y})) return widened::softmax_backward(*this, dx, dy, y, dim, log);
   DeviceGuard guard(context_.device);
   cuda::softmax_backward(context_, dx, dy, y, dim, log);
 }

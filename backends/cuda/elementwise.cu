@@ -20,7 +20,9 @@
 //
 // The arithmetic is the CPU backend's (backends/cpu/elementwise_math.h): int64 wraps around,
 // maximum and minimum propagate NaN, GELU is the exact erf form, and ops outside the integers
-// refuse int64.
+// refuse int64. bfloat16 runs in the same kernels: each value is widened to float32 as it is
+// loaded and the result rounded once as it is stored (backends/compute_type.h), so the result
+// is the float32 op's on the rounded inputs, rounded once, with no float32 copies in memory.
 
 #include <cmath>
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -240,9 +243,19 @@ template <BinaryOp op, typename T> struct BinaryFunction {
   }
 };
 
+// A function of T = compute_t<S> values applied to stored S values: each is widened on load and
+// the result rounded once on store. For every S but bfloat16 it is the function itself.
+template <typename S, typename Function> struct OnStored {
+  Function function;
+  template <typename... Stored> __device__ __forceinline__ S operator()(Stored... x) const {
+    return static_cast<S>(function(static_cast<compute_t<S>>(x)...));
+  }
+};
+
 // 1 where the comparison holds, 0 elsewhere, in the output's dtype.
 template <BinaryOp op, typename Out, typename In> struct Comparison {
-  __device__ __forceinline__ Out operator()(In a, In b) const {
+  __device__ __forceinline__ Out operator()(In stored_a, In stored_b) const {
+    const auto a = static_cast<compute_t<In>>(stored_a), b = static_cast<compute_t<In>>(stored_b);
     bool result = false;
     if constexpr (op == BinaryOp::Eq)
       result = a == b;
@@ -271,8 +284,11 @@ template <typename T> struct Constant {
   __device__ __forceinline__ T operator()() const { return value; }
 };
 
+// The chosen value is moved, not converted: a bfloat16 keeps its bits.
 template <typename T, typename C> struct Select {
-  __device__ __forceinline__ T operator()(C cond, T a, T b) const { return cond != C{0} ? a : b; }
+  __device__ __forceinline__ T operator()(C cond, T a, T b) const {
+    return static_cast<compute_t<C>>(cond) != compute_t<C>{0} ? a : b;
+  }
 };
 
 // ---- the map engine -------------------------------------------------------------------------
@@ -524,42 +540,43 @@ __global__ void arange_kernel(T* out, Indexer indexer, std::int64_t n, double st
 
 // ---- unary and binary ops -------------------------------------------------------------------
 
-template <UnaryOp op, typename T>
+// S is the stored type, T = compute_t<S> the one the function works in (float32 for bfloat16).
+template <UnaryOp op, typename S, typename T = compute_t<S>>
 void run_unary(const Context& context, const TensorRef& out, const TensorRef& in, T alpha, T beta) {
-  map<T, T>(context, "cuda unary", UnaryFunction<op, T>{alpha, beta}, out, in);
+  map<S, S>(context, "cuda unary", OnStored<S, UnaryFunction<op, T>>{{alpha, beta}}, out, in);
 }
 
 // Ops defined for every dtype; false for the others.
-template <typename T>
+template <typename S, typename T = compute_t<S>>
 bool unary_any_dtype(const Context& context, UnaryOp op, const TensorRef& out, const TensorRef& in,
                      T alpha, T beta) {
   switch (op) {
     case UnaryOp::Neg:
-      run_unary<UnaryOp::Neg>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Neg, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::Abs:
-      run_unary<UnaryOp::Abs>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Abs, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::Sign:
-      run_unary<UnaryOp::Sign>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Sign, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::Square:
-      run_unary<UnaryOp::Square>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Square, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::Relu:
-      run_unary<UnaryOp::Relu>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Relu, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::Clamp:
-      run_unary<UnaryOp::Clamp>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::Clamp, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::AddScalar:
-      run_unary<UnaryOp::AddScalar>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::AddScalar, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::MulScalar:
-      run_unary<UnaryOp::MulScalar>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::MulScalar, S>(context, out, in, alpha, beta);
       return true;
     case UnaryOp::RsubScalar:
-      run_unary<UnaryOp::RsubScalar>(context, out, in, alpha, beta);
+      run_unary<UnaryOp::RsubScalar, S>(context, out, in, alpha, beta);
       return true;
     default:
       return false;
@@ -567,31 +584,31 @@ bool unary_any_dtype(const Context& context, UnaryOp op, const TensorRef& out, c
 }
 
 // Ops that need a floating-point type.
-template <typename T>
+template <typename S, typename T = compute_t<S>>
 void unary_floating(const Context& context, UnaryOp op, const TensorRef& out, const TensorRef& in,
                     T alpha, T beta) {
   switch (op) {
     case UnaryOp::Exp:
-      return run_unary<UnaryOp::Exp>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Exp, S>(context, out, in, alpha, beta);
     case UnaryOp::Log:
-      return run_unary<UnaryOp::Log>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Log, S>(context, out, in, alpha, beta);
     case UnaryOp::Sqrt:
-      return run_unary<UnaryOp::Sqrt>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Sqrt, S>(context, out, in, alpha, beta);
     case UnaryOp::Rsqrt:
-      return run_unary<UnaryOp::Rsqrt>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Rsqrt, S>(context, out, in, alpha, beta);
     case UnaryOp::Tanh:
-      return run_unary<UnaryOp::Tanh>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Tanh, S>(context, out, in, alpha, beta);
     case UnaryOp::Sigmoid:
-      return run_unary<UnaryOp::Sigmoid>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Sigmoid, S>(context, out, in, alpha, beta);
     case UnaryOp::Gelu:
-      return run_unary<UnaryOp::Gelu>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::Gelu, S>(context, out, in, alpha, beta);
     case UnaryOp::LeakyRelu:
-      return run_unary<UnaryOp::LeakyRelu>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::LeakyRelu, S>(context, out, in, alpha, beta);
     case UnaryOp::PowScalar:
-      if (alpha == T{2}) return run_unary<UnaryOp::Square>(context, out, in, alpha, beta);
-      return run_unary<UnaryOp::PowScalar>(context, out, in, alpha, beta);
+      if (alpha == T{2}) return run_unary<UnaryOp::Square, S>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::PowScalar, S>(context, out, in, alpha, beta);
     case UnaryOp::RdivScalar:
-      return run_unary<UnaryOp::RdivScalar>(context, out, in, alpha, beta);
+      return run_unary<UnaryOp::RdivScalar, S>(context, out, in, alpha, beta);
     default:
       break;
   }
@@ -625,31 +642,31 @@ void comparison(const Context& context, BinaryOp op, const TensorRef& out, const
   }
 }
 
-template <BinaryOp op, typename T>
+template <BinaryOp op, typename S, typename T = compute_t<S>>
 void run_binary(const Context& context, const TensorRef& out, const TensorRef& a,
                 const TensorRef& b, T alpha) {
-  map<T, T, T>(context, "cuda binary", BinaryFunction<op, T>{alpha}, out, a, b);
+  map<S, S, S>(context, "cuda binary", OnStored<S, BinaryFunction<op, T>>{{alpha}}, out, a, b);
 }
 
 // Ops defined for every dtype; false for the others.
-template <typename T>
+template <typename S, typename T = compute_t<S>>
 bool binary_any_dtype(const Context& context, BinaryOp op, const TensorRef& out, const TensorRef& a,
                       const TensorRef& b, T alpha) {
   switch (op) {
     case BinaryOp::Add:
-      run_binary<BinaryOp::Add>(context, out, a, b, alpha);
+      run_binary<BinaryOp::Add, S>(context, out, a, b, alpha);
       return true;
     case BinaryOp::Sub:
-      run_binary<BinaryOp::Sub>(context, out, a, b, alpha);
+      run_binary<BinaryOp::Sub, S>(context, out, a, b, alpha);
       return true;
     case BinaryOp::Mul:
-      run_binary<BinaryOp::Mul>(context, out, a, b, alpha);
+      run_binary<BinaryOp::Mul, S>(context, out, a, b, alpha);
       return true;
     case BinaryOp::Maximum:
-      run_binary<BinaryOp::Maximum>(context, out, a, b, alpha);
+      run_binary<BinaryOp::Maximum, S>(context, out, a, b, alpha);
       return true;
     case BinaryOp::Minimum:
-      run_binary<BinaryOp::Minimum>(context, out, a, b, alpha);
+      run_binary<BinaryOp::Minimum, S>(context, out, a, b, alpha);
       return true;
     default:
       return false;
@@ -657,24 +674,24 @@ bool binary_any_dtype(const Context& context, BinaryOp op, const TensorRef& out,
 }
 
 // Ops that need a floating-point type.
-template <typename T>
+template <typename S, typename T = compute_t<S>>
 void binary_floating(const Context& context, BinaryOp op, const TensorRef& out, const TensorRef& a,
                      const TensorRef& b, T alpha) {
   switch (op) {
     case BinaryOp::Div:
-      return run_binary<BinaryOp::Div>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::Div, S>(context, out, a, b, alpha);
     case BinaryOp::Pow:
-      return run_binary<BinaryOp::Pow>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::Pow, S>(context, out, a, b, alpha);
     case BinaryOp::TanhGrad:
-      return run_binary<BinaryOp::TanhGrad>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::TanhGrad, S>(context, out, a, b, alpha);
     case BinaryOp::SigmoidGrad:
-      return run_binary<BinaryOp::SigmoidGrad>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::SigmoidGrad, S>(context, out, a, b, alpha);
     case BinaryOp::ReluGrad:
-      return run_binary<BinaryOp::ReluGrad>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::ReluGrad, S>(context, out, a, b, alpha);
     case BinaryOp::GeluGrad:
-      return run_binary<BinaryOp::GeluGrad>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::GeluGrad, S>(context, out, a, b, alpha);
     case BinaryOp::LeakyReluGrad:
-      return run_binary<BinaryOp::LeakyReluGrad>(context, out, a, b, alpha);
+      return run_binary<BinaryOp::LeakyReluGrad, S>(context, out, a, b, alpha);
     default:
       break;
   }
@@ -724,12 +741,13 @@ void unary(const Context& context, UnaryOp op, const TensorRef& out, const Tenso
            double alpha, double beta) {
   NG_CHECK(out.dtype == in.dtype, "cuda unary", unary_name(op), ": out is ", out.dtype,
            " but in is ", in.dtype);
-  dispatch_any(out.dtype, "cuda unary", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_storage(out.dtype, "cuda unary", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const T typed_alpha = static_cast<T>(alpha), typed_beta = static_cast<T>(beta);
-    if (unary_any_dtype<T>(context, op, out, in, typed_alpha, typed_beta)) return;
+    if (unary_any_dtype<S>(context, op, out, in, typed_alpha, typed_beta)) return;
     if constexpr (std::is_floating_point_v<T>) {
-      unary_floating<T>(context, op, out, in, typed_alpha, typed_beta);
+      unary_floating<S>(context, op, out, in, typed_alpha, typed_beta);
     } else {
       throw Error(detail::concat("cuda unary: ", unary_name(op), " is not supported for ",
                                  out.dtype, "; convert to a float dtype"));
@@ -742,8 +760,8 @@ void binary(const Context& context, BinaryOp op, const TensorRef& out, const Ten
   NG_CHECK(a.dtype == b.dtype, "cuda binary", binary_name(op), ": a is ", a.dtype, " but b is ",
            b.dtype);
   if (is_comparison(op)) {
-    dispatch_any(out.dtype, "cuda binary", [&](auto out_tag) {
-      dispatch_any(a.dtype, "cuda binary", [&](auto in_tag) {
+    dispatch_storage(out.dtype, "cuda binary", [&](auto out_tag) {
+      dispatch_storage(a.dtype, "cuda binary", [&](auto in_tag) {
         comparison<typename decltype(out_tag)::type, typename decltype(in_tag)::type>(context, op,
                                                                                       out, a, b);
       });
@@ -752,12 +770,13 @@ void binary(const Context& context, BinaryOp op, const TensorRef& out, const Ten
   }
   NG_CHECK(out.dtype == a.dtype, "cuda binary", binary_name(op), ": out is ", out.dtype,
            " but the operands are ", a.dtype);
-  dispatch_any(out.dtype, "cuda binary", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_storage(out.dtype, "cuda binary", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const T typed_alpha = static_cast<T>(alpha);
-    if (binary_any_dtype<T>(context, op, out, a, b, typed_alpha)) return;
+    if (binary_any_dtype<S>(context, op, out, a, b, typed_alpha)) return;
     if constexpr (std::is_floating_point_v<T>) {
-      binary_floating<T>(context, op, out, a, b, typed_alpha);
+      binary_floating<S>(context, op, out, a, b, typed_alpha);
     } else if (op == BinaryOp::Div) {
       throw Error("cuda binary: int64 division is not supported; convert to a float dtype");
     } else {
@@ -772,8 +791,8 @@ void where(const Context& context, const TensorRef& out, const TensorRef& cond, 
            const TensorRef& b) {
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cuda where",
            "out, a and b must share a dtype, got ", out.dtype, ", ", a.dtype, " and ", b.dtype);
-  dispatch_any(out.dtype, "cuda where", [&](auto value_tag) {
-    dispatch_any(cond.dtype, "cuda where", [&](auto cond_tag) {
+  dispatch_storage(out.dtype, "cuda where", [&](auto value_tag) {
+    dispatch_storage(cond.dtype, "cuda where", [&](auto cond_tag) {
       using T = typename decltype(value_tag)::type;
       using C = typename decltype(cond_tag)::type;
       map<T, C, T, T>(context, "cuda where", Select<T, C>{}, out, cond, a, b);

@@ -25,13 +25,16 @@
 // As on the CPU, sums accumulate in the input's type (float32 stays float32); each thread adds
 // at most 64 elements in four chains before the tree takes over, so the error stays near that
 // of the CPU's pairwise sums. Max and Min propagate NaN; ArgMax and ArgMin return the first
-// index of the extreme value, a NaN counting as more extreme than any number.
+// index of the extreme value, a NaN counting as more extreme than any number. bfloat16 input
+// is widened as it is loaded and combined in float32, and a bfloat16 result rounded once: the
+// float32 reduction of the same values (backends/compute_type.h).
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/reduce.h"
@@ -64,9 +67,11 @@ template <typename T> __device__ __forceinline__ T highest_value() {
     return std::numeric_limits<T>::infinity();
 }
 
-template <typename T> struct SumReducer {
+// S is the stored type of the input and the output, T = compute_t<S> the one values are
+// combined in (float32 for bfloat16, whose result is rounded once, in finish).
+template <typename S, typename T = compute_t<S>> struct SumReducer {
   using Value = T;
-  using Out = T;
+  using Out = S;
   double scale;
   // -0 is the identity of IEEE addition (-0 + -0 = -0, while +0 + -0 = +0).
   __device__ static Value identity() {
@@ -75,7 +80,7 @@ template <typename T> struct SumReducer {
     else
       return -T{0};
   }
-  __device__ static Value load(T x, std::int64_t) { return x; }
+  __device__ static Value load(S x, std::int64_t) { return static_cast<T>(x); }
   __device__ static Value combine(Value a, Value b) {
     if constexpr (std::is_integral_v<T>)  // wraps around, as on the CPU
       return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
@@ -83,11 +88,11 @@ template <typename T> struct SumReducer {
       return a + b;
   }
   __device__ Out finish(Value sum) const {
-    if (scale == 1.0) return sum;
+    if (scale == 1.0) return static_cast<S>(sum);
     if constexpr (std::is_integral_v<T>)
-      return static_cast<T>(static_cast<double>(sum) * scale);
+      return static_cast<S>(static_cast<double>(sum) * scale);
     else
-      return sum * static_cast<T>(scale);
+      return static_cast<S>(sum * static_cast<T>(scale));
   }
   __device__ static Value shuffle_xor(Value v, int lane_mask) {
     return __shfl_xor_sync(full_warp, v, lane_mask);
@@ -95,15 +100,15 @@ template <typename T> struct SumReducer {
 };
 
 // Max (is_max) or Min; a NaN wins (x != x only for NaN).
-template <typename T, bool is_max> struct ExtremeReducer {
+template <typename S, bool is_max, typename T = compute_t<S>> struct ExtremeReducer {
   using Value = T;
-  using Out = T;
+  using Out = S;
   __device__ static Value identity() { return is_max ? lowest_value<T>() : highest_value<T>(); }
-  __device__ static Value load(T x, std::int64_t) { return x; }
+  __device__ static Value load(S x, std::int64_t) { return static_cast<T>(x); }
   __device__ static Value combine(Value a, Value b) {
     return ((is_max ? a > b : a < b) || a != a) ? a : b;
   }
-  __device__ Out finish(Value v) const { return v; }
+  __device__ Out finish(Value v) const { return static_cast<S>(v); }
   __device__ static Value shuffle_xor(Value v, int lane_mask) {
     return __shfl_xor_sync(full_warp, v, lane_mask);
   }
@@ -116,14 +121,14 @@ template <typename T> struct ArgValue {
 
 // ArgMax (is_max) or ArgMin: the better value, NaN first; on ties the smaller index, which
 // makes combine commutative and gives the first index whatever the order of combination.
-template <typename T, bool is_max> struct ArgReducer {
+template <typename S, bool is_max, typename T = compute_t<S>> struct ArgReducer {
   using Value = ArgValue<T>;
   using Out = std::int64_t;
   __device__ static Value identity() {
     return {is_max ? lowest_value<T>() : highest_value<T>(),
             std::numeric_limits<std::int64_t>::max()};
   }
-  __device__ static Value load(T x, std::int64_t p) { return {x, p}; }
+  __device__ static Value load(S x, std::int64_t p) { return {static_cast<T>(x), p}; }
   __device__ static Value combine(Value a, Value b) {
     const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
     if (a_nan != b_nan) return a_nan ? a : b;
@@ -425,13 +430,13 @@ void reduce(const Context& context, ReduceOp op, const TensorRef& out, const Ten
       NG_CHECK(dim < 0, name, "argmax/argmin reduce a single dim, got several of shape ", in.shape);
       dim = d;
     }
-    dispatch_any(in.dtype, name, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    dispatch_storage(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
       auto* result = out.ptr<std::int64_t>();
       if (op == ReduceOp::ArgMax)
-        run_reduce(context, ArgReducer<T, true>{}, layout, in.ptr<const T>(), result);
+        run_reduce(context, ArgReducer<S, true>{}, layout, in.ptr<const S>(), result);
       else
-        run_reduce(context, ArgReducer<T, false>{}, layout, in.ptr<const T>(), result);
+        run_reduce(context, ArgReducer<S, false>{}, layout, in.ptr<const S>(), result);
     });
     return;
   }
@@ -442,17 +447,17 @@ void reduce(const Context& context, ReduceOp op, const TensorRef& out, const Ten
     fill(context, out, 0.0);
     return;
   }
-  dispatch_any(in.dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* x = in.ptr<const T>();
-    T* result = out.ptr<T>();
+  dispatch_storage(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* x = in.ptr<const S>();
+    S* result = out.ptr<S>();
     switch (op) {
       case ReduceOp::Sum:
-        return run_reduce(context, SumReducer<T>{scale}, layout, x, result);
+        return run_reduce(context, SumReducer<S>{scale}, layout, x, result);
       case ReduceOp::Max:
-        return run_reduce(context, ExtremeReducer<T, true>{}, layout, x, result);
+        return run_reduce(context, ExtremeReducer<S, true>{}, layout, x, result);
       case ReduceOp::Min:
-        return run_reduce(context, ExtremeReducer<T, false>{}, layout, x, result);
+        return run_reduce(context, ExtremeReducer<S, false>{}, layout, x, result);
       default:
         throw Error(detail::concat(name, ": unknown op ", static_cast<int>(op)));
     }

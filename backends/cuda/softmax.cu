@@ -7,7 +7,9 @@
 // Backward, from dy and the forward output y:
 //   softmax:     dx = y * (dy - sum(dy * y))
 //   log_softmax: dx = dy - exp(y) * sum(dy)
-// Sums are kept in double, as on the CPU, and rounded to T once.
+// Sums are kept in double, as on the CPU, and rounded to T once. Each kernel stores S and
+// computes in T = compute_t<S>: bfloat16 values are widened as they are loaded and rounded once
+// as they are stored, which is the float32 kernel's result on them (backends/compute_type.h).
 //
 // Lines are independent, so each goes to one group of threads:
 //   warp kernels:  lines that are contiguous along the dim and at most 1024 long (the common
@@ -26,6 +28,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/softmax.h"
 #include "backends/dtype_dispatch.h"
@@ -62,19 +65,19 @@ __device__ __forceinline__ std::int64_t grid_warps() {
 
 // The loop over lines is the same for all 32 lanes of a warp, so every lane takes part in
 // every shuffle.
-template <typename T, int per_lane>
-__global__ void softmax_warp_kernel(T* out, const T* in, Indexer rest_out, Indexer rest_in,
+template <typename S, int per_lane, typename T = compute_t<S>>
+__global__ void softmax_warp_kernel(S* out, const S* in, Indexer rest_out, Indexer rest_in,
                                     std::int64_t lines, int n, bool log) {
   const int lane = threadIdx.x % warp_size;
   for (std::int64_t line = global_warp(); line < lines; line += grid_warps()) {
-    const T* x = in + rest_in.offset(line);
-    T* y = out + rest_out.offset(line);
+    const S* x = in + rest_in.offset(line);
+    S* y = out + rest_out.offset(line);
     T values[per_lane];
     T max_value = negative_infinity<T>();
 #pragma unroll
     for (int j = 0; j < per_lane; ++j) {
       const int k = lane + j * warp_size;
-      values[j] = k < n ? x[k] : negative_infinity<T>();
+      values[j] = k < n ? static_cast<T>(x[k]) : negative_infinity<T>();
       max_value = maximum_value(max_value, values[j]);
     }
     max_value = warp_max(max_value);
@@ -93,35 +96,35 @@ __global__ void softmax_warp_kernel(T* out, const T* in, Indexer rest_out, Index
 #pragma unroll
       for (int j = 0; j < per_lane; ++j) {
         const int k = lane + j * warp_size;
-        if (k < n) y[k] = values[j] * inverse;
+        if (k < n) y[k] = static_cast<S>(values[j] * inverse);
       }
     } else {
       const T log_sum = static_cast<T>(::log(sum));
 #pragma unroll
       for (int j = 0; j < per_lane; ++j) {
         const int k = lane + j * warp_size;
-        if (k < n) y[k] = (values[j] - max_value) - log_sum;
+        if (k < n) y[k] = static_cast<S>((values[j] - max_value) - log_sum);
       }
     }
   }
 }
 
-template <typename T, int per_lane>
-__global__ void softmax_backward_warp_kernel(T* dx, const T* dy, const T* y, Indexer rest_dx,
+template <typename S, int per_lane, typename T = compute_t<S>>
+__global__ void softmax_backward_warp_kernel(S* dx, const S* dy, const S* y, Indexer rest_dx,
                                              Indexer rest_dy, Indexer rest_y, std::int64_t lines,
                                              int n, bool log) {
   const int lane = threadIdx.x % warp_size;
   for (std::int64_t line = global_warp(); line < lines; line += grid_warps()) {
-    const T* grad_out = dy + rest_dy.offset(line);
-    const T* output = y + rest_y.offset(line);
-    T* grad_in = dx + rest_dx.offset(line);
+    const S* grad_out = dy + rest_dy.offset(line);
+    const S* output = y + rest_y.offset(line);
+    S* grad_in = dx + rest_dx.offset(line);
     T grads[per_lane], outputs[per_lane];
     double sum = 0.0;
 #pragma unroll
     for (int j = 0; j < per_lane; ++j) {
       const int k = lane + j * warp_size;
-      grads[j] = k < n ? grad_out[k] : T{0};
-      outputs[j] = k < n ? output[k] : T{0};
+      grads[j] = k < n ? static_cast<T>(grad_out[k]) : T{0};
+      outputs[j] = k < n ? static_cast<T>(output[k]) : T{0};
       sum += log ? static_cast<double>(grads[j])
                  : static_cast<double>(grads[j]) * static_cast<double>(outputs[j]);
     }
@@ -130,7 +133,8 @@ __global__ void softmax_backward_warp_kernel(T* dx, const T* dy, const T* y, Ind
     for (int j = 0; j < per_lane; ++j) {
       const int k = lane + j * warp_size;
       if (k < n)
-        grad_in[k] = log ? grads[j] - math_exp(outputs[j]) * s : outputs[j] * (grads[j] - s);
+        grad_in[k] =
+            static_cast<S>(log ? grads[j] - math_exp(outputs[j]) * s : outputs[j] * (grads[j] - s));
     }
   }
 }
@@ -156,8 +160,8 @@ template <int group> __device__ __forceinline__ double group_sum(double value, d
   if constexpr (group == 0) return block_sum(value, shared);
 }
 
-template <int group, typename T>
-__global__ void softmax_lines_kernel(T* out, const T* in, Indexer rest_out, Indexer rest_in,
+template <int group, typename S, typename T = compute_t<S>>
+__global__ void softmax_lines_kernel(S* out, const S* in, Indexer rest_out, Indexer rest_in,
                                      std::int64_t lines, std::int64_t n, std::int64_t out_stride,
                                      std::int64_t in_stride, bool log) {
   __shared__ T shared_max[warp_size];
@@ -167,30 +171,30 @@ __global__ void softmax_lines_kernel(T* out, const T* in, Indexer rest_out, Inde
   const std::int64_t groups = std::int64_t{gridDim.x} * (blockDim.x / size);
   for (std::int64_t line = (blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x) / size;
        line < lines; line += groups) {
-    const T* x = in + rest_in.offset(line);
-    T* y = out + rest_out.offset(line);
+    const S* x = in + rest_in.offset(line);
+    S* y = out + rest_out.offset(line);
+    const auto value = [&](std::int64_t k) { return static_cast<T>(x[k * in_stride]); };
     T max_value = negative_infinity<T>();
-    for (std::int64_t k = lane; k < n; k += size)
-      max_value = maximum_value(max_value, x[k * in_stride]);
+    for (std::int64_t k = lane; k < n; k += size) max_value = maximum_value(max_value, value(k));
     max_value = group_max<group>(max_value, shared_max);
     double sum = 0.0;
     for (std::int64_t k = lane; k < n; k += size)
-      sum += static_cast<double>(math_exp(x[k * in_stride] - max_value));
+      sum += static_cast<double>(math_exp(value(k) - max_value));
     sum = group_sum<group>(sum, shared_sum);
     if (!log) {
       const T inverse = static_cast<T>(1.0 / sum);
       for (std::int64_t k = lane; k < n; k += size)
-        y[k * out_stride] = math_exp(x[k * in_stride] - max_value) * inverse;
+        y[k * out_stride] = static_cast<S>(math_exp(value(k) - max_value) * inverse);
     } else {
       const T log_sum = static_cast<T>(::log(sum));
       for (std::int64_t k = lane; k < n; k += size)
-        y[k * out_stride] = (x[k * in_stride] - max_value) - log_sum;
+        y[k * out_stride] = static_cast<S>((value(k) - max_value) - log_sum);
     }
   }
 }
 
-template <int group, typename T>
-__global__ void softmax_backward_lines_kernel(T* dx, const T* dy, const T* y, Indexer rest_dx,
+template <int group, typename S, typename T = compute_t<S>>
+__global__ void softmax_backward_lines_kernel(S* dx, const S* dy, const S* y, Indexer rest_dx,
                                               Indexer rest_dy, Indexer rest_y, std::int64_t lines,
                                               std::int64_t n, std::int64_t dx_stride,
                                               std::int64_t dy_stride, std::int64_t y_stride,
@@ -201,18 +205,18 @@ __global__ void softmax_backward_lines_kernel(T* dx, const T* dy, const T* y, In
   const std::int64_t groups = std::int64_t{gridDim.x} * (blockDim.x / size);
   for (std::int64_t line = (blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x) / size;
        line < lines; line += groups) {
-    const T* grad_out = dy + rest_dy.offset(line);
-    const T* output = y + rest_y.offset(line);
-    T* grad_in = dx + rest_dx.offset(line);
+    const S* grad_out = dy + rest_dy.offset(line);
+    const S* output = y + rest_y.offset(line);
+    S* grad_in = dx + rest_dx.offset(line);
     double sum = 0.0;
     for (std::int64_t k = lane; k < n; k += size) {
-      const double g = static_cast<double>(grad_out[k * dy_stride]);
-      sum += log ? g : g * static_cast<double>(output[k * y_stride]);
+      const double g = static_cast<T>(grad_out[k * dy_stride]);
+      sum += log ? g : g * static_cast<T>(output[k * y_stride]);
     }
     const T s = static_cast<T>(group_sum<group>(sum, shared_sum));
     for (std::int64_t k = lane; k < n; k += size) {
-      const T g = grad_out[k * dy_stride], o = output[k * y_stride];
-      grad_in[k * dx_stride] = log ? g - math_exp(o) * s : o * (g - s);
+      const T g = static_cast<T>(grad_out[k * dy_stride]), o = static_cast<T>(output[k * y_stride]);
+      grad_in[k * dx_stride] = static_cast<S>(log ? g - math_exp(o) * s : o * (g - s));
     }
   }
 }
@@ -297,7 +301,7 @@ void with_line_group(const Context& context, const LinePlan<N>& plan, Launch lau
   }
 }
 
-template <typename T>
+template <typename S>
 void softmax_typed(const Context& context, const TensorRef& out, const TensorRef& in, int dim,
                    bool log) {
   const TensorRef* const tensors[2] = {&out, &in};
@@ -306,22 +310,22 @@ void softmax_typed(const Context& context, const TensorRef& out, const TensorRef
   const cudaStream_t stream = context.stream;
   if (plan.unit_stride && plan.length <= warp_line_limit) {
     with_per_lane(plan.length, [&](auto per_lane) {
-      softmax_warp_kernel<T, decltype(per_lane)::value>
+      softmax_warp_kernel<S, decltype(per_lane)::value>
           <<<grid_for(plan.lines * warp_size, context), threads_per_block, 0, stream>>>(
-              out.ptr<T>(), in.ptr<const T>(), plan.rest[0], plan.rest[1], plan.lines,
+              out.ptr<S>(), in.ptr<const S>(), plan.rest[0], plan.rest[1], plan.lines,
               static_cast<int>(plan.length), log);
     });
   } else {
     with_line_group(context, plan, [&](auto group, unsigned blocks) {
-      softmax_lines_kernel<decltype(group)::value, T><<<blocks, threads_per_block, 0, stream>>>(
-          out.ptr<T>(), in.ptr<const T>(), plan.rest[0], plan.rest[1], plan.lines, plan.length,
+      softmax_lines_kernel<decltype(group)::value, S><<<blocks, threads_per_block, 0, stream>>>(
+          out.ptr<S>(), in.ptr<const S>(), plan.rest[0], plan.rest[1], plan.lines, plan.length,
           plan.strides[0], plan.strides[1], log);
     });
   }
   NG_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
+template <typename S>
 void softmax_backward_typed(const Context& context, const TensorRef& dx, const TensorRef& dy,
                             const TensorRef& y, int dim, bool log) {
   const TensorRef* const tensors[3] = {&dx, &dy, &y};
@@ -330,16 +334,16 @@ void softmax_backward_typed(const Context& context, const TensorRef& dx, const T
   const cudaStream_t stream = context.stream;
   if (plan.unit_stride && plan.length <= warp_line_limit) {
     with_per_lane(plan.length, [&](auto per_lane) {
-      softmax_backward_warp_kernel<T, decltype(per_lane)::value>
+      softmax_backward_warp_kernel<S, decltype(per_lane)::value>
           <<<grid_for(plan.lines * warp_size, context), threads_per_block, 0, stream>>>(
-              dx.ptr<T>(), dy.ptr<const T>(), y.ptr<const T>(), plan.rest[0], plan.rest[1],
+              dx.ptr<S>(), dy.ptr<const S>(), y.ptr<const S>(), plan.rest[0], plan.rest[1],
               plan.rest[2], plan.lines, static_cast<int>(plan.length), log);
     });
   } else {
     with_line_group(context, plan, [&](auto group, unsigned blocks) {
-      softmax_backward_lines_kernel<decltype(group)::value, T>
+      softmax_backward_lines_kernel<decltype(group)::value, S>
           <<<blocks, threads_per_block, 0, stream>>>(
-              dx.ptr<T>(), dy.ptr<const T>(), y.ptr<const T>(), plan.rest[0], plan.rest[1],
+              dx.ptr<S>(), dy.ptr<const S>(), y.ptr<const S>(), plan.rest[0], plan.rest[1],
               plan.rest[2], plan.lines, plan.length, plan.strides[0], plan.strides[1],
               plan.strides[2], log);
     });
@@ -351,7 +355,7 @@ void softmax_backward_typed(const Context& context, const TensorRef& dx, const T
 
 void softmax(const Context& context, const TensorRef& out, const TensorRef& in, int dim, bool log) {
   NG_CHECK(out.dtype == in.dtype, "cuda softmax", "out is ", out.dtype, " but in is ", in.dtype);
-  dispatch_floating(in.dtype, "cuda softmax", [&](auto tag) {
+  dispatch_floating_or_bfloat16(in.dtype, "cuda softmax", [&](auto tag) {
     softmax_typed<typename decltype(tag)::type>(context, out, in, dim, log);
   });
 }
@@ -360,7 +364,7 @@ void softmax_backward(const Context& context, const TensorRef& dx, const TensorR
                       const TensorRef& y, int dim, bool log) {
   NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cuda softmax_backward",
            "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
-  dispatch_floating(dx.dtype, "cuda softmax_backward", [&](auto tag) {
+  dispatch_floating_or_bfloat16(dx.dtype, "cuda softmax_backward", [&](auto tag) {
     softmax_backward_typed<typename decltype(tag)::type>(context, dx, dy, y, dim, log);
   });
 }
