@@ -15,7 +15,8 @@
 
 namespace normgrad::backend {
 
-// A norm as the fused kernels read it: NormParams and its gain and bias.
+// A norm as the fused kernels read it: NormParams and its gain and bias, stored as T (the data's
+// type: bfloat16 too, whose values are widened as they are read).
 template <typename T> struct FusedRowNorm {
   bool centred = false;
   std::int64_t k = 0;  // RMS family: the leading values that give the statistic
@@ -40,8 +41,10 @@ template <typename T> struct FusedRowNorm {
     const double mean_square = sum / divisor;
     return 1.0 / (eps_inside_sqrt ? ::sqrt(mean_square + eps) : ::sqrt(mean_square) + eps);
   }
-  NORMGRAD_HOST_DEVICE T normalise(T a, std::int64_t i, double mean, double inverse_r) const {
-    return T((double(a) - mean) * inverse_r * gain_at(i) + bias_at(i));
+  // The normalised value, in the type of `a` (the kernel's compute type).
+  template <typename V>
+  NORMGRAD_HOST_DEVICE V normalise(V a, std::int64_t i, double mean, double inverse_r) const {
+    return V((double(a) - mean) * inverse_r * gain_at(i) + bias_at(i));
   }
 };
 

@@ -133,14 +133,16 @@ inline void check_state_norms(const char* op, const GruStateNorms& norms, std::i
                   dtype);
 }
 
-// A normed GRU step's statistics: contiguous [4, rows] of the data's dtype.
+// A normed step's statistics: contiguous [4, rows] of the data's compute dtype (float32 for
+// bfloat16 data).
 inline void check_statistics(const char* op, const TensorRef& statistics, std::int64_t rows,
                              DType dtype) {
   const bool laid_out =
       rows == 0 ? statistics.shape == Shape({4, 0}) : dense_rows(statistics, 4, rows);
-  NG_CHECK(laid_out && statistics.dtype == dtype, op, "expects contiguous statistics [4, ", rows,
-           "] of dtype ", dtype, ", got shape ", statistics.shape, ", strides ", statistics.strides,
-           ", dtype ", statistics.dtype);
+  NG_CHECK(laid_out && statistics.dtype == compute_dtype(dtype), op,
+           "expects contiguous statistics [4, ", rows, "] of dtype ", compute_dtype(dtype),
+           ", got shape ", statistics.shape, ", strides ", statistics.strides, ", dtype ",
+           statistics.dtype);
 }
 
 inline StepExtent check_normed_gru_forward(const char* op, const GruStateNorms& norms,

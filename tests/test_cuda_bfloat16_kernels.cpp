@@ -1,9 +1,12 @@
-// The CUDA backend's elementwise, reduction and softmax kernels take bfloat16 natively: each
-// widens the values it loads to float32, computes as its float32 instantiation does, and rounds
-// once as it stores. So on the same device each must give, bit for bit, the float32 kernel's
-// result on the same values laid out alike, rounded once; and it must do so without float32
-// copies of its operands, which the peak of the device's memory shows.
+// The CUDA backend's elementwise, reduction, softmax and fused recurrent-step kernels take
+// bfloat16 natively: each widens the values it loads to float32, computes as its float32
+// instantiation does, and rounds once as it stores. So on the same device each must give, bit
+// for bit, the float32 kernel's result on the same values laid out alike, rounded once; and the
+// elementwise ops, sums and softmax must do so without float32 copies of their operands, which
+// the peak of the device's memory shows. Built with NORMGRAD_PARITY_ON_CPU, the cases run on
+// the CPU, whose bfloat16 goes through float32 copies: the same contract, met another way.
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -274,4 +277,236 @@ TEST_CASE("cuda: bfloat16 elementwise ops, sums and softmax make no float32 copi
   CHECK(stats.allocated_bytes == allocated);
   // The sum's partial results (16 KiB) are the only scratch; a float32 copy of x is 4 MiB.
   CHECK(stats.peak_allocated_bytes <= allocated + (64u << 10));
+}
+
+namespace {
+
+// A bfloat16 tensor and its float32 twin, both on the parity device: inputs hold the same
+// values; outputs are written by the bfloat16 kernel and by the float32 one respectively.
+struct Twin {
+  Tensor stored, widened;
+  backend::TensorRef ref(bool narrow) const { return detail::ref(narrow ? stored : widened); }
+};
+
+Twin input_twin(const Shape& shape, Generator& generator, double scale = 1.0) {
+  const Tensor values = to_bfloat16(randn(shape, generator) * scale).to(parity_device());
+  return {values, to_float32(values)};
+}
+
+// An output pair; `statistics` ones are float32 on both sides (a norm's mean and 1 / r).
+Twin output_twin(const Shape& shape, bool statistics = false) {
+  const TensorOptions stored{.dtype = statistics ? DType::Float32 : DType::BFloat16,
+                             .device = parity_device()};
+  return {empty(shape, stored), empty(shape, {.device = parity_device()})};
+}
+
+// The bfloat16 kernel's output against the float32 kernel's, rounded: the same bits.
+std::string twin_mismatch(const Twin& out, const std::string& what) {
+  const Tensor expected =
+      out.stored.dtype() == DType::BFloat16 ? to_bfloat16(out.widened) : out.widened;
+  return bits_mismatch(out.stored, expected, what);
+}
+
+// A mask of 1s and 0s over `rows` rows, as the kernels read it.
+Twin mask_twin(std::int64_t rows) {
+  std::vector<float> values(static_cast<std::size_t>(rows));
+  for (std::int64_t row = 0; row < rows; ++row) values[row] = row % 3 == 2 ? 0.0f : 1.0f;
+  const Tensor mask = from_vector<float>(values, {rows}).to(parity_device());
+  return {to_bfloat16(mask), mask};
+}
+
+backend::NormParams layer_norm_params() { return {.centred = true, .eps = 1e-5}; }
+// The RMS family over the first k of `width` values (k = width: RMSNorm).
+backend::NormParams rms_norm_params(std::int64_t k) {
+  return {.centred = false, .k = k, .divisor = static_cast<double>(k), .eps = 1e-8};
+}
+
+}  // namespace
+
+TEST_CASE("cuda: bfloat16 GRU and LSTM cell kernels are the float32 ones, rounded once") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(46);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  const std::int64_t B = 7, H = 45;
+  const Twin mask = mask_twin(B);
+  const backend::TensorRef mask_refs[2] = {mask.ref(false), mask.ref(true)};
+  SUBCASE("GRU") {
+    const Twin gx = input_twin({B, 3 * H}, generator), gh = input_twin({B, 3 * H}, generator);
+    const Twin h_prev = input_twin({B, H}, generator), dh = input_twin({B, H}, generator);
+    const Twin h = output_twin({B, H}), activations = output_twin({B, 3 * H});
+    const Twin dgx = output_twin({B, 3 * H}), dgh = output_twin({B, 3 * H});
+    const Twin dh_prev = output_twin({B, H});
+    for (const bool narrow : {true, false}) {
+      kernels.gru_cell_forward(h.ref(narrow), activations.ref(narrow), gx.ref(narrow),
+                               gh.ref(narrow), h_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(h, "h"));
+    CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+    // Backward reads the activations the bfloat16 forward saved, on both sides.
+    const Twin saved{activations.stored, to_float32(activations.stored)};
+    for (const bool narrow : {true, false}) {
+      kernels.gru_cell_backward(dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+                                dh.ref(narrow), saved.ref(narrow), gh.ref(narrow),
+                                h_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+    CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+    CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+  }
+  SUBCASE("LSTM") {
+    const Twin gates = input_twin({B, 4 * H}, generator), c_prev = input_twin({B, H}, generator);
+    const Twin dc = input_twin({B, H}, generator);
+    const Twin c = output_twin({B, H}), activations = output_twin({B, 3 * H});
+    const Twin dgates = output_twin({B, 4 * H}), dc_prev = output_twin({B, H});
+    for (const bool narrow : {true, false}) {
+      kernels.lstm_cell_forward(c.ref(narrow), activations.ref(narrow), gates.ref(narrow),
+                                c_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(c, "c"));
+    CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+    const Twin saved{activations.stored, to_float32(activations.stored)};
+    for (const bool narrow : {true, false}) {
+      kernels.lstm_cell_backward(dgates.ref(narrow), dc_prev.ref(narrow), dc.ref(narrow),
+                                 saved.ref(narrow), c_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(dgates, "dgates"));
+    CHECK_NO_MISMATCH(twin_mismatch(dc_prev, "dc_prev"));
+  }
+}
+
+TEST_CASE("cuda: bfloat16 normed GRU and LSTM steps are the float32 ones, rounded once") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(47);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  // H = 300: a row block of 256 threads, some of which take two units.
+  const std::int64_t B = 5, H = 300;
+  const Twin mask = mask_twin(B);
+  const backend::TensorRef mask_refs[2] = {mask.ref(false), mask.ref(true)};
+  // A norm's gain and bias over `width` values, as references for each side.
+  struct Affine {
+    Twin gain, bias;
+    backend::TensorRef refs[2][2];  // [narrow][gain, bias]
+  };
+  const auto affine = [&](std::int64_t width) {
+    Affine a{input_twin({width}, generator, 0.3), input_twin({width}, generator, 0.1), {}};
+    a.gain.stored = to_bfloat16(to_float32(a.gain.stored) + 1.0);
+    a.gain.widened = to_float32(a.gain.stored);
+    for (const bool narrow : {false, true})
+      a.refs[narrow][0] = a.gain.ref(narrow), a.refs[narrow][1] = a.bias.ref(narrow);
+    return a;
+  };
+  const auto gradients = [](std::int64_t width) {
+    return std::array<Twin, 2>{output_twin({width}), output_twin({width})};
+  };
+
+  SUBCASE("GRU: LayerNorm on the gates, partial RMSNorm on the candidate") {
+    const Affine gates = affine(2 * H), candidate = affine(H);
+    const Twin gx = input_twin({B, 3 * H}, generator), gh = input_twin({B, 3 * H}, generator, 2);
+    const Twin h_prev = input_twin({B, H}, generator), dh = input_twin({B, H}, generator);
+    const Twin h = output_twin({B, H}), activations = output_twin({B, 3 * H});
+    const Twin normalised = output_twin({B, 3 * H}), statistics = output_twin({4, B}, true);
+    for (const bool narrow : {true, false}) {
+      const backend::GruStateNorms norms{layer_norm_params(),        rms_norm_params(H / 4),
+                                         &gates.refs[narrow][0],     &gates.refs[narrow][1],
+                                         &candidate.refs[narrow][0], &candidate.refs[narrow][1]};
+      kernels.normed_gru_cell_forward(norms, h.ref(narrow), activations.ref(narrow),
+                                      normalised.ref(narrow), statistics.ref(narrow),
+                                      gx.ref(narrow), gh.ref(narrow), h_prev.ref(narrow),
+                                      &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(h, "h"));
+    CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+    CHECK_NO_MISMATCH(twin_mismatch(normalised, "normalised"));
+    CHECK_NO_MISMATCH(twin_mismatch(statistics, "statistics"));
+
+    const Twin saved_activations{activations.stored, to_float32(activations.stored)};
+    const Twin saved_normalised{normalised.stored, to_float32(normalised.stored)};
+    const Twin saved_statistics{statistics.stored, statistics.stored};
+    const Twin dgx = output_twin({B, 3 * H}), dgh = output_twin({B, 3 * H});
+    const Twin dh_prev = output_twin({B, H});
+    const auto gate_grads = gradients(2 * H), candidate_grads = gradients(H);
+    for (const bool narrow : {true, false}) {
+      const backend::GruStateNorms norms{layer_norm_params(),        rms_norm_params(H / 4),
+                                         &gates.refs[narrow][0],     &gates.refs[narrow][1],
+                                         &candidate.refs[narrow][0], &candidate.refs[narrow][1]};
+      const backend::TensorRef grads[4] = {gate_grads[0].ref(narrow), gate_grads[1].ref(narrow),
+                                           candidate_grads[0].ref(narrow),
+                                           candidate_grads[1].ref(narrow)};
+      kernels.normed_gru_cell_backward(norms, dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+                                       {&grads[0], &grads[1], &grads[2], &grads[3]}, dh.ref(narrow),
+                                       saved_activations.ref(narrow), saved_normalised.ref(narrow),
+                                       saved_statistics.ref(narrow), gh.ref(narrow),
+                                       h_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+    CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+    CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+    CHECK_NO_MISMATCH(twin_mismatch(gate_grads[0], "the gates' gain gradient"));
+    CHECK_NO_MISMATCH(twin_mismatch(gate_grads[1], "the gates' bias gradient"));
+    CHECK_NO_MISMATCH(twin_mismatch(candidate_grads[0], "the candidate's gain gradient"));
+    CHECK_NO_MISMATCH(twin_mismatch(candidate_grads[1], "the candidate's bias gradient"));
+  }
+
+  for (const bool state_norm : {true, false}) {
+    CAPTURE(state_norm);
+    // LSTM: RMSNorm on the state side (or none) and LayerNorm on the cell.
+    const Affine state = affine(4 * H), cell = affine(H);
+    const Twin gx = input_twin({B, 4 * H}, generator), gh = input_twin({B, 4 * H}, generator, 2);
+    const Twin h_prev = input_twin({B, H}, generator), c_prev = input_twin({B, H}, generator);
+    const Twin outputs = output_twin({B, 2 * H}), activations = output_twin({B, 4 * H});
+    const Twin cell_values = output_twin({B, H}), statistics = output_twin({4, B}, true);
+    const auto norms_for = [&](bool narrow) {
+      backend::LstmStepNorms norms{.normalise_state = state_norm,
+                                   .normalise_cell = true,
+                                   .state = rms_norm_params(4 * H),
+                                   .cell = layer_norm_params()};
+      if (state_norm) {
+        norms.state_gain = &state.refs[narrow][0];
+        norms.state_bias = &state.refs[narrow][1];
+      }
+      norms.cell_gain = &cell.refs[narrow][0];
+      norms.cell_bias = &cell.refs[narrow][1];
+      return norms;
+    };
+    for (const bool narrow : {true, false}) {
+      kernels.lstm_step_forward(norms_for(narrow), outputs.ref(narrow), activations.ref(narrow),
+                                cell_values.ref(narrow), statistics.ref(narrow), gx.ref(narrow),
+                                gh.ref(narrow), h_prev.ref(narrow), c_prev.ref(narrow),
+                                &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(outputs, "[h | c]"));
+    CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+    CHECK_NO_MISMATCH(twin_mismatch(cell_values, "the normalised cell"));
+    CHECK_NO_MISMATCH(twin_mismatch(statistics, "statistics"));
+
+    const Twin saved_outputs{outputs.stored, to_float32(outputs.stored)};
+    const Twin saved_activations{activations.stored, to_float32(activations.stored)};
+    const Twin saved_cell{cell_values.stored, to_float32(cell_values.stored)};
+    const Twin saved_statistics{statistics.stored, statistics.stored};
+    const Twin dstate = input_twin({B, 2 * H}, generator);
+    const Twin dgx = output_twin({B, 4 * H}), dgh = output_twin({B, 4 * H});
+    const Twin dh_prev = output_twin({B, H}), dc_prev = output_twin({B, H});
+    const auto state_grads = gradients(4 * H), cell_grads = gradients(H);
+    for (const bool narrow : {true, false}) {
+      const backend::TensorRef grads[4] = {state_grads[0].ref(narrow), state_grads[1].ref(narrow),
+                                           cell_grads[0].ref(narrow), cell_grads[1].ref(narrow)};
+      backend::LstmStepNormGrads wanted{nullptr, nullptr, &grads[2], &grads[3]};
+      if (state_norm) wanted.state_gain = &grads[0], wanted.state_bias = &grads[1];
+      kernels.lstm_step_backward(
+          norms_for(narrow), dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+          dc_prev.ref(narrow), wanted, dstate.ref(narrow), saved_outputs.ref(narrow),
+          saved_activations.ref(narrow), saved_cell.ref(narrow), saved_statistics.ref(narrow),
+          gh.ref(narrow), c_prev.ref(narrow), &mask_refs[narrow]);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+    CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+    CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+    CHECK_NO_MISMATCH(twin_mismatch(dc_prev, "dc_prev"));
+    if (state_norm) {
+      CHECK_NO_MISMATCH(twin_mismatch(state_grads[0], "the state norm's gain gradient"));
+      CHECK_NO_MISMATCH(twin_mismatch(state_grads[1], "the state norm's bias gradient"));
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(cell_grads[0], "the cell norm's gain gradient"));
+    CHECK_NO_MISMATCH(twin_mismatch(cell_grads[1], "the cell norm's bias gradient"));
+  }
 }

@@ -169,8 +169,6 @@ void CudaBackend::adam_update(const AdamParams& params, const TensorRef& weight,
 void CudaBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
                                    const TensorRef& gx, const TensorRef& gh,
                                    const TensorRef& h_prev, const TensorRef* mask) {
-  if (any_bfloat16({&h, &gx, &gh, &h_prev}))
-    return widened::gru_cell_forward(*this, h, activations, gx, gh, h_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::gru_cell_forward(context_, h, activations, gx, gh, h_prev, mask);
 }
@@ -179,8 +177,6 @@ void CudaBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
                                     const TensorRef& dh_prev, const TensorRef& dh,
                                     const TensorRef& activations, const TensorRef& gh,
                                     const TensorRef& h_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dh, &gh, &h_prev, &dgx}))
-    return widened::gru_cell_backward(*this, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::gru_cell_backward(context_, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
 }
@@ -190,9 +186,6 @@ void CudaBackend::normed_gru_cell_forward(const GruStateNorms& norms, const Tens
                                           const TensorRef& statistics, const TensorRef& gx,
                                           const TensorRef& gh, const TensorRef& h_prev,
                                           const TensorRef* mask) {
-  if (any_bfloat16({&h, &gx, &gh, &h_prev}))
-    return widened::normed_gru_cell_forward(*this, norms, h, activations, normalised, statistics,
-                                            gx, gh, h_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::normed_gru_cell_forward(context_, norms, h, activations, normalised, statistics, gx, gh,
                                 h_prev, mask);
@@ -205,9 +198,6 @@ void CudaBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Ten
                                            const TensorRef& normalised, const TensorRef& statistics,
                                            const TensorRef& gh, const TensorRef& h_prev,
                                            const TensorRef* mask) {
-  if (any_bfloat16({&dh, &gh, &h_prev, &dgx}))
-    return widened::normed_gru_cell_backward(*this, norms, dgx, dgh, dh_prev, affine, dh,
-                                             activations, normalised, statistics, gh, h_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::normed_gru_cell_backward(context_, norms, dgx, dgh, dh_prev, affine, dh, activations,
                                  normalised, statistics, gh, h_prev, mask);
@@ -218,9 +208,6 @@ void CudaBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef&
                                     const TensorRef& statistics, const TensorRef& gx,
                                     const TensorRef& gh, const TensorRef& h_prev,
                                     const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&state, &gx, &gh, &h_prev, &c_prev}))
-    return widened::lstm_step_forward(*this, norms, state, activations, cell, statistics, gx, gh,
-                                      h_prev, c_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::lstm_step_forward(context_, norms, state, activations, cell, statistics, gx, gh, h_prev,
                           c_prev, mask);
@@ -233,9 +220,6 @@ void CudaBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef
                                      const TensorRef& activations, const TensorRef& cell,
                                      const TensorRef& statistics, const TensorRef& gh,
                                      const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dstate, &gh, &c_prev, &dgx}))
-    return widened::lstm_step_backward(*this, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate,
-                                       state, activations, cell, statistics, gh, c_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::lstm_step_backward(context_, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,
                            activations, cell, statistics, gh, c_prev, mask);
@@ -244,8 +228,6 @@ void CudaBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef
 void CudaBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
                                     const TensorRef& gates, const TensorRef& c_prev,
                                     const TensorRef* mask) {
-  if (any_bfloat16({&c, &gates, &c_prev}))
-    return widened::lstm_cell_forward(*this, c, activations, gates, c_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::lstm_cell_forward(context_, c, activations, gates, c_prev, mask);
 }
@@ -253,8 +235,6 @@ void CudaBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activat
 void CudaBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
                                      const TensorRef& dc, const TensorRef& activations,
                                      const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dc, &c_prev, &dgates}))
-    return widened::lstm_cell_backward(*this, dgates, dc_prev, dc, activations, c_prev, mask);
   DeviceGuard guard(context_.device);
   cuda::lstm_cell_backward(context_, dgates, dc_prev, dc, activations, c_prev, mask);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "backends/backend.h"
+#include "backends/compute_type.h"
 
 namespace normgrad::backend::cuda {
 
@@ -27,8 +28,9 @@ template <typename T> __device__ __forceinline__ T hyperbolic_tangent(T x) {
     return ::tanh(x);
 }
 
-template <typename T> __device__ __forceinline__ bool takes_step(const T* mask, std::int64_t row) {
-  return mask == nullptr || mask[row] != T(0);
+// The mask is stored in the data's type (bfloat16 included), 0 where a row keeps its state.
+template <typename S> __device__ __forceinline__ bool takes_step(const S* mask, std::int64_t row) {
+  return mask == nullptr || static_cast<compute_t<S>>(mask[row]) != compute_t<S>(0);
 }
 
 // A step's mask as a kernel takes it: null when every row takes the step.

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/lstm_step.h"
@@ -27,21 +29,21 @@ namespace normgrad::backend::cuda {
 
 namespace {
 
-template <typename T> struct StepNorms {
+template <typename S> struct StepNorms {
   bool state_applied = false, cell_applied = false;
-  FusedRowNorm<T> state, cell;
+  FusedRowNorm<S> state, cell;
 };
 
-template <typename T> StepNorms<T> step_norms(const LstmStepNorms& norms) {
+template <typename S> StepNorms<S> step_norms(const LstmStepNorms& norms) {
   return {norms.normalise_state, norms.normalise_cell,
-          fused_row_norm<T>(norms.state, norms.state_gain, norms.state_bias),
-          fused_row_norm<T>(norms.cell, norms.cell_gain, norms.cell_bias)};
+          fused_row_norm<S>(norms.state, norms.state_gain, norms.state_bias),
+          fused_row_norm<S>(norms.cell, norms.cell_gain, norms.cell_bias)};
 }
 
 // A row's statistic over the block: its mean (0 for the RMS family) and 1 / r. Every thread of
 // the block must call it.
-template <typename T>
-__device__ void row_statistic(const FusedRowNorm<T>& norm, const T* a, std::int64_t n,
+template <typename G, typename V>
+__device__ void row_statistic(const FusedRowNorm<G>& norm, const V* a, std::int64_t n,
                               double* shared, double& mean, double& inverse_r) {
   double sum[1] = {0};
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -58,31 +60,47 @@ __device__ void row_statistic(const FusedRowNorm<T>& norm, const T* a, std::int6
   inverse_r = norm.inverse_r(sum[0], n);
 }
 
-template <typename T> struct ForwardArgs {
-  T* state;
-  T* activations;
-  T* cell;
+// The kernels store S and compute in T = compute_t<S> (backends/compute_type.h). What a pass
+// reads back from an earlier one (forward: c and the output gate o; backward: the state side's
+// gate gradients) stays T: in the outputs themselves when S is T, else in `kept`, a workspace of
+// T, so that bfloat16 gives the float32 kernel's result on the same values, bit for bit.
+template <typename S, typename T = compute_t<S>> struct ForwardArgs {
+  S* state;
+  S* activations;
+  S* cell;
   T* statistics;
-  const T* gx;
-  const T* gh;
-  const T* h_prev;
-  const T* c_prev;
-  const T* mask;
+  T* kept;  // [rows, 2H]: c, then o (unused when S is T)
+  const S* gx;
+  const S* gh;
+  const S* h_prev;
+  const S* c_prev;
+  const S* mask;
   std::int64_t rows, units;
-  StepNorms<T> norms;
+  StepNorms<S> norms;
 };
 
-template <typename T> __global__ void lstm_step_forward_kernel(const ForwardArgs<T> args) {
+template <typename S, typename T = compute_t<S>>
+__global__ void lstm_step_forward_kernel(const ForwardArgs<S> args) {
   __shared__ double shared[warp_size];
   const std::int64_t H = args.units;
-  const StepNorms<T>& norms = args.norms;
+  const StepNorms<S>& norms = args.norms;
+  const auto value = [](const S* operand, std::int64_t i) { return static_cast<T>(operand[i]); };
   for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
-    const T* x = args.gx + row * 4 * H;
-    const T* p = args.gh + row * 4 * H;
-    T* a = args.activations + row * 4 * H;
-    T* h = args.state + row * 2 * H;
-    T* c = h + H;
-    T* n = args.cell + row * H;
+    const S* x = args.gx + row * 4 * H;
+    const S* p = args.gh + row * 4 * H;
+    S* a = args.activations + row * 4 * H;
+    S* h = args.state + row * 2 * H;
+    S* c = h + H;
+    S* n = args.cell + row * H;
+    T* kept_c;
+    T* kept_o;
+    if constexpr (std::is_same_v<S, T>) {
+      kept_c = c;
+      kept_o = a + 3 * H;
+    } else {
+      kept_c = args.kept + row * 2 * H;
+      kept_o = kept_c + H;
+    }
     double state_mean = 0, state_inverse_r = 1, cell_mean = 0, cell_inverse_r = 1;
     if (norms.state_applied)  // the same for every thread of the launch
       row_statistic(norms.state, p, 4 * H, shared, state_mean, state_inverse_r);
@@ -91,24 +109,29 @@ template <typename T> __global__ void lstm_step_forward_kernel(const ForwardArgs
       for (int block = 0; block < 4; ++block) {
         const std::int64_t k = block * H + j;
         const T s = norms.state_applied
-                        ? norms.state.normalise(p[k], k, state_mean, state_inverse_r)
-                        : p[k];
-        const T pre = x[k] + s;
+                        ? norms.state.normalise(value(p, k), k, state_mean, state_inverse_r)
+                        : value(p, k);
+        const T pre = value(x, k) + s;
         gate[block] = block == 2 ? hyperbolic_tangent(pre) : sigmoid(pre);
-        a[k] = gate[block];
+        a[k] = static_cast<S>(gate[block]);
       }
-      c[j] = gate[1] * args.c_prev[row * H + j] + gate[0] * gate[2];
+      kept_o[j] = gate[3];
+      kept_c[j] = gate[1] * value(args.c_prev, row * H + j) + gate[0] * gate[2];
+      c[j] = static_cast<S>(kept_c[j]);
     }
     if (norms.cell_applied) {
       __syncthreads();  // every c of the row written before the statistic reads them
-      row_statistic(norms.cell, static_cast<const T*>(c), H, shared, cell_mean, cell_inverse_r);
+      row_statistic(norms.cell, static_cast<const T*>(kept_c), H, shared, cell_mean,
+                    cell_inverse_r);
     }
     const bool step = takes_step(args.mask, row);
     for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
-      const T normalised =
-          norms.cell_applied ? norms.cell.normalise(c[j], j, cell_mean, cell_inverse_r) : c[j];
-      n[j] = normalised;
-      h[j] = step ? a[3 * H + j] * hyperbolic_tangent(normalised) : args.h_prev[row * H + j];
+      const T normalised = norms.cell_applied
+                               ? norms.cell.normalise(kept_c[j], j, cell_mean, cell_inverse_r)
+                               : kept_c[j];
+      n[j] = static_cast<S>(normalised);
+      h[j] = step ? static_cast<S>(kept_o[j] * hyperbolic_tangent(normalised))
+                  : args.h_prev[row * H + j];
       if (!step) c[j] = args.c_prev[row * H + j];
     }
     if (threadIdx.x == 0) {
@@ -120,36 +143,38 @@ template <typename T> __global__ void lstm_step_forward_kernel(const ForwardArgs
   }
 }
 
-template <typename T> struct BackwardArgs {
-  T* dgx;
-  T* dgh;
-  T* dh_prev;
-  T* dc_prev;
+template <typename S, typename T = compute_t<S>> struct BackwardArgs {
+  S* dgx;
+  S* dgh;
+  S* dh_prev;
+  S* dc_prev;
   T* products;  // null, or [rows, 2, 5H]: dy ŷ then dy, the state norm's 4H then the cell's H
-  const T* dstate;
-  const T* state;
-  const T* activations;
-  const T* cell;
+  T* kept;      // [rows, 4H]: the gate gradients between the passes (unused when S is T)
+  const S* dstate;
+  const S* state;
+  const S* activations;
+  const S* cell;
   const T* statistics;
-  const T* gh;
-  const T* c_prev;
-  const T* mask;
+  const S* gh;
+  const S* c_prev;
+  const S* mask;
   std::int64_t rows, units;
-  StepNorms<T> norms;
+  StepNorms<S> norms;
 };
 
-template <typename T> __global__ void lstm_step_backward_kernel(const BackwardArgs<T> args) {
+template <typename S, typename T = compute_t<S>>
+__global__ void lstm_step_backward_kernel(const BackwardArgs<S> args) {
   __shared__ double shared[3 * warp_size];
   const std::int64_t H = args.units;
-  const StepNorms<T>& norms = args.norms;
+  const StepNorms<S>& norms = args.norms;
   for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
-    T* dx = args.dgx + row * 4 * H;
-    T* dp = args.dgh + row * 4 * H;
+    S* dx = args.dgx + row * 4 * H;
+    S* dp = args.dgh + row * 4 * H;
     T* products = args.products ? args.products + row * 10 * H : nullptr;
-    const T* dh = args.dstate + row * 2 * H;
-    const T* dc = dh + H;
+    const S* dh = args.dstate + row * 2 * H;
+    const S* dc = dh + H;
     if (!takes_step(args.mask, row)) {  // the same for the whole block
-      for (std::int64_t k = threadIdx.x; k < 4 * H; k += blockDim.x) dx[k] = dp[k] = T(0);
+      for (std::int64_t k = threadIdx.x; k < 4 * H; k += blockDim.x) dx[k] = dp[k] = S(0);
       for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
         args.dh_prev[row * H + j] = dh[j];
         args.dc_prev[row * H + j] = dc[j];
@@ -158,10 +183,15 @@ template <typename T> __global__ void lstm_step_backward_kernel(const BackwardAr
         for (std::int64_t k = threadIdx.x; k < 10 * H; k += blockDim.x) products[k] = T(0);
       continue;
     }
-    const T* a = args.activations + row * 4 * H;
-    const T* c = args.state + row * 2 * H + H;
-    const T* n = args.cell + row * H;
-    const T* p = args.gh + row * 4 * H;
+    T* kept_dx;
+    if constexpr (std::is_same_v<S, T>)
+      kept_dx = dx;
+    else
+      kept_dx = args.kept + row * 4 * H;
+    const S* a = args.activations + row * 4 * H;
+    const S* c = args.state + row * 2 * H + H;
+    const S* n = args.cell + row * H;
+    const S* p = args.gh + row * 4 * H;
     const double state_head = double(args.statistics[row]);
     const double state_inverse_r = double(args.statistics[args.rows + row]);
     const double cell_head = double(args.statistics[2 * args.rows + row]);
@@ -189,21 +219,23 @@ template <typename T> __global__ void lstm_step_backward_kernel(const BackwardAr
         products[9 * H + j] = T(dn);
       }
       const T dcell = T(double(dc[j]) + dcn);
-      const T i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
+      const T i = T(a[j]), f = T(a[H + j]), g = T(a[2 * H + j]), o = T(a[3 * H + j]);
       const T t = T(::tanh(double(n[j])));
       const T da[4] = {dcell * g * i * (T(1) - i),
-                       dcell * args.c_prev[row * H + j] * f * (T(1) - f),
-                       dcell * i * (T(1) - g * g), dh[j] * t * o * (T(1) - o)};
+                       dcell * T(args.c_prev[row * H + j]) * f * (T(1) - f),
+                       dcell * i * (T(1) - g * g), T(dh[j]) * t * o * (T(1) - o)};
       for (int block = 0; block < 4; ++block) {
         const std::int64_t k = block * H + j;
-        dx[k] = da[block];
-        if (norms.state_applied)
+        dx[k] = static_cast<S>(da[block]);
+        if (norms.state_applied) {
+          kept_dx[k] = da[block];
           add_row_terms(norms.state, double(da[block]), double(p[k]), k, state_head, state_sums);
-        else
-          dp[k] = da[block];
+        } else {
+          dp[k] = static_cast<S>(da[block]);
+        }
       }
-      args.dc_prev[row * H + j] = dcell * f;
-      args.dh_prev[row * H + j] = T(0);
+      args.dc_prev[row * H + j] = static_cast<S>(dcell * f);
+      args.dh_prev[row * H + j] = S(0);
     }
     if (!norms.state_applied) continue;  // the same for every thread of the launch
     block_sums(state_sums, shared);
@@ -213,10 +245,11 @@ template <typename T> __global__ void lstm_step_backward_kernel(const BackwardAr
       for (int block = 0; block < 4; ++block) {
         const std::int64_t k = block * H + j;
         double yhat = 0;
-        dp[k] = T(raw_gradient(norms.state, state_co, double(dx[k]), double(p[k]), k, yhat));
+        dp[k] = static_cast<S>(
+            raw_gradient(norms.state, state_co, double(kept_dx[k]), double(p[k]), k, yhat));
         if (products) {
-          products[k] = T(double(dx[k]) * yhat);
-          products[5 * H + k] = dx[k];
+          products[k] = T(double(kept_dx[k]) * yhat);
+          products[5 * H + k] = kept_dx[k];
         }
       }
   }
@@ -232,21 +265,24 @@ void lstm_step_forward(const Context& context, const LstmStepNorms& norms, const
   const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
                                                  gx, gh, h_prev, c_prev, mask);
   if (rows * H == 0) return;
-  dispatch_floating(cell.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const ForwardArgs<T> args{state.ptr<T>(),
-                              activations.ptr<T>(),
-                              cell.ptr<T>(),
+  dispatch_floating_or_bfloat16(cell.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    const Workspace kept(context, std::is_same_v<S, T> ? 0 : rows * 2 * H * sizeof(T));
+    const ForwardArgs<S> args{state.ptr<S>(),
+                              activations.ptr<S>(),
+                              cell.ptr<S>(),
                               statistics.ptr<T>(),
-                              gx.ptr<const T>(),
-                              gh.ptr<const T>(),
-                              h_prev.ptr<const T>(),
-                              c_prev.ptr<const T>(),
-                              mask_data<T>(mask),
+                              kept.as<T>(),
+                              gx.ptr<const S>(),
+                              gh.ptr<const S>(),
+                              h_prev.ptr<const S>(),
+                              c_prev.ptr<const S>(),
+                              mask_data<S>(mask),
                               rows,
                               H,
-                              step_norms<T>(norms)};
-    lstm_step_forward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+                              step_norms<S>(norms)};
+    lstm_step_forward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
     NG_CUDA_CHECK_LAUNCH();
   });
 }
@@ -264,35 +300,38 @@ void lstm_step_backward(const Context& context, const LstmStepNorms& norms, cons
   if (H == 0) return;
   const bool wants_affine =
       affine.state_gain || affine.state_bias || affine.cell_gain || affine.cell_bias;
-  dispatch_floating(cell.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(cell.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     Workspace products(context, wants_affine ? rows * 10 * H * sizeof(T) : 0);
     if (rows > 0) {
-      const BackwardArgs<T> args{dgx.ptr<T>(),
-                                 dgh.ptr<T>(),
-                                 dh_prev.ptr<T>(),
-                                 dc_prev.ptr<T>(),
+      const bool keeps = !std::is_same_v<S, T> && norms.normalise_state;
+      const Workspace kept(context, keeps ? rows * 4 * H * sizeof(T) : 0);
+      const BackwardArgs<S> args{dgx.ptr<S>(),
+                                 dgh.ptr<S>(),
+                                 dh_prev.ptr<S>(),
+                                 dc_prev.ptr<S>(),
                                  wants_affine ? products.as<T>() : nullptr,
-                                 dstate.ptr<const T>(),
-                                 state.ptr<const T>(),
-                                 activations.ptr<const T>(),
-                                 cell.ptr<const T>(),
+                                 kept.as<T>(),
+                                 dstate.ptr<const S>(),
+                                 state.ptr<const S>(),
+                                 activations.ptr<const S>(),
+                                 cell.ptr<const S>(),
                                  statistics.ptr<const T>(),
-                                 gh.ptr<const T>(),
-                                 c_prev.ptr<const T>(),
-                                 mask_data<T>(mask),
+                                 gh.ptr<const S>(),
+                                 c_prev.ptr<const S>(),
+                                 mask_data<S>(mask),
                                  rows,
                                  H,
-                                 step_norms<T>(norms)};
-      lstm_step_backward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+                                 step_norms<S>(norms)};
+      lstm_step_backward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
       NG_CUDA_CHECK_LAUNCH();
     }
     if (wants_affine) {
-      affine_column_sums_kernel<T>
-          <<<grid_for(5 * H, context), threads_per_block, 0, context.stream>>>(
-              products.as<const T>(), rows, 4 * H, H, optional_data<T>(affine.state_gain),
-              optional_data<T>(affine.state_bias), optional_data<T>(affine.cell_gain),
-              optional_data<T>(affine.cell_bias));
+      affine_column_sums_kernel<<<grid_for(5 * H, context), threads_per_block, 0, context.stream>>>(
+          products.as<const T>(), rows, 4 * H, H, optional_data<S>(affine.state_gain),
+          optional_data<S>(affine.state_bias), optional_data<S>(affine.cell_gain),
+          optional_data<S>(affine.cell_bias));
       NG_CUDA_CHECK_LAUNCH();
     }
   });

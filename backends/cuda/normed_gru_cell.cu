@@ -13,11 +13,18 @@
 // (each thread reads back only what it wrote). The gains' and biases' gradients are sums over
 // rows: each row writes its products dy ŷ and dy to a workspace, and a second kernel sums each
 // column over the rows in row order, so the result does not depend on the launch.
+//
+// The kernels store S and compute in T = compute_t<S> (backends/compute_type.h): bfloat16 data,
+// gains and mask are widened as they are read, statistics and the products are T, and every
+// output is rounded once. dy, kept between the passes, stays T (in a workspace for bfloat16),
+// so the result is the float32 kernel's on the same values, bit for bit.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/normed_gru_cell.h"
@@ -30,26 +37,27 @@ namespace normgrad::backend::cuda {
 
 namespace {
 
-template <typename T> struct ForwardArgs {
-  T* h;
-  T* activations;
-  T* normalised;
+template <typename S, typename T = compute_t<S>> struct ForwardArgs {
+  S* h;
+  S* activations;
+  S* normalised;
   T* statistics;  // [4, rows]
-  const T* gx;
-  const T* gh;
-  const T* h_prev;
-  const T* mask;
+  const S* gx;
+  const S* gh;
+  const S* h_prev;
+  const S* mask;
   std::int64_t rows, units;
-  FusedRowNorm<T> gates, candidate;
+  FusedRowNorm<S> gates, candidate;
 };
 
-template <typename T> __global__ void normed_gru_forward_kernel(const ForwardArgs<T> args) {
+template <typename S, typename T = compute_t<S>>
+__global__ void normed_gru_forward_kernel(const ForwardArgs<S> args) {
   __shared__ double shared[2 * warp_size];
   const std::int64_t H = args.units, width = 3 * H;
-  const FusedRowNorm<T>& gates = args.gates;
-  const FusedRowNorm<T>& candidate = args.candidate;
+  const FusedRowNorm<S>& gates = args.gates;
+  const FusedRowNorm<S>& candidate = args.candidate;
   for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
-    const T* s = args.gh + row * width;
+    const S* s = args.gh + row * width;
     double sums[2] = {0, 0};  // the gates block's, the candidate block's
     for (std::int64_t i = threadIdx.x; i < 2 * H; i += blockDim.x)
       sums[0] += gates.statistic_term(double(s[i]), i);
@@ -83,53 +91,62 @@ template <typename T> __global__ void normed_gru_forward_kernel(const ForwardArg
       args.statistics[3 * args.rows + row] = T(inverse_r[1]);
     }
     const bool step = takes_step(args.mask, row);
+    const auto value = [](const S* operand, std::int64_t i) { return static_cast<T>(operand[i]); };
     for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
       const std::int64_t at = row * width + j;  // unit j of the reset block
-      const T reset = gates.normalise(s[j], j, mean[0], inverse_r[0]);
-      const T update = gates.normalise(s[H + j], H + j, mean[0], inverse_r[0]);
-      const T proposal = candidate.normalise(s[2 * H + j], j, mean[1], inverse_r[1]);
-      args.normalised[at] = reset;
-      args.normalised[at + H] = update;
-      args.normalised[at + 2 * H] = proposal;
-      const T r = sigmoid(args.gx[at] + reset);
-      const T u = sigmoid(args.gx[at + H] + update);
-      const T c = hyperbolic_tangent(args.gx[at + 2 * H] + r * proposal);
-      args.activations[at] = r;
-      args.activations[at + H] = u;
-      args.activations[at + 2 * H] = c;
-      const T previous = args.h_prev[row * H + j];
-      args.h[row * H + j] = step ? c + u * (previous - c) : previous;
+      const T reset = gates.normalise(value(s, j), j, mean[0], inverse_r[0]);
+      const T update = gates.normalise(value(s, H + j), H + j, mean[0], inverse_r[0]);
+      const T proposal = candidate.normalise(value(s, 2 * H + j), j, mean[1], inverse_r[1]);
+      args.normalised[at] = static_cast<S>(reset);
+      args.normalised[at + H] = static_cast<S>(update);
+      args.normalised[at + 2 * H] = static_cast<S>(proposal);
+      const T r = sigmoid(value(args.gx, at) + reset);
+      const T u = sigmoid(value(args.gx, at + H) + update);
+      const T c = hyperbolic_tangent(value(args.gx, at + 2 * H) + r * proposal);
+      args.activations[at] = static_cast<S>(r);
+      args.activations[at + H] = static_cast<S>(u);
+      args.activations[at + 2 * H] = static_cast<S>(c);
+      const T previous = value(args.h_prev, row * H + j);
+      args.h[row * H + j] = static_cast<S>(step ? c + u * (previous - c) : previous);
     }
   }
 }
 
-template <typename T> struct BackwardArgs {
-  T* dgx;
-  T* dgh;
-  T* dh_prev;
+template <typename S, typename T = compute_t<S>> struct BackwardArgs {
+  S* dgx;
+  S* dgh;
+  S* dh_prev;
+  T* kept;      // [rows, 3H]: dy between the passes (unused when S is T: dgh holds it)
   T* products;  // null, or [rows, 2, 3H]: dy ŷ, then dy, for the gains' and biases' sums
-  const T* dh;
-  const T* activations;
-  const T* normalised;
+  const S* dh;
+  const S* activations;
+  const S* normalised;
   const T* statistics;  // [4, rows]
-  const T* gh;
-  const T* h_prev;
-  const T* mask;
+  const S* gh;
+  const S* h_prev;
+  const S* mask;
   std::int64_t rows, units;
-  FusedRowNorm<T> gates, candidate;
+  FusedRowNorm<S> gates, candidate;
 };
 
-template <typename T> __global__ void normed_gru_backward_kernel(const BackwardArgs<T> args) {
+template <typename S, typename T = compute_t<S>>
+__global__ void normed_gru_backward_kernel(const BackwardArgs<S> args) {
   __shared__ double shared[6 * warp_size];
   const std::int64_t H = args.units, width = 3 * H;
+  const auto value = [](const S* operand, std::int64_t i) { return static_cast<T>(operand[i]); };
   for (std::int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
-    T* dx = args.dgx + row * width;
-    T* ds = args.dgh + row * width;
+    S* dx = args.dgx + row * width;
+    S* ds = args.dgh + row * width;
+    T* dy_of;  // dy of the normalised gh, pass 1 to pass 2
+    if constexpr (std::is_same_v<S, T>)
+      dy_of = ds;
+    else
+      dy_of = args.kept + row * width;
     T* products = args.products ? args.products + row * 2 * width : nullptr;
-    const T* a = args.gh + row * width;
+    const S* a = args.gh + row * width;
     if (!takes_step(args.mask, row)) {  // the same for the whole block
       for (std::int64_t i = threadIdx.x; i < width; i += blockDim.x) {
-        dx[i] = ds[i] = T(0);
+        dx[i] = ds[i] = S(0);
         if (products) products[i] = products[width + i] = T(0);
       }
       for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x)
@@ -144,20 +161,20 @@ template <typename T> __global__ void normed_gru_backward_kernel(const BackwardA
     double sums[6] = {0, 0, 0, 0, 0, 0};
     for (std::int64_t j = threadIdx.x; j < H; j += blockDim.x) {
       const std::int64_t at = row * width + j;
-      const T d = args.dh[row * H + j];
-      const T r = args.activations[at], u = args.activations[at + H];
-      const T c = args.activations[at + 2 * H];
+      const T d = value(args.dh, row * H + j);
+      const T r = value(args.activations, at), u = value(args.activations, at + H);
+      const T c = value(args.activations, at + 2 * H);
       const T candidate = d * (T(1) - u) * (T(1) - c * c);
-      const T reset = candidate * args.normalised[at + 2 * H] * r * (T(1) - r);
-      const T update = d * (args.h_prev[row * H + j] - c) * u * (T(1) - u);
-      dx[j] = reset;
-      dx[H + j] = update;
-      dx[2 * H + j] = candidate;
-      args.dh_prev[row * H + j] = d * u;
+      const T reset = candidate * value(args.normalised, at + 2 * H) * r * (T(1) - r);
+      const T update = d * (value(args.h_prev, row * H + j) - c) * u * (T(1) - u);
+      dx[j] = static_cast<S>(reset);
+      dx[H + j] = static_cast<S>(update);
+      dx[2 * H + j] = static_cast<S>(candidate);
+      args.dh_prev[row * H + j] = static_cast<S>(d * u);
       const T proposal = candidate * r;
-      ds[j] = reset;
-      ds[H + j] = update;
-      ds[2 * H + j] = proposal;
+      dy_of[j] = reset;
+      dy_of[H + j] = update;
+      dy_of[2 * H + j] = proposal;
       add_row_terms(args.gates, double(reset), double(a[j]), j, head[0], sums);
       add_row_terms(args.gates, double(update), double(a[H + j]), H + j, head[0], sums);
       add_row_terms(args.candidate, double(proposal), double(a[2 * H + j]), j, head[1], sums + 3);
@@ -172,12 +189,12 @@ template <typename T> __global__ void normed_gru_backward_kernel(const BackwardA
       for (int block = 0; block < 3; ++block) {
         const std::int64_t column = columns[block];
         const bool gate = block < 2;
-        const double dy = double(ds[column]);
+        const double dy = double(dy_of[column]);
         double yhat = 0;
         const double da =
             gate ? raw_gradient(args.gates, gates, dy, double(a[column]), column, yhat)
                  : raw_gradient(args.candidate, candidate, dy, double(a[column]), j, yhat);
-        ds[column] = T(da);
+        ds[column] = static_cast<S>(da);
         if (products) {
           products[column] = T(dy * yhat);
           products[width + column] = T(dy);
@@ -197,22 +214,23 @@ void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms,
   const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
                                                   gx, gh, h_prev, mask);
   if (rows * H == 0) return;
-  dispatch_floating(h.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    ForwardArgs<T> args{
-        h.ptr<T>(),
-        activations.ptr<T>(),
-        normalised.ptr<T>(),
+  dispatch_floating_or_bfloat16(h.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    ForwardArgs<S> args{
+        h.ptr<S>(),
+        activations.ptr<S>(),
+        normalised.ptr<S>(),
         statistics.ptr<T>(),
-        gx.ptr<const T>(),
-        gh.ptr<const T>(),
-        h_prev.ptr<const T>(),
-        mask_data<T>(mask),
+        gx.ptr<const S>(),
+        gh.ptr<const S>(),
+        h_prev.ptr<const S>(),
+        mask_data<S>(mask),
         rows,
         H,
-        fused_row_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
-        fused_row_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
-    normed_gru_forward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+        fused_row_norm<S>(norms.gates, norms.gates_gain, norms.gates_bias),
+        fused_row_norm<S>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+    normed_gru_forward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
     NG_CUDA_CHECK_LAUNCH();
   });
 }
@@ -230,35 +248,37 @@ void normed_gru_cell_backward(const Context& context, const GruStateNorms& norms
   if (H == 0) return;
   const bool wants_affine =
       affine.gates_gain || affine.gates_bias || affine.candidate_gain || affine.candidate_bias;
-  dispatch_floating(dh.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(dh.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     Workspace products(context, wants_affine ? rows * 6 * H * sizeof(T) : 0);
     if (rows > 0) {
-      BackwardArgs<T> args{
-          dgx.ptr<T>(),
-          dgh.ptr<T>(),
-          dh_prev.ptr<T>(),
+      const Workspace kept(context, std::is_same_v<S, T> ? 0 : rows * 3 * H * sizeof(T));
+      BackwardArgs<S> args{
+          dgx.ptr<S>(),
+          dgh.ptr<S>(),
+          dh_prev.ptr<S>(),
+          kept.as<T>(),
           wants_affine ? products.as<T>() : nullptr,
-          dh.ptr<const T>(),
-          activations.ptr<const T>(),
-          normalised.ptr<const T>(),
+          dh.ptr<const S>(),
+          activations.ptr<const S>(),
+          normalised.ptr<const S>(),
           statistics.ptr<const T>(),
-          gh.ptr<const T>(),
-          h_prev.ptr<const T>(),
-          mask_data<T>(mask),
+          gh.ptr<const S>(),
+          h_prev.ptr<const S>(),
+          mask_data<S>(mask),
           rows,
           H,
-          fused_row_norm<T>(norms.gates, norms.gates_gain, norms.gates_bias),
-          fused_row_norm<T>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
-      normed_gru_backward_kernel<T><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
+          fused_row_norm<S>(norms.gates, norms.gates_gain, norms.gates_bias),
+          fused_row_norm<S>(norms.candidate, norms.candidate_gain, norms.candidate_bias)};
+      normed_gru_backward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
       NG_CUDA_CHECK_LAUNCH();
     }
     if (wants_affine) {
-      affine_column_sums_kernel<T>
-          <<<grid_for(3 * H, context), threads_per_block, 0, context.stream>>>(
-              products.as<const T>(), rows, 2 * H, H, optional_data<T>(affine.gates_gain),
-              optional_data<T>(affine.gates_bias), optional_data<T>(affine.candidate_gain),
-              optional_data<T>(affine.candidate_bias));
+      affine_column_sums_kernel<<<grid_for(3 * H, context), threads_per_block, 0, context.stream>>>(
+          products.as<const T>(), rows, 2 * H, H, optional_data<S>(affine.gates_gain),
+          optional_data<S>(affine.gates_bias), optional_data<S>(affine.candidate_gain),
+          optional_data<S>(affine.candidate_bias));
       NG_CUDA_CHECK_LAUNCH();
     }
   });

@@ -28,25 +28,26 @@ template <int N> __device__ void block_sums(double (&values)[N], double* shared)
 
 // The gradients of two norms' gains and biases from each row's products, laid out [rows, 2,
 // first + second]: dy ŷ then dy, the first norm's columns then the second's. Column i is summed
-// over the rows in row order; a null output is skipped.
-template <typename T>
+// over the rows in row order, in double, and rounded once to the gradients' type G; a null
+// output is skipped.
+template <typename T, typename G>
 __global__ void affine_column_sums_kernel(const T* products, std::int64_t rows, std::int64_t first,
-                                          std::int64_t second, T* first_gain, T* first_bias,
-                                          T* second_gain, T* second_bias) {
+                                          std::int64_t second, G* first_gain, G* first_bias,
+                                          G* second_gain, G* second_bias) {
   const std::int64_t width = first + second;
   NG_KERNEL_LOOP(column, width) {
     const bool in_first = column < first;
     const std::int64_t index = in_first ? column : column - first;
-    T* gain = in_first ? first_gain : second_gain;
-    T* bias = in_first ? first_bias : second_bias;
+    G* gain = in_first ? first_gain : second_gain;
+    G* bias = in_first ? first_bias : second_bias;
     if (!gain && !bias) continue;  // a norm left out wrote no products for its columns
     double gain_sum = 0, bias_sum = 0;
     for (std::int64_t row = 0; row < rows; ++row) {
       gain_sum += double(products[row * 2 * width + column]);
       bias_sum += double(products[row * 2 * width + width + column]);
     }
-    if (gain) gain[index] = T(gain_sum);
-    if (bias) bias[index] = T(bias_sum);
+    if (gain) gain[index] = G(gain_sum);
+    if (bias) bias[index] = G(bias_sum);
   }
 }
 
