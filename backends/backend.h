@@ -247,6 +247,8 @@ class Backend {
   // the same rank >= 2 and the same batch sizes (broadcast batch dims of a and b carry stride
   // 0). The last two dims of a and b may be row-major or transposed views; anything else is
   // copied first. `out` is contiguous. With accumulate, out += a @ b instead of out = a @ b.
+  // out shares a and b's dtype, or is float32 for bfloat16 a and b: their float32 sums,
+  // unrounded.
   virtual void matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
                       bool accumulate) = 0;
 

@@ -62,12 +62,18 @@ void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
   const std::int64_t out_channels = y.shape[1], positions = y.shape[2] * y.shape[3];
   const std::int64_t taps = channels * window.kernel_h * window.kernel_w;
   if (y.numel() == 0) return;
-  const DType dtype = y.dtype;
+  const DType dtype = y.dtype, sums = compute_dtype(dtype);
+  const bool widens = sums != dtype;  // bfloat16: float32 products, rounded once into y
   const std::int64_t chunk = conv_chunk_samples(taps, positions, batch);
   Scratch columns(backend,
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch product(backend,
-                  static_cast<std::size_t>(out_channels * chunk * positions) * element_size(dtype));
+                  static_cast<std::size_t>(out_channels * chunk * positions) * element_size(sums));
+  Scratch wide_bias(backend, bias != nullptr && widens
+                                 ? static_cast<std::size_t>(out_channels) * element_size(sums)
+                                 : 0);
+  if (wide_bias.data() != nullptr)
+    backend.copy(view(wide_bias.data(), sums, {out_channels}, {1}), *bias);
   const TensorRef matrix_w = view(weight.data, dtype, {out_channels, taps}, {taps, 1});
   for (std::int64_t first = 0; first < batch; first += chunk) {
     const std::int64_t count = std::min(chunk, batch - first), wide = count * positions;
@@ -76,22 +82,25 @@ void conv2d_by_columns(Backend& backend, const TensorRef& y, const TensorRef& x,
     if (taps > 0)
       backend.im2col(view(columns.data(), dtype, {count, taps, positions}, {positions, wide, 1}),
                      image, window);
-    const TensorRef matrix_y = view(product.data(), dtype, {out_channels, wide}, {wide, 1});
+    const TensorRef matrix_y = view(product.data(), sums, {out_channels, wide}, {wide, 1});
     if (taps > 0)
       backend.matmul(matrix_y, matrix_w, view(columns.data(), dtype, {taps, wide}, {wide, 1}),
                      false);
     else
       backend.fill(matrix_y, 0);
-    // y[n] = Y[:, n L ..] (+ b): [m, O, L] from [O, m, L].
+    // y[n] = Y[:, n L ..] (+ b): [m, O, L] from [O, m, L]. With float32 products the bias is
+    // added to them in place, and the copy into y rounds once.
     const Shape by_sample{count, out_channels, positions};
     const TensorRef y_chunk = view(advanced(y.data, dtype, first * out_channels * positions), dtype,
                                    by_sample, {out_channels * positions, positions, 1});
-    const TensorRef from_product = view(product.data(), dtype, by_sample, {positions, wide, 1});
-    if (bias != nullptr)
-      backend.binary(BinaryOp::Add, y_chunk, from_product,
-                     view(bias->data, dtype, by_sample, {0, 1, 0}), 0);
-    else
-      backend.copy(y_chunk, from_product);
+    const TensorRef from_product = view(product.data(), sums, by_sample, {positions, wide, 1});
+    const TensorRef& sum_into = widens ? from_product : y_chunk;
+    if (bias != nullptr) {
+      void* bias_data = widens ? wide_bias.data() : bias->data;
+      backend.binary(BinaryOp::Add, sum_into, from_product,
+                     view(bias_data, sums, by_sample, {0, 1, 0}), 0);
+    }
+    if (widens || bias == nullptr) backend.copy(y_chunk, from_product);
   }
 }
 
@@ -100,7 +109,7 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
   const std::int64_t batch = x.shape[0], out_channels = dw.shape[0];
   const std::int64_t taps = dw.shape[1] * dw.shape[2] * dw.shape[3];
   const std::int64_t positions = dy.shape[2] * dy.shape[3];
-  const DType dtype = dw.dtype;
+  const DType dtype = dw.dtype, sums = compute_dtype(dtype);
   const TensorRef matrix_dw = view(dw.data, dtype, {out_channels, taps}, {taps, 1});
   if (dw.numel() == 0) return;
   if (batch == 0 || positions == 0) {
@@ -112,6 +121,12 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch rows(backend,
                static_cast<std::size_t>(out_channels * chunk * positions) * element_size(dtype));
+  // bfloat16: the chunks' products are summed in float32 and rounded into dw once at the end.
+  Scratch wide_dw(backend, sums != dtype ? static_cast<std::size_t>(dw.numel()) * element_size(sums)
+                                         : 0);
+  const TensorRef sum_dw = sums != dtype
+                               ? view(wide_dw.data(), sums, {out_channels, taps}, {taps, 1})
+                               : matrix_dw;
   for (std::int64_t first = 0; first < batch; first += chunk) {
     const std::int64_t count = std::min(chunk, batch - first), wide = count * positions;
     backend.im2col(view(columns.data(), dtype, {count, taps, positions}, {positions, wide, 1}),
@@ -122,10 +137,11 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
       backend.copy(view(rows.data(), dtype, {count, out_channels, positions}, {positions, wide, 1}),
                    view(dy_chunk, dtype, {count, out_channels, positions},
                         {out_channels * positions, positions, 1}));
-    backend.matmul(matrix_dw,
+    backend.matmul(sum_dw,
                    view(count > 1 ? rows.data() : dy_chunk, dtype, {out_channels, wide}, {wide, 1}),
                    view(columns.data(), dtype, {wide, taps}, {1, wide}), first > 0);
   }
+  if (sums != dtype) backend.copy(matrix_dw, sum_dw);
 }
 
 }  // namespace normgrad::backend

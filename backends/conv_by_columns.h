@@ -10,6 +10,10 @@
 // rows of dy side by side ([O, m L], a copy) times its columns transposed, one accumulating
 // GEMM a chunk, chunks in order.
 //
+// bfloat16 (CUDA's): the columns are bfloat16 and the GEMMs keep their float32 sums (backend.h's
+// matmul with a float32 out), so the bias is added in float32 and y rounded once, and the weight
+// gradient is summed over the chunks in float32 and rounded into dw once.
+//
 // These are the convolution of the CUDA backend, and of the CPU's for float64 and for CPUs
 // without AVX2, whose float32 convolution packs the columns into its GEMMs without writing
 // them out (cpu/sgemm_conv.h); the tests hold that one against these.

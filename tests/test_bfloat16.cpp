@@ -781,9 +781,10 @@ TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward a
   const Tensor kernel = bf16(randn({8, 3, 3, 3}, generator));
   const Tensor gain = bf16(randn({8}, generator)), shift = bf16(randn({8}, generator));
   const Tensor upstream = randn({4, 8, 3, 3}, generator);
-  // Both devices run each op's float32 kernel on float32 copies and round once; the kernels
-  // add in different orders, so values and gradients agree to within a bfloat16 step or two
-  // of the largest.
+  // Each op computes in float32 and rounds once on both devices (the GPU's convolution by
+  // columns from bfloat16 columns on the tensor cores, the CPU's on float32 copies); the
+  // kernels add in different orders, so values and gradients agree to within a bfloat16 step
+  // or two of the largest.
   const auto relative_to_largest = [](const Tensor& actual, const Tensor& expected) {
     return (f32(actual) - f32(expected)).abs().max().item() / f32(expected).abs().max().item();
   };
@@ -825,11 +826,11 @@ TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward a
 
 TEST_CASE("cuda parity: bfloat16 GRU and LSTM layers with their norms, forward and backward") {
   SKIP_PARITY_WITHOUT_CUDA();
-  // Both devices widen the fused steps to their float32 kernels, which agree to float32
-  // rounding; after bfloat16 roundings of the state at each of six steps, the outputs agree
-  // within 2^-5 and the parameters' and the input's gradients within 2^-5 of the largest.
-  // Packed, with unsorted lengths, the rows are sorted by a bfloat16 index_select, whose
-  // backward is a bfloat16 index_add.
+  // Both devices run the fused steps' float32 arithmetic (the GPU natively on bfloat16, the
+  // CPU on float32 copies), which agrees to float32 rounding; after bfloat16 roundings of the state
+  // at each of six steps, the outputs agree within 2^-5 and the parameters' and the input's
+  // gradients within 2^-5 of the largest. Packed, with unsorted lengths, the rows are sorted by a
+  // bfloat16 index_select, whose backward is a bfloat16 index_add.
   Generator generator(14);
   const Tensor x = bf16(randn({6, 4, 12}, generator));
   const Tensor lengths = tensor({4, 6, 2, 5}, {.dtype = DType::Int64});

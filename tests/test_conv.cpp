@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/conv_by_columns.h"
 #include "backends/dispatch.h"
 #include "backends/implicit_columns.h"
 #include "core/tensor_internal.h"
@@ -147,6 +148,45 @@ TEST_CASE("conv2d: a batch split into im2col chunks equals the composed twin") {
     results.insert(results.end(), {y.detach(), x.grad(), w.grad()});
   }
   for (std::size_t i = 0; i < 3; ++i) CHECK(all_close(results[i], results[i + 3], 1e-11, 1e-11));
+}
+
+// The convolution by columns on bfloat16 (CUDA's, whose kernels it runs there): bfloat16
+// columns, the GEMM's float32 sums kept in float32 with the bias added to them, one rounding
+// into y; the weight gradient summed over the chunks in float32 and rounded once. On the CPU,
+// whose GEMM takes bfloat16 through float32 copies, that is bit for bit the same function run on
+// the float32 values rounded once. 64 channels of 64 x 64 make two chunks of 3 samples.
+TEST_CASE("conv2d by columns on bfloat16: float32 sums with the bias, rounded once") {
+  Generator generator(17);
+  backend::Backend& cpu = backend::cpu_backend();
+  const auto rounded = [](const Tensor& t) { return t.to(DType::BFloat16); };
+  const Tensor x = rounded(randn({6, 64, 64, 64}, generator));
+  const Tensor w = rounded(randn({4, 64, 3, 3}, generator));
+  const Tensor bias = rounded(randn({4}, generator));
+  const Tensor dy = rounded(randn({6, 4, 64, 64}, generator));
+  REQUIRE(backend::conv_chunk_samples(64 * 9, 64 * 64, 6) == 3);
+  const backend::Window2d window{.kernel_h = 3, .kernel_w = 3, .padding_h = 1, .padding_w = 1};
+  Tensor y[2], dw[2];
+  for (const DType dtype : {DType::BFloat16, DType::Float32}) {
+    const int k = dtype == DType::BFloat16 ? 0 : 1;
+    y[k] = empty({6, 4, 64, 64}, {.dtype = dtype});
+    dw[k] = empty(w.shape(), {.dtype = dtype});
+    const Tensor bias_of_dtype = bias.to(dtype);  // alive for as long as the reference
+    const backend::TensorRef bias_ref = detail::ref(bias_of_dtype);
+    backend::conv2d_by_columns(cpu, detail::ref(y[k]), detail::ref(x.to(dtype)),
+                               detail::ref(w.to(dtype)), &bias_ref, window);
+    backend::conv2d_weight_gradient_by_columns(cpu, detail::ref(dw[k]), detail::ref(x.to(dtype)),
+                                               detail::ref(dy.to(dtype)), window);
+  }
+  CHECK(y[0].dtype() == DType::BFloat16);
+  CHECK(dw[0].dtype() == DType::BFloat16);
+  const auto as_double = [](const Tensor& t) { return t.to(DType::Float64); };
+  CHECK(all_close(as_double(y[0]), as_double(rounded(y[1])), 0, 0));
+  CHECK(all_close(as_double(dw[0]), as_double(rounded(dw[1])), 0, 0));
+  // Had the product been rounded before the bias was added, some values would differ.
+  const Tensor bias_column = bias.to(DType::Float32).reshape({1, 4, 1, 1});
+  const Tensor rounded_twice =
+      rounded(rounded(y[1] - bias_column).to(DType::Float32) + bias_column);
+  CHECK(!all_close(as_double(y[0]), as_double(rounded_twice), 0, 0));
 }
 
 TEST_CASE("conv2d: a small case worked out by hand") {

@@ -510,3 +510,27 @@ TEST_CASE("cuda: bfloat16 normed GRU and LSTM steps are the float32 ones, rounde
     CHECK_NO_MISMATCH(twin_mismatch(cell_grads[1], "the cell norm's bias gradient"));
   }
 }
+
+// The convolution by columns keeps cuBLAS's float32 sums of bfloat16 columns: a product of
+// bfloat16 operands into a float32 out, plain and accumulating. cuBLAS adds on the tensor cores
+// in its own order, so against the float32 product of the same values the bound is the sums'
+// (cuda_parity.h), and the values must not have been rounded to bfloat16 on the way.
+TEST_CASE("cuda: a product of bfloat16 operands into float32 keeps the float32 sums") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(48);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  const std::int64_t m = 33, k = 300, n = 70;
+  const Twin a = input_twin({m, k}, generator), b = input_twin({k, n}, generator);
+  const Tensor start = randn({m, n}, generator).to(parity_device());
+  for (const bool accumulate : {false, true}) {
+    CAPTURE(accumulate);
+    Tensor sums[2] = {start.clone(), start.clone()};  // from bfloat16 and from float32 operands
+    for (const bool narrow : {true, false})
+      kernels.matmul(detail::ref(sums[narrow ? 0 : 1]), a.ref(narrow), b.ref(narrow), accumulate);
+    CHECK(sums[0].dtype() == DType::Float32);
+    const testing::Tolerance bound = testing::summed(DType::Float32, double(k), 16.0);
+    CHECK_NO_MISMATCH(testing::mismatch(sums[1], sums[0], bound));
+    // float32 values that bfloat16 cannot hold: the sums were not rounded.
+    CHECK((sums[0] - to_float32(to_bfloat16(sums[0]))).abs().max().item() > 0);
+  }
+}

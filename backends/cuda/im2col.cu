@@ -24,10 +24,14 @@
 // only and no entry, as no window reads it.
 //
 // Positions are computed in 32-bit arithmetic when every offset fits, else in 64-bit.
+//
+// bfloat16: im2col moves values as they are; col2im adds them in float32 and rounds each pixel
+// once (backends/compute_type.h), which is the float32 kernel's sum of the same values.
 
 #include <cstdint>
 #include <limits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/im2col.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -64,6 +68,7 @@ __global__ void im2col_kernel(T* columns, const T* image, Geometry<Index> g, Ind
 
 template <typename T, typename Index>
 __global__ void col2im_kernel(T* image, const T* columns, Geometry<Index> g, Index total) {
+  using Sum = compute_t<T>;
   const Index taps = g.kernel_h * g.kernel_w;
   for (Index e = blockIdx.x * Index(blockDim.x) + threadIdx.x; e < total;
        e += Index(gridDim.x) * Index(blockDim.x)) {
@@ -71,7 +76,7 @@ __global__ void col2im_kernel(T* image, const T* columns, Geometry<Index> g, Ind
     const Index plane = e / g.width / g.height;  // n C + c
     const Index sample = plane / g.channels, channel = plane % g.channels;
     const T* plane_columns = columns + sample * g.sample_stride + channel * taps * g.row_stride;
-    T sum = T(0);
+    Sum sum = Sum(0);
     for (Index i = 0; i < g.kernel_h; ++i) {
       const Index t_h = h + g.padding_h - i * g.dilation_h;
       if (t_h < 0) break;
@@ -82,10 +87,11 @@ __global__ void col2im_kernel(T* image, const T* columns, Geometry<Index> g, Ind
         if (t_w < 0) break;
         if (t_w % g.stride_w != 0 || t_w / g.stride_w >= g.out_w) continue;
         const Index ow = t_w / g.stride_w;
-        sum += plane_columns[(i * g.kernel_w + j) * g.row_stride + oh * g.out_w + ow];
+        sum += static_cast<Sum>(
+            plane_columns[(i * g.kernel_w + j) * g.row_stride + oh * g.out_w + ow]);
       }
     }
-    image[e] = sum;
+    image[e] = static_cast<T>(sum);
   }
 }
 
@@ -154,7 +160,7 @@ void run(const Context& context, const TensorRef& image, const TensorRef& column
   const Geometry<std::int64_t> g = geometry_of(image, columns, window, op);
   const std::int64_t total = to_image ? image.numel() : columns.numel();
   if (total == 0) return;
-  dispatch_floating(image.dtype, op, [&](auto tag) {
+  dispatch_floating_or_bfloat16(image.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto launch = [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;

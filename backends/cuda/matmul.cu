@@ -25,7 +25,8 @@
 // selects CUBLAS_COMPUTE_32F_FAST_TF32; the handle's math mode is set to match for each call.
 // float64 uses CUBLAS_COMPUTE_64F. bfloat16 operands (CUDA_R_16BF) are multiplied with
 // CUBLAS_COMPUTE_32F: products and sums in float32 on the tensor cores, the result rounded to
-// bfloat16 once.
+// bfloat16 once, or kept in float32 when out is float32 (a convolution's product, to which a
+// bias is still to be added, or a weight gradient summed over chunks of samples).
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -103,7 +104,8 @@ cublasOperation_t op_of(const BlasOperand& operand) {
   return operand.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-template <typename T>
+// a and b hold T, out holds Out (T, or float32 for bfloat16 operands).
+template <typename T, typename Out = T>
 void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, TensorRef b,
                   bool accumulate) {
   const int rank = static_cast<int>(out.rank());
@@ -156,9 +158,12 @@ void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, Ten
   const bool tf32 = std::is_same_v<T, float> && tf32_allowed();
   NG_CUBLAS_CHECK(
       cublasSetMathMode(context.blas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  const cudaDataType_t type = std::is_same_v<T, float>    ? CUDA_R_32F
-                              : std::is_same_v<T, double> ? CUDA_R_64F
-                                                          : CUDA_R_16BF;
+  const auto data_type = [](auto tag) {
+    using V = typename decltype(tag)::type;
+    return std::is_same_v<V, float> ? CUDA_R_32F : std::is_same_v<V, double> ? CUDA_R_64F
+                                                                             : CUDA_R_16BF;
+  };
+  const cudaDataType_t type = data_type(TypeTag<T>{}), out_type = data_type(TypeTag<Out>{});
   const cublasComputeType_t compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F
                                       : tf32                    ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                 : CUBLAS_COMPUTE_32F;
@@ -166,7 +171,7 @@ void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, Ten
   using Scale = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const Scale alpha = 1, beta = accumulate ? 1 : 0;
   for (std::int64_t index = 0; index < outer_count; ++index) {
-    T* c = out.ptr<T>() + outer[0].offset(index);
+    Out* c = out.ptr<Out>() + outer[0].offset(index);
     const T* a_base = a.ptr<const T>() + outer[1].offset(index);
     const T* b_base = b.ptr<const T>() + outer[2].offset(index);
     for (std::int64_t first = 0; first < inner; first += max_batch_per_call) {
@@ -177,7 +182,7 @@ void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, Ten
           static_cast<int>(k), &alpha, b_base + first * inner_strides[2], type,
           static_cast<int>(layout_b.leading_dim), static_cast<long long>(inner_strides[2]),
           a_base + first * inner_strides[1], type, static_cast<int>(layout_a.leading_dim),
-          static_cast<long long>(inner_strides[1]), &beta, c + first * inner_strides[0], type,
+          static_cast<long long>(inner_strides[1]), &beta, c + first * inner_strides[0], out_type,
           static_cast<int>(std::max<std::int64_t>(n, 1)), static_cast<long long>(inner_strides[0]),
           static_cast<int>(count), compute, CUBLAS_GEMM_DEFAULT));
     }
@@ -192,8 +197,10 @@ void matmul(const Context& context, const TensorRef& out, const TensorRef& a, co
   NG_CHECK(out.rank() >= 2 && a.rank() == out.rank() && b.rank() == out.rank(), op,
            "needs operands of one rank >= 2, got out ", out.shape, ", a ", a.shape, ", b ",
            b.shape);
-  NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, op, "dtypes differ: out ", out.dtype,
-           ", a ", a.dtype, ", b ", b.dtype);
+  const bool float32_sums = out.dtype == DType::Float32 && a.dtype == DType::BFloat16;
+  NG_CHECK(a.dtype == b.dtype && (out.dtype == a.dtype || float32_sums), op, "dtypes differ: out ",
+           out.dtype, ", a ", a.dtype, ", b ", b.dtype,
+           " (out may be float32 for bfloat16 operands, else all three share a dtype)");
   NG_CHECK(out.dtype != DType::Int64, op,
            "int64 matrix products are not supported; convert to a float dtype");
   NG_CHECK(is_contiguous(out), op, "out must be contiguous, got strides ", out.strides,
@@ -205,6 +212,7 @@ void matmul(const Context& context, const TensorRef& out, const TensorRef& a, co
           cudaMemsetAsync(out.data, 0, out.numel() * element_size(out.dtype), context.stream));
     return;
   }
+  if (float32_sums) return matmul_typed<bfloat16, float>(context, out, a, b, accumulate);
   switch (out.dtype) {
     case DType::Float32:
       return matmul_typed<float>(context, out, a, b, accumulate);
