@@ -534,3 +534,65 @@ TEST_CASE("cuda: a product of bfloat16 operands into float32 keeps the float32 s
     CHECK((sums[0] - to_float32(to_bfloat16(sums[0]))).abs().max().item() > 0);
   }
 }
+
+TEST_CASE("cuda: bfloat16 pooling and batch norm are the float32 kernels, rounded once") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(49);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  SUBCASE("max and average pooling, 3 x 3 windows at stride 2: pixels in several windows") {
+    const backend::Window2d window{
+        .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .padding_h = 1, .padding_w = 1};
+    const Twin x = input_twin({3, 5, 13, 13}, generator);
+    const Twin dy = input_twin({3, 5, 7, 7}, generator);
+    const Twin maxima = output_twin({3, 5, 7, 7}), means = output_twin({3, 5, 7, 7});
+    const Twin max_dx = output_twin({3, 5, 13, 13}), mean_dx = output_twin({3, 5, 13, 13});
+    Tensor indices[2];
+    for (const bool narrow : {true, false}) {
+      Tensor& where = indices[narrow ? 0 : 1];
+      where = empty({3, 5, 7, 7}, {.dtype = DType::Int64, .device = parity_device()});
+      kernels.max_pool2d(maxima.ref(narrow), detail::ref(where), x.ref(narrow), window);
+      kernels.max_pool2d_backward(max_dx.ref(narrow), dy.ref(narrow), detail::ref(where));
+      kernels.avg_pool2d(means.ref(narrow), x.ref(narrow), window);
+      kernels.avg_pool2d_backward(mean_dx.ref(narrow), dy.ref(narrow), window);
+    }
+    CHECK_NO_MISMATCH(twin_mismatch(maxima, "max_pool2d"));
+    CHECK_NO_MISMATCH(bits_mismatch(indices[0], indices[1], "max_pool2d's indices"));
+    CHECK_NO_MISMATCH(twin_mismatch(max_dx, "max_pool2d_backward"));
+    CHECK_NO_MISMATCH(twin_mismatch(means, "avg_pool2d"));
+    CHECK_NO_MISMATCH(twin_mismatch(mean_dx, "avg_pool2d_backward"));
+  }
+  SUBCASE("batch norm over planes (S >= 32) and columns (S < 32), training and evaluation") {
+    for (const Shape& shape : {Shape{6, 4, 40}, Shape{9, 6, 5}}) {
+      CAPTURE(shape);
+      const std::int64_t channels = shape[1];
+      const Twin x = input_twin(shape, generator, 2.0), dy = input_twin(shape, generator);
+      const Twin gain = input_twin({channels}, generator), bias = input_twin({channels}, generator);
+      const TensorOptions doubles{.dtype = DType::Float64, .device = parity_device()};
+      Tensor statistics[2][3];  // [narrow][mean, variance, rstd]
+      const Twin y = output_twin(shape), dx = output_twin(shape);
+      const Twin dgain = output_twin({channels}), dbias = output_twin({channels});
+      for (const bool training : {true, false}) {
+        CAPTURE(training);
+        for (const bool narrow : {true, false}) {
+          Tensor(&s)[3] = statistics[narrow ? 0 : 1];
+          for (Tensor& statistic : s) statistic = empty({channels}, doubles);
+          kernels.batch_norm_statistics(detail::ref(s[0]), detail::ref(s[1]), detail::ref(s[2]),
+                                        x.ref(narrow), 1e-5);
+          const backend::TensorRef gain_ref = gain.ref(narrow), bias_ref = bias.ref(narrow);
+          const backend::TensorRef dgain_ref = dgain.ref(narrow), dbias_ref = dbias.ref(narrow);
+          kernels.batch_norm_forward(y.ref(narrow), x.ref(narrow), detail::ref(s[0]),
+                                     detail::ref(s[2]), &gain_ref, &bias_ref);
+          kernels.batch_norm_backward(dx.ref(narrow), &dgain_ref, &dbias_ref, dy.ref(narrow),
+                                      x.ref(narrow), detail::ref(s[0]), detail::ref(s[2]),
+                                      &gain_ref, training);
+        }
+        for (int k = 0; k < 3; ++k)
+          CHECK_NO_MISMATCH(bits_mismatch(statistics[0][k], statistics[1][k], "statistics"));
+        CHECK_NO_MISMATCH(twin_mismatch(y, "y"));
+        CHECK_NO_MISMATCH(twin_mismatch(dx, "dx"));
+        CHECK_NO_MISMATCH(twin_mismatch(dgain, "dgain"));
+        CHECK_NO_MISMATCH(twin_mismatch(dbias, "dbias"));
+      }
+    }
+  }
+}

@@ -30,6 +30,11 @@
 //   training:   b = -a rstd mean(dy x̂),  k = -a mean(dy);  evaluation: b = k = 0.
 // The elementwise kernels run in x's type and subtract the mean as a head and a tail of that
 // type (mean = head + tail to double precision), as the CPU does.
+//
+// bfloat16 x (and dy, gain and bias): the reductions read it into double as they read float32;
+// the coefficients and the elementwise kernels compute in float32 (compute_t, as the float32
+// kernels do) and round each output once, so results are the float32 kernels' on the same
+// values, bit for bit.
 
 #include <cuda_runtime.h>
 
@@ -39,6 +44,7 @@
 #include <initializer_list>
 #include <limits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/batch_norm.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -314,9 +320,10 @@ ChannelCoefficients<T> coefficients_in(const Workspace& workspace, std::int64_t 
   return {base, base + channels, base + 2 * channels, base + 3 * channels, base + 4 * channels};
 }
 
-template <typename T>
+// gain and bias hold S; the coefficients T = compute_t<S>.
+template <typename S, typename T = compute_t<S>>
 __global__ void forward_coefficients_kernel(std::int64_t channels, const double* mean,
-                                            const double* rstd, const T* gain, const T* bias,
+                                            const double* rstd, const S* gain, const S* bias,
                                             ChannelCoefficients<T> co) {
   NG_KERNEL_LOOP(c, channels) {
     const T head = static_cast<T>(mean[c]);
@@ -325,15 +332,15 @@ __global__ void forward_coefficients_kernel(std::int64_t channels, const double*
     const double scale = gain != nullptr ? static_cast<double>(gain[c]) : 1.0;
     co.a[c] = T(0);
     co.b[c] = static_cast<T>(scale * rstd[c]);
-    co.k[c] = bias != nullptr ? bias[c] : T(0);
+    co.k[c] = bias != nullptr ? static_cast<T>(bias[c]) : T(0);
   }
 }
 
-template <typename T>
+template <typename S, typename T = compute_t<S>>
 __global__ void backward_coefficients_kernel(std::int64_t channels, std::int64_t blocks,
                                              double count, const GradSums* partial,
-                                             const double* mean, const double* rstd, const T* gain,
-                                             bool batch_statistics, T* dgain, T* dbias,
+                                             const double* mean, const double* rstd, const S* gain,
+                                             bool batch_statistics, S* dgain, S* dbias,
                                              ChannelCoefficients<T> co) {
   NG_KERNEL_LOOP(c, channels) {
     GradSums total;
@@ -342,8 +349,8 @@ __global__ void backward_coefficients_kernel(std::int64_t channels, std::int64_t
     const double r = rstd[c];
     const double scale = (gain != nullptr ? static_cast<double>(gain[c]) : 1.0) * r;
     const double sum_dy_yhat = total.dy_centred * r;
-    if (dgain != nullptr) dgain[c] = static_cast<T>(sum_dy_yhat);
-    if (dbias != nullptr) dbias[c] = static_cast<T>(total.dy);
+    if (dgain != nullptr) dgain[c] = static_cast<S>(static_cast<T>(sum_dy_yhat));
+    if (dbias != nullptr) dbias[c] = static_cast<S>(static_cast<T>(total.dy));
     const T head = static_cast<T>(mean[c]);
     co.head[c] = head;
     co.tail[c] = static_cast<T>(mean[c] - static_cast<double>(head));
@@ -357,24 +364,24 @@ __global__ void backward_coefficients_kernel(std::int64_t channels, std::int64_t
 
 // Rows over gridDim.y, positions over gridDim.x, so no element needs a division: for S = 1 a row
 // is a sample and the position its channel; otherwise a row is a (sample, channel) map.
-template <typename T, bool kWithDy>
+template <typename S, bool kWithDy, typename T = compute_t<S>>
 __global__ void channel_affine_kernel(std::int64_t rows, std::int64_t length, std::int64_t channels,
-                                      bool position_is_channel, T* out, const T* dy, const T* x,
+                                      bool position_is_channel, S* out, const S* dy, const S* x,
                                       const ChannelCoefficients<T> co) {
   for (std::int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     const std::int64_t base = row * length;
     for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < length;
          i += std::int64_t{gridDim.x} * blockDim.x) {
       const std::int64_t c = position_is_channel ? i : row % channels;
-      T value = co.b[c] * ((x[base + i] - co.head[c]) - co.tail[c]) + co.k[c];
-      if constexpr (kWithDy) value += co.a[c] * dy[base + i];
-      out[base + i] = value;
+      T value = co.b[c] * ((static_cast<T>(x[base + i]) - co.head[c]) - co.tail[c]) + co.k[c];
+      if constexpr (kWithDy) value += co.a[c] * static_cast<T>(dy[base + i]);
+      out[base + i] = static_cast<S>(value);
     }
   }
 }
 
-template <typename T, bool kWithDy>
-void channel_affine(const Context& context, const Geometry& g, T* out, const T* dy, const T* x,
+template <typename S, bool kWithDy, typename T = compute_t<S>>
+void channel_affine(const Context& context, const Geometry& g, S* out, const S* dy, const S* x,
                     const ChannelCoefficients<T>& co) {
   const bool position_is_channel = g.spatial == 1;
   const std::int64_t rows = position_is_channel ? g.batch : g.batch * g.channels;
@@ -385,7 +392,7 @@ void channel_affine(const Context& context, const Geometry& g, T* out, const T* 
   const std::int64_t row_blocks =
       std::clamp<std::int64_t>(std::int64_t{context.multiprocessors} * 16 / column_blocks, 1,
                                std::min<std::int64_t>(rows, 65535));
-  channel_affine_kernel<T, kWithDy>
+  channel_affine_kernel<S, kWithDy>
       <<<dim3(static_cast<unsigned>(column_blocks), static_cast<unsigned>(row_blocks)),
          threads_per_block, 0, context.stream>>>(rows, length, g.channels, position_is_channel, out,
                                                  dy, x, co);
@@ -422,12 +429,12 @@ void batch_norm_statistics(const Context& context, const TensorRef& mean, const 
   check_operands(x, {}, {}, {&mean, &variance, &rstd}, op);
   const Geometry g = geometry_of(x);
   if (g.channels == 0) return;
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
     Workspace partial(context, g.blocks * g.channels * sizeof(Moments));
-    ReduceArgs<T> args{g.batch,         g.channels,       g.spatial, g.block_samples,
-                       g.tile_channels, x.ptr<const T>(), nullptr,   nullptr};
-    reduce_blocks<T, StatisticsPolicy>(context, g, args, partial.as<Moments>());
+    ReduceArgs<S> args{g.batch,         g.channels,       g.spatial, g.block_samples,
+                       g.tile_channels, x.ptr<const S>(), nullptr,   nullptr};
+    reduce_blocks<S, StatisticsPolicy>(context, g, args, partial.as<Moments>());
     finish_statistics_kernel<<<grid_for(g.channels, context), threads_per_block, 0,
                                context.stream>>>(g.channels, g.blocks, partial.as<Moments>(), eps,
                                                  mean.ptr<double>(), variance.ptr<double>(),
@@ -443,17 +450,18 @@ void batch_norm_forward(const Context& context, const TensorRef& y, const Tensor
   check_operands(x, {&y}, {gain, bias}, {&mean, &rstd}, op);
   const Geometry g = geometry_of(x);
   if (g.channels == 0) return;
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     Workspace coefficients(context, 5 * g.channels * sizeof(T));
     const ChannelCoefficients<T> co = coefficients_in<T>(coefficients, g.channels);
-    forward_coefficients_kernel<T>
+    forward_coefficients_kernel<S>
         <<<grid_for(g.channels, context), threads_per_block, 0, context.stream>>>(
             g.channels, mean.ptr<const double>(), rstd.ptr<const double>(),
-            gain != nullptr ? gain->ptr<const T>() : nullptr,
-            bias != nullptr ? bias->ptr<const T>() : nullptr, co);
+            gain != nullptr ? gain->ptr<const S>() : nullptr,
+            bias != nullptr ? bias->ptr<const S>() : nullptr, co);
     NG_CUDA_CHECK_LAUNCH();
-    channel_affine<T, false>(context, g, y.ptr<T>(), nullptr, x.ptr<const T>(), co);
+    channel_affine<S, false>(context, g, y.ptr<S>(), nullptr, x.ptr<const S>(), co);
   });
 }
 
@@ -465,29 +473,30 @@ void batch_norm_backward(const Context& context, const TensorRef& dx, const Tens
   check_operands(x, {&dx, &dy}, {gain, dgain, dbias}, {&mean, &rstd}, op);
   const Geometry g = geometry_of(x);
   if (g.channels == 0) return;
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const bool sums = batch_statistics || dgain != nullptr || dbias != nullptr;
     // Without the sums, zero-filled partials (no blocks) give the coefficients of evaluation.
     const std::int64_t blocks = sums ? g.blocks : 0;
     Workspace partial(context, blocks * g.channels * sizeof(GradSums));
     if (sums) {
-      ReduceArgs<T> args{
+      ReduceArgs<S> args{
           g.batch,         g.channels,       g.spatial,         g.block_samples,
-          g.tile_channels, x.ptr<const T>(), dy.ptr<const T>(), mean.ptr<const double>()};
-      reduce_blocks<T, GradPolicy>(context, g, args, partial.as<GradSums>());
+          g.tile_channels, x.ptr<const S>(), dy.ptr<const S>(), mean.ptr<const double>()};
+      reduce_blocks<S, GradPolicy>(context, g, args, partial.as<GradSums>());
     }
     Workspace coefficients(context, 5 * g.channels * sizeof(T));
     const ChannelCoefficients<T> co = coefficients_in<T>(coefficients, g.channels);
     const double count = static_cast<double>(std::max<std::int64_t>(g.batch * g.spatial, 1));
-    backward_coefficients_kernel<T>
+    backward_coefficients_kernel<S>
         <<<grid_for(g.channels, context), threads_per_block, 0, context.stream>>>(
             g.channels, blocks, count, partial.as<GradSums>(), mean.ptr<const double>(),
-            rstd.ptr<const double>(), gain != nullptr ? gain->ptr<const T>() : nullptr,
-            batch_statistics, dgain != nullptr ? dgain->ptr<T>() : nullptr,
-            dbias != nullptr ? dbias->ptr<T>() : nullptr, co);
+            rstd.ptr<const double>(), gain != nullptr ? gain->ptr<const S>() : nullptr,
+            batch_statistics, dgain != nullptr ? dgain->ptr<S>() : nullptr,
+            dbias != nullptr ? dbias->ptr<S>() : nullptr, co);
     NG_CUDA_CHECK_LAUNCH();
-    channel_affine<T, true>(context, g, dx.ptr<T>(), dy.ptr<const T>(), x.ptr<const T>(), co);
+    channel_affine<S, true>(context, g, dx.ptr<S>(), dy.ptr<const S>(), x.ptr<const S>(), co);
   });
 }
 

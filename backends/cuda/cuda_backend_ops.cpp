@@ -117,8 +117,6 @@ void CudaBackend::norm_backward(const NormParams& params, const TensorRef& dx,
 
 void CudaBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
                                         const TensorRef& rstd, const TensorRef& x, double eps) {
-  if (any_bfloat16({&x}))
-    return widened::batch_norm_statistics(*this, mean, variance, rstd, x, eps);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_statistics(context_, mean, variance, rstd, x, eps);
 }
@@ -126,8 +124,6 @@ void CudaBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& 
 void CudaBackend::batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
                                      const TensorRef& rstd, const TensorRef* gain,
                                      const TensorRef* bias) {
-  if (any_bfloat16({&y, &x, gain, bias}))
-    return widened::batch_norm_forward(*this, y, x, mean, rstd, gain, bias);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_forward(context_, y, x, mean, rstd, gain, bias);
 }
@@ -137,9 +133,6 @@ void CudaBackend::batch_norm_backward(const TensorRef& dx, const TensorRef* dgai
                                       const TensorRef& x, const TensorRef& mean,
                                       const TensorRef& rstd, const TensorRef* gain,
                                       bool batch_statistics) {
-  if (any_bfloat16({&dx, &dy, &x, gain}))
-    return widened::batch_norm_backward(*this, dx, dgain, dbias, dy, x, mean, rstd, gain,
-                                        batch_statistics);
   DeviceGuard guard(context_.device);
   cuda::batch_norm_backward(context_, dx, dgain, dbias, dy, x, mean, rstd, gain, batch_statistics);
 }
@@ -277,27 +270,23 @@ void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                              const Window2d& window) {
-  if (any_bfloat16({&out, &in})) return widened::max_pool2d(*this, out, indices, in, window);
   DeviceGuard guard(context_.device);
   cuda::max_pool2d(context_, out, indices, in, window);
 }
 
 void CudaBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                       const TensorRef& indices) {
-  if (any_bfloat16({&dx, &dy})) return widened::max_pool2d_backward(*this, dx, dy, indices);
   DeviceGuard guard(context_.device);
   cuda::max_pool2d_backward(context_, dx, dy, indices);
 }
 
 void CudaBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) {
-  if (any_bfloat16({&out, &in})) return widened::avg_pool2d(*this, out, in, window);
   DeviceGuard guard(context_.device);
   cuda::avg_pool2d(context_, out, in, window);
 }
 
 void CudaBackend::avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                       const Window2d& window) {
-  if (any_bfloat16({&dx, &dy})) return widened::avg_pool2d_backward(*this, dx, dy, window);
   DeviceGuard guard(context_.device);
   cuda::avg_pool2d_backward(context_, dx, dy, window);
 }

@@ -29,10 +29,17 @@
 // is OH OW / 32 dependent steps per plane: planes run in parallel, so this is fast for the
 // many small planes of a CNN batch and slow for a few very large planes. Indices of -1 (a
 // window in the padding) and indices outside the plane are skipped.
+//
+// bfloat16: every kernel reads it, computes in float32 and rounds once as it stores
+// (backends/compute_type.h). max_pool2d_backward's running sums stay float32, in a workspace
+// rounded into dx at the end, so each pixel is the float32 kernel's sum rounded once.
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "backends/compute_type.h"
+#include "backends/cuda/elementwise.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/pool.h"
 #include "backends/dtype_dispatch.h"
@@ -74,8 +81,8 @@ template <typename T> __device__ __forceinline__ T negative_infinity() {
     return -__longlong_as_double(0x7ff0000000000000LL);
 }
 
-template <typename T, typename Index>
-__global__ void max_pool_kernel(T* out, std::int64_t* indices, const T* in, PoolGeometry<Index> g,
+template <typename S, typename Index, typename T = compute_t<S>>
+__global__ void max_pool_kernel(S* out, std::int64_t* indices, const S* in, PoolGeometry<Index> g,
                                 Index total) {
   const Index outputs = g.out_h * g.out_w, pixels = g.height * g.width;
   for (Index e = blockIdx.x * Index(blockDim.x) + threadIdx.x; e < total;
@@ -85,28 +92,28 @@ __global__ void max_pool_kernel(T* out, std::int64_t* indices, const T* in, Pool
     const Span<Index> rows =
         span(oh * g.stride_h - g.padding_h, g.kernel_h, g.dilation_h, g.height);
     const Span<Index> cols = span(ow * g.stride_w - g.padding_w, g.kernel_w, g.dilation_w, g.width);
-    const T* plane_in = in + plane * pixels;
+    const S* plane_in = in + plane * pixels;
     Index best_index = -1;
     T best = negative_infinity<T>();
     if (rows.first < rows.last && cols.first < cols.last) {
       best_index = rows.first * g.width + cols.first;
-      best = plane_in[best_index];
+      best = static_cast<T>(plane_in[best_index]);
     }
     for (Index h = rows.first; h < rows.last; h += g.dilation_h)
       for (Index w = cols.first; w < cols.last; w += g.dilation_w) {
-        const T value = plane_in[h * g.width + w];
+        const T value = static_cast<T>(plane_in[h * g.width + w]);
         // Strictly greater keeps the first maximum; a NaN wins and stays.
         const bool take = (value > best) | ((value != value) & (best == best));
         best = take ? value : best;
         best_index = take ? h * g.width + w : best_index;
       }
-    out[e] = best;
+    out[e] = static_cast<S>(best);
     indices[e] = best_index;
   }
 }
 
-template <typename T, typename Index>
-__global__ void avg_pool_kernel(T* out, const T* in, PoolGeometry<Index> g, T scale, Index total) {
+template <typename S, typename Index, typename T = compute_t<S>>
+__global__ void avg_pool_kernel(S* out, const S* in, PoolGeometry<Index> g, T scale, Index total) {
   const Index outputs = g.out_h * g.out_w, pixels = g.height * g.width;
   for (Index e = blockIdx.x * Index(blockDim.x) + threadIdx.x; e < total;
        e += Index(gridDim.x) * Index(blockDim.x)) {
@@ -115,24 +122,25 @@ __global__ void avg_pool_kernel(T* out, const T* in, PoolGeometry<Index> g, T sc
     const Span<Index> rows =
         span(oh * g.stride_h - g.padding_h, g.kernel_h, g.dilation_h, g.height);
     const Span<Index> cols = span(ow * g.stride_w - g.padding_w, g.kernel_w, g.dilation_w, g.width);
-    const T* plane_in = in + plane * pixels;
+    const S* plane_in = in + plane * pixels;
     T sum = T(0);
     for (Index h = rows.first; h < rows.last; h += g.dilation_h)
-      for (Index w = cols.first; w < cols.last; w += g.dilation_w) sum += plane_in[h * g.width + w];
-    out[e] = sum * scale;
+      for (Index w = cols.first; w < cols.last; w += g.dilation_w)
+        sum += static_cast<T>(plane_in[h * g.width + w]);
+    out[e] = static_cast<S>(sum * scale);
   }
 }
 
 // One thread per input pixel (see the file comment for the window arithmetic).
-template <typename T, typename Index>
-__global__ void avg_pool_backward_kernel(T* dx, const T* dy, PoolGeometry<Index> g, T scale,
+template <typename S, typename Index, typename T = compute_t<S>>
+__global__ void avg_pool_backward_kernel(S* dx, const S* dy, PoolGeometry<Index> g, T scale,
                                          Index total) {
   const Index outputs = g.out_h * g.out_w, pixels = g.height * g.width;
   for (Index e = blockIdx.x * Index(blockDim.x) + threadIdx.x; e < total;
        e += Index(gridDim.x) * Index(blockDim.x)) {
     const Index plane = e / pixels, pixel = e % pixels;
     const Index h = pixel / g.width, w = pixel % g.width;
-    const T* plane_dy = dy + plane * outputs;
+    const S* plane_dy = dy + plane * outputs;
     T sum = T(0);
     for (Index i = g.kernel_h - 1; i >= 0; --i) {
       const Index t_h = h + g.padding_h - i * g.dilation_h;
@@ -144,16 +152,17 @@ __global__ void avg_pool_backward_kernel(T* dx, const T* dy, PoolGeometry<Index>
         if (t_w < 0 || t_w % g.stride_w != 0) continue;
         const Index ow = t_w / g.stride_w;
         if (ow >= g.out_w) break;
-        sum += rounded_product(plane_dy[oh * g.out_w + ow], scale);
+        sum += rounded_product(static_cast<T>(plane_dy[oh * g.out_w + ow]), scale);
       }
     }
-    dx[e] = sum;
+    dx[e] = static_cast<S>(sum);
   }
 }
 
 // One warp per plane (see the file comment); launched with threads_per_block threads.
-template <typename T>
-__global__ void max_pool_backward_kernel(T* dx, const T* dy, const std::int64_t* indices,
+// dx holds T (the compute type: a workspace for bfloat16), dy holds S.
+template <typename S, typename T = compute_t<S>>
+__global__ void max_pool_backward_kernel(T* dx, const S* dy, const std::int64_t* indices,
                                          std::int64_t planes, std::int64_t pixels,
                                          std::int64_t outputs) {
   __shared__ T gradients[threads_per_block];
@@ -172,7 +181,7 @@ __global__ void max_pool_backward_kernel(T* dx, const T* dy, const std::int64_t*
       T gradient = T(0);
       if (o < outputs) {
         target = indices[plane * outputs + o];
-        gradient = dy[plane * outputs + o];
+        gradient = static_cast<T>(dy[plane * outputs + o]);
         if (target >= pixels) target = -1;
       }
       warp_gradients[lane] = gradient;
@@ -249,12 +258,12 @@ void max_pool2d(const Context& context, const TensorRef& out, const TensorRef& i
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const PoolGeometry<std::int64_t> g = geometry_of(in, out, window);
-  dispatch_floating(in.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(in.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
     with_index_type(g, in, out, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
-      max_pool_kernel<T, Index><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
-          out.ptr<T>(), indices.ptr<std::int64_t>(), in.ptr<const T>(), narrow<Index>(g),
+      max_pool_kernel<S, Index><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
+          out.ptr<S>(), indices.ptr<std::int64_t>(), in.ptr<const S>(), narrow<Index>(g),
           Index(total));
       NG_CUDA_CHECK_LAUNCH();
     });
@@ -270,13 +279,22 @@ void max_pool2d_backward(const Context& context, const TensorRef& dx, const Tens
   const std::int64_t pixels = dx.shape[2] * dx.shape[3];
   const std::int64_t outputs = dy.shape[2] * dy.shape[3];
   if (planes * pixels == 0) return;
-  dispatch_floating(dx.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    max_pool_backward_kernel<T>
+  dispatch_floating_or_bfloat16(dx.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    const bool rounds = !std::is_same_v<S, T>;
+    const Workspace sums(context, rounds ? dx.numel() * sizeof(T) : 0);
+    T* into = rounds ? sums.as<T>() : dx.ptr<T>();
+    max_pool_backward_kernel<S>
         <<<grid_for(planes * warp_size, context), threads_per_block, 0, context.stream>>>(
-            dx.ptr<T>(), dy.ptr<const T>(), indices.ptr<const std::int64_t>(), planes, pixels,
-            outputs);
+            into, dy.ptr<const S>(), indices.ptr<const std::int64_t>(), planes, pixels, outputs);
     NG_CUDA_CHECK_LAUNCH();
+    if (rounds) {
+      TensorRef float32_dx = dx;
+      float32_dx.data = into;
+      float32_dx.dtype = dtype_of<T>::value;
+      copy(context, dx, float32_dx);
+    }
   });
 }
 
@@ -287,13 +305,14 @@ void avg_pool2d(const Context& context, const TensorRef& out, const TensorRef& i
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const PoolGeometry<std::int64_t> g = geometry_of(in, out, window);
-  dispatch_floating(in.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(in.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const T scale = T(1) / static_cast<T>(window.kernel_h * window.kernel_w);
     with_index_type(g, in, out, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
-      avg_pool_kernel<T, Index><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
-          out.ptr<T>(), in.ptr<const T>(), narrow<Index>(g), scale, Index(total));
+      avg_pool_kernel<S, Index><<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
+          out.ptr<S>(), in.ptr<const S>(), narrow<Index>(g), scale, Index(total));
       NG_CUDA_CHECK_LAUNCH();
     });
   });
@@ -306,14 +325,15 @@ void avg_pool2d_backward(const Context& context, const TensorRef& dx, const Tens
   const std::int64_t total = dx.numel();
   if (total == 0) return;
   const PoolGeometry<std::int64_t> g = geometry_of(dx, dy, window);
-  dispatch_floating(dx.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_floating_or_bfloat16(dx.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
     const T scale = T(1) / static_cast<T>(window.kernel_h * window.kernel_w);
     with_index_type(g, dx, dy, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
-      avg_pool_backward_kernel<T, Index>
+      avg_pool_backward_kernel<S, Index>
           <<<grid_for(total, context), threads_per_block, 0, context.stream>>>(
-              dx.ptr<T>(), dy.ptr<const T>(), narrow<Index>(g), scale, Index(total));
+              dx.ptr<S>(), dy.ptr<const S>(), narrow<Index>(g), scale, Index(total));
       NG_CUDA_CHECK_LAUNCH();
     });
   });
