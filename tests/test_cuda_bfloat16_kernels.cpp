@@ -596,3 +596,31 @@ TEST_CASE("cuda: bfloat16 pooling and batch norm are the float32 kernels, rounde
     }
   }
 }
+
+// The implicit-GEMM convolution gathers its columns into float32 slices and runs the float32
+// kernel's multiply-add chains, so on bfloat16 it is that kernel, bit for bit, rounded once.
+// (The convolution by columns hands bfloat16 to cuBLAS, which adds in another order than its
+// float32 product: test_bfloat16.cpp holds it to the CPU within a bfloat16 step.)
+TEST_CASE("cuda: bfloat16 implicit-GEMM convolutions are the float32 kernels, rounded once") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(50);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  const cuda::ConvAlgorithm before = cuda::conv_algorithm();
+  cuda::set_conv_algorithm(cuda::ConvAlgorithm::ImplicitGemm);
+  const backend::Window2d window{
+      .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .padding_h = 1, .padding_w = 1};
+  // 70 output channels and 8 x 8 x 8 outputs: partial tiles in both dimensions, and the
+  // weight gradient's outputs in two splits.
+  const Twin x = input_twin({8, 5, 15, 15}, generator),
+             weight = input_twin({70, 5, 3, 3}, generator);
+  const Twin bias = input_twin({70}, generator), dy = input_twin({8, 70, 8, 8}, generator);
+  const Twin y = output_twin({8, 70, 8, 8}), dw = output_twin({70, 5, 3, 3});
+  for (const bool narrow : {true, false}) {
+    const backend::TensorRef bias_ref = bias.ref(narrow);
+    kernels.conv2d(y.ref(narrow), x.ref(narrow), weight.ref(narrow), &bias_ref, window);
+    kernels.conv2d_weight_gradient(dw.ref(narrow), x.ref(narrow), dy.ref(narrow), window);
+  }
+  cuda::set_conv_algorithm(before);
+  CHECK_NO_MISMATCH(twin_mismatch(y, "y"));
+  CHECK_NO_MISMATCH(twin_mismatch(dw, "dw"));
+}

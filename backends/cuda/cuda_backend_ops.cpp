@@ -243,29 +243,24 @@ void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const
 }
 
 // conv2d and its weight gradient: im2col and cuBLAS GEMMs over chunks of samples, or
-// implicit-GEMM kernels when chosen (core/cuda.h's set_conv_algorithm). bfloat16 goes through
-// the columns natively (bfloat16 columns, float32 sums); the implicit-GEMM kernels take it
-// through float32 copies.
+// implicit-GEMM kernels when chosen (core/cuda.h's set_conv_algorithm); both take bfloat16
+// natively, with float32 sums.
 void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                          const TensorRef* bias, const Window2d& window) {
   DeviceGuard guard(context_.device);
-  if (!cuda::implicit_gemm_convolutions())
-    conv2d_by_columns(*this, y, x, weight, bias, window);
-  else if (any_bfloat16({&y, &x, &weight, bias}))
-    widened::conv2d(*this, y, x, weight, bias, window);
-  else
+  if (cuda::implicit_gemm_convolutions())
     cuda::conv2d_implicit_gemm(context_, y, x, weight, bias, window);
+  else
+    conv2d_by_columns(*this, y, x, weight, bias, window);
 }
 
 void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
                                          const TensorRef& dy, const Window2d& window) {
   DeviceGuard guard(context_.device);
-  if (!cuda::implicit_gemm_convolutions())
-    conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
-  else if (any_bfloat16({&dw, &x, &dy}))
-    widened::conv2d_weight_gradient(*this, dw, x, dy, window);
-  else
+  if (cuda::implicit_gemm_convolutions())
     cuda::conv2d_weight_gradient_implicit_gemm(context_, dw, x, dy, window);
+  else
+    conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
 }
 
 void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,

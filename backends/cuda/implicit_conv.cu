@@ -19,11 +19,17 @@
 // consecutive outputs, which for stride 1 are consecutive pixels. Thread (ty, tx) = (t / 16,
 // t % 16) computes the outputs (ty + 16 a, tx + 16 b), a, b < 4: a warp reads two distinct
 // values of the W slice (broadcasts) and 16 consecutive ones of the X slice per step.
+//
+// bfloat16 operands are widened as they are loaded, so the slices, the sums and the weight
+// gradient's partial sums are float32, and each output is rounded once (compute_type.h): the
+// float32 kernels' results on the same values, bit for bit.
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/implicit_conv.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -40,9 +46,9 @@ constexpr int threads = 256;
 constexpr int loads = tile_m * tile_k / threads;  // values of each slice a thread loads: 4
 static_assert(tile_n * tile_k / threads == loads && threads == 16 * 16);
 
-template <typename T, typename Index>
+template <typename S, typename Index, typename T = compute_t<S>>
 __global__ void __launch_bounds__(threads)
-    implicit_conv_kernel(T* y, const T* x, const T* weight, const T* bias, ImplicitColumns<Index> g,
+    implicit_conv_kernel(S* y, const S* x, const S* weight, const S* bias, ImplicitColumns<Index> g,
                          Index out_channels, Index taps, Index columns) {
   __shared__ T w_slice[tile_k][tile_m];
   __shared__ T x_slice[tile_k][tile_n];
@@ -59,9 +65,9 @@ __global__ void __launch_bounds__(threads)
 #pragma unroll
     for (int q = 0; q < loads; ++q) {
       const Index k = k0 + load_k + 4 * q;
-      w_next[q] = o_inside && k < taps ? weight[load_o * taps + k] : T(0);
+      w_next[q] = o_inside && k < taps ? static_cast<T>(weight[load_o * taps + k]) : T(0);
       const Index at = p_inside && k < taps ? g.offset(k, column) : Index(-1);
-      x_next[q] = at >= 0 ? x[at] : T(0);
+      x_next[q] = at >= 0 ? static_cast<T>(x[at]) : T(0);
     }
   };
 
@@ -95,13 +101,13 @@ __global__ void __launch_bounds__(threads)
   for (int a = 0; a < 4; ++a) {
     const Index o = o0 + ty + 16 * a;
     if (o >= out_channels) continue;
-    const T shift = bias != nullptr ? bias[o] : T(0);
+    const T shift = bias != nullptr ? static_cast<T>(bias[o]) : T(0);
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
       const Index p = p0 + tx + 16 * b;
       if (p >= columns) continue;
       const Index sample = p / g.positions, position = p - sample * g.positions;
-      y[(sample * out_channels + o) * g.positions + position] = sum[a][b] + shift;
+      y[(sample * out_channels + o) * g.positions + position] = static_cast<S>(sum[a][b] + shift);
     }
   }
 }
@@ -116,9 +122,10 @@ __global__ void __launch_bounds__(threads)
 // k0 + t / 16 + 16 q, q < 4: sixteen consecutive threads read sixteen consecutive outputs. The
 // slices are stored [output][row], each row padded by one value so that those sixteen threads
 // write sixteen different banks.
-template <typename T, typename Index>
+// partial holds T = compute_t<S> (a workspace whenever S is not T).
+template <typename S, typename Index, typename T = compute_t<S>>
 __global__ void __launch_bounds__(threads)
-    implicit_weight_gradient_kernel(T* partial, const T* dy, const T* x, ImplicitColumns<Index> g,
+    implicit_weight_gradient_kernel(T* partial, const S* dy, const S* x, ImplicitColumns<Index> g,
                                     Index out_channels, Index taps, Index columns,
                                     Index split_columns) {
   __shared__ T dy_slice[tile_k][tile_m + 1];
@@ -139,10 +146,10 @@ __global__ void __launch_bounds__(threads)
     for (int q = 0; q < loads; ++q) {
       const Index o = o0 + load_row + 16 * q, k = k0 + load_row + 16 * q;
       dy_next[q] = inside && o < out_channels
-                       ? dy[(sample * out_channels + o) * g.positions + position]
+                       ? static_cast<T>(dy[(sample * out_channels + o) * g.positions + position])
                        : T(0);
       const Index at = inside && k < taps ? g.offset(k, column) : Index(-1);
-      x_next[q] = at >= 0 ? x[at] : T(0);
+      x_next[q] = at >= 0 ? static_cast<T>(x[at]) : T(0);
     }
   };
 
@@ -185,13 +192,13 @@ __global__ void __launch_bounds__(threads)
   }
 }
 
-// dw[i] = partial[0][i] + partial[1][i] + ..., in that order.
-template <typename T>
-__global__ void add_splits_kernel(T* dw, const T* partial, std::int64_t size, int splits) {
+// dw[i] = partial[0][i] + partial[1][i] + ..., in that order, rounded once to S.
+template <typename S, typename T>
+__global__ void add_splits_kernel(S* dw, const T* partial, std::int64_t size, int splits) {
   NG_KERNEL_LOOP(i, size) {
     T total = partial[i];
     for (int s = 1; s < splits; ++s) total += partial[s * size + i];
-    dw[i] = total;
+    dw[i] = static_cast<S>(total);
   }
 }
 
@@ -264,13 +271,13 @@ void conv2d_implicit_gemm(const Context& context, const TensorRef& y, const Tens
   if (y.numel() == 0) return;
   const dim3 grid(static_cast<unsigned>((plan.columns + tile_n - 1) / tile_n),
                   static_cast<unsigned>((plan.out_channels + tile_m - 1) / tile_m));
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* shift = bias != nullptr ? bias->ptr<const T>() : nullptr;
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* shift = bias != nullptr ? bias->ptr<const S>() : nullptr;
     with_index(plan, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
-      implicit_conv_kernel<T, Index><<<grid, threads, 0, context.stream>>>(
-          y.ptr<T>(), x.ptr<const T>(), weight.ptr<const T>(), shift,
+      implicit_conv_kernel<S, Index><<<grid, threads, 0, context.stream>>>(
+          y.ptr<S>(), x.ptr<const S>(), weight.ptr<const S>(), shift,
           ImplicitColumns<Index>::of(x.shape, plan.out_h, plan.out_w, window),
           Index(plan.out_channels), Index(plan.taps), Index(plan.columns));
       NG_CUDA_CHECK_LAUNCH();
@@ -300,21 +307,25 @@ void conv2d_weight_gradient_implicit_gemm(const Context& context, const TensorRe
   const dim3 grid(static_cast<unsigned>((plan.taps + tile_n - 1) / tile_n),
                   static_cast<unsigned>((plan.out_channels + tile_m - 1) / tile_m),
                   static_cast<unsigned>(splits));
-  dispatch_floating(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const Workspace workspace(context, splits > 1 ? bytes * static_cast<std::size_t>(splits) : 0);
-    T* const partial = splits > 1 ? workspace.as<T>() : dw.ptr<T>();
+  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    // The partial sums go straight into dw only when there is one split and dw holds T.
+    const bool summed = splits > 1 || !std::is_same_v<S, T>;
+    const Workspace workspace(
+        context, summed ? static_cast<std::size_t>(dw.numel()) * sizeof(T) * splits : 0);
+    T* const partial = summed ? workspace.as<T>() : dw.ptr<T>();
     with_index(plan, [&](auto index_tag) {
       using Index = typename decltype(index_tag)::type;
-      implicit_weight_gradient_kernel<T, Index><<<grid, threads, 0, context.stream>>>(
-          partial, dy.ptr<const T>(), x.ptr<const T>(),
+      implicit_weight_gradient_kernel<S, Index><<<grid, threads, 0, context.stream>>>(
+          partial, dy.ptr<const S>(), x.ptr<const S>(),
           ImplicitColumns<Index>::of(x.shape, plan.out_h, plan.out_w, window),
           Index(plan.out_channels), Index(plan.taps), Index(plan.columns), Index(per_split));
       NG_CUDA_CHECK_LAUNCH();
     });
-    if (splits > 1) {
-      add_splits_kernel<T><<<grid_for(dw.numel(), context), threads_per_block, 0, context.stream>>>(
-          dw.ptr<T>(), partial, dw.numel(), static_cast<int>(splits));
+    if (summed) {
+      add_splits_kernel<<<grid_for(dw.numel(), context), threads_per_block, 0, context.stream>>>(
+          dw.ptr<S>(), static_cast<const T*>(partial), dw.numel(), static_cast<int>(splits));
       NG_CUDA_CHECK_LAUNCH();
     }
   });
