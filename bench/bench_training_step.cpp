@@ -15,7 +15,8 @@
 // --graph (with --device cuda) records the whole step once as a CUDA graph after the warm-up
 // steps, Adam included (capturable: its counts and bias corrections on the device), and
 // replays it each step. --conv implicit (with --device cuda) runs the CNN's convolutions as
-// one implicit-GEMM kernel each (core/cuda.h's ConvAlgorithm).
+// one implicit-GEMM kernel each (core/cuda.h's ConvAlgorithm). --precision bfloat16 trains in
+// mixed precision: bfloat16 activations, float32 parameters, gradients and Adam moments.
 
 #include <normgrad/normgrad.h>
 
@@ -59,6 +60,10 @@ int main(int argc, char** argv) {
   std::string conv = "columns";
   app.add_option("--conv", conv, "how CUDA convolutions multiply: columns or implicit (GEMM)")
       ->check(CLI::IsMember({"columns", "implicit"}));
+  std::string precision = "float32";
+  app.add_option("--precision", precision,
+                 "float32, or bfloat16 (mixed precision: bfloat16 activations)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   CLI11_PARSE(app, argc, argv);
   cuda::set_conv_algorithm(conv == "implicit" ? cuda::ConvAlgorithm::ImplicitGemm
                                               : cuda::ConvAlgorithm::Columns);
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
       // Batch 80, 50 steps, embedding 256, hidden 512, vocabulary 8000.
       const std::int64_t sentences = batch > 0 ? batch : 80, length = 50, vocabulary = 8000;
       auto lm = std::make_shared<bench::GruLanguageModel>(vocabulary, 256, 512, norm);
+      lm->activations = precision == "bfloat16" ? DType::BFloat16 : DType::Float32;
       lm->to(device);
       const Tensor tokens = randint(0, vocabulary, {length, sentences}, data).to(device);
       const Tensor targets = randint(0, vocabulary, {length, sentences}, data).to(device);
@@ -88,8 +94,8 @@ int main(int argc, char** argv) {
       model = lm;
     } else {
       const std::int64_t images = batch > 0 ? batch : 64;
-      auto cnn = std::make_shared<convpool_cnn_c::ConvPoolCnnC>(
-          convpool_cnn_c::ModelConfig{.norm = norm, .input_channels = 3, .width = 1.0});
+      auto cnn = std::make_shared<convpool_cnn_c::ConvPoolCnnC>(convpool_cnn_c::ModelConfig{
+          .norm = norm, .input_channels = 3, .width = 1.0, .precision = precision});
       cnn->to(device);
       const Tensor x = randn({images, 3, 32, 32}, data).to(device);
       const Tensor labels = randint(0, 10, {images}, data).to(device);
@@ -125,7 +131,8 @@ int main(int argc, char** argv) {
                               ? sorted[sorted.size() / 2]
                               : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
-              << R"(","device":")" << device << R"(","conv":")" << conv << R"(","graph":)"
+              << R"(","device":")" << device << R"(","conv":")" << conv << R"(","precision":")"
+              << precision << R"(","graph":)"
               << (use_graph ? "true" : "false") << R"(,"threads":)" << get_num_threads()
               << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];

@@ -7,8 +7,8 @@
 # - bench_recurrent_step: GRU and LSTM steps, plain and normed, fused against composed;
 # - bench_recurrent_sequence: GRU and LSTM layers' loops as one op against their cells stepped
 #   through autograd, full-length and packed;
-# - bench_training_step: the GRU language model and the CNN, eager and as a CUDA graph, and
-#   the CNN with implicit-GEMM convolutions;
+# - bench_training_step: the GRU language model and the CNN, eager and as a CUDA graph, in
+#   mixed precision (bfloat16 activations), and the CNN with implicit-GEMM convolutions;
 # - bench_convpool_cnn_c: the paper's CIFAR model at batch 100, convolutions through columns
 #   and as implicit GEMMs, alternating, and in mixed precision (bfloat16 activations).
 # Each program's output goes to OUT_DIR/<name>.log, the GPU's name and clocks to
@@ -75,6 +75,8 @@ for run in 1 2; do
     common=(--device cuda --model "$model" --steps 20 --warmup 5)
     step "step_${model}_eager_$run" "$build/bench/bench_training_step" "${common[@]}"
     step "step_${model}_graph_$run" "$build/bench/bench_training_step" "${common[@]}" --graph
+    step "step_${model}_bfloat16_$run" "$build/bench/bench_training_step" "${common[@]}" \
+      --precision bfloat16
   done
   step "step_cnn_implicit_$run" "$build/bench/bench_training_step" --device cuda --model cnn \
     --steps 20 --warmup 5 --conv implicit

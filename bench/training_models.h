@@ -27,9 +27,14 @@ struct GruLanguageModel : nn::Module {
     output = register_module("output", std::make_shared<nn::Linear>(hidden, vocabulary));
   }
 
+  // The dtype of the activations: float32, or bfloat16 for mixed precision (the embeddings
+  // rounded once; the GRU and the output layer round their float32 parameters for their ops).
+  DType activations = DType::Float32;
+
   // tokens and targets: int64 [T, B]; the mean cross-entropy of predicting targets.
   Tensor loss(const Tensor& tokens, const Tensor& targets) {
-    const Tensor states = gru->forward(embedding->forward(tokens)).output;  // [T, B, H]
+    const Tensor inputs = embedding->forward(tokens).to(activations);
+    const Tensor states = gru->forward(inputs).output;  // [T, B, H]
     return nn::cross_entropy(output->forward(states), targets);
   }
 };
