@@ -153,8 +153,9 @@ TEST_CASE("conv2d: a batch split into im2col chunks equals the composed twin") {
 // The convolution by columns on bfloat16 (CUDA's, whose kernels it runs there): bfloat16
 // columns, the GEMM's float32 sums kept in float32 with the bias added to them, one rounding
 // into y; the weight gradient summed over the chunks in float32 and rounded once. On the CPU,
-// whose GEMM takes bfloat16 through float32 copies, that is bit for bit the same function run on
-// the float32 values rounded once. 64 channels of 64 x 64 make two chunks of 3 samples.
+// whose GEMM takes bfloat16 through float32 copies, that is the same function run on the
+// float32 values, rounded once: y bit for bit, dw up to BLAS's order of addition. 64 channels of
+// 64 x 64 make two chunks of 3 samples.
 TEST_CASE("conv2d by columns on bfloat16: float32 sums with the bias, rounded once") {
   Generator generator(17);
   backend::Backend& cpu = backend::cpu_backend();
@@ -181,7 +182,14 @@ TEST_CASE("conv2d by columns on bfloat16: float32 sums with the bias, rounded on
   CHECK(dw[0].dtype() == DType::BFloat16);
   const auto as_double = [](const Tensor& t) { return t.to(DType::Float64); };
   CHECK(all_close(as_double(y[0]), as_double(rounded(y[1])), 0, 0));
-  CHECK(all_close(as_double(dw[0]), as_double(rounded(dw[1])), 0, 0));
+  // dw's GEMMs read the columns transposed, which the float32 side hands BLAS as a view and the
+  // bfloat16 side as a row-major float32 copy: BLAS may add in another order for the two, so
+  // dw is held to one bfloat16 step, and all but 1% of it to the same bits (measured: all).
+  // Summing the two chunks in bfloat16 instead would move 27.5% of the values.
+  const Tensor expected_dw = as_double(rounded(dw[1]));
+  const Tensor dw_error = (as_double(dw[0]) - expected_dw).abs();
+  CHECK(min(le(dw_error, expected_dw.abs() * 0x1p-7).to(DType::Float64)).item() == 1.0);
+  CHECK(ne(dw_error, 0.0).to(DType::Float64).mean().item() <= 0.01);
   // Had the product been rounded before the bias was added, some values would differ.
   const Tensor bias_column = bias.to(DType::Float32).reshape({1, 4, 1, 1});
   const Tensor rounded_twice =

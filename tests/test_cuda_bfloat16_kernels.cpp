@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/conv_by_columns.h"
 #include "backends/dispatch.h"
 #include "backends/op_names.h"
 #include "core/tensor_internal.h"
@@ -623,4 +624,189 @@ TEST_CASE("cuda: bfloat16 implicit-GEMM convolutions are the float32 kernels, ro
   cuda::set_conv_algorithm(before);
   CHECK_NO_MISMATCH(twin_mismatch(y, "y"));
   CHECK_NO_MISMATCH(twin_mismatch(dw, "dw"));
+}
+
+namespace {
+
+// The bytes the GPU's caching allocator takes for a request: 512-byte granules below 1 MiB,
+// 2 MiB ones above (backends/cuda/caching_allocator.h).
+std::size_t allocator_block(std::size_t bytes) {
+  const std::size_t granule = bytes < (std::size_t{1} << 20) ? 512 : std::size_t{2} << 20;
+  return (bytes + granule - 1) / granule * granule;
+}
+
+// Runs `kernels`, which write into tensors made beforehand, and checks that the device's
+// allocator handed out at most `scratch` bytes meanwhile and has them back at the end.
+void check_scratch(const char* what, std::size_t scratch, const std::function<void()>& kernels) {
+  CAPTURE(what);
+  const Device gpu = Device::cuda();
+  cuda::synchronize();
+  reset_peak_memory_stats(gpu);
+  const std::size_t allocated = memory_stats(gpu).allocated_bytes;
+  kernels();
+  cuda::synchronize();
+  const MemoryStats stats = memory_stats(gpu);
+  CHECK(stats.allocated_bytes == allocated);
+  CHECK(stats.peak_allocated_bytes - allocated <= scratch);
+}
+
+}  // namespace
+
+// Each kernel's scratch is its own workspaces alone (the float32 values it keeps between
+// passes, its partial sums); float32 copies of its operands, as the CPU makes, would take
+// several times more (stated beside each case).
+TEST_CASE("cuda: bfloat16 recurrent steps, pooling, batch norm and convolutions copy nothing") {
+  SKIP_WITHOUT_CUDA();  // the CPU still works on float32 copies
+  Generator generator(51);
+  const Device gpu = Device::cuda();
+  backend::Backend& kernels = backend::backend_for(gpu);
+  const auto input = [&](const Shape& shape) {
+    return to_bfloat16(randn(shape, generator)).to(gpu);
+  };
+  const auto output = [&](const Shape& shape, DType dtype = DType::BFloat16) {
+    return empty(shape, {.dtype = dtype, .device = gpu});
+  };
+  const auto r = [](const Tensor& t) { return detail::ref(t); };
+  constexpr std::size_t float32_bytes = 4;
+
+  // B x 3H float32 is 3 MiB: every operand's copy would be 1 to 4 MiB.
+  const std::int64_t B = 256, H = 1024;
+  const Tensor mask = to_bfloat16(ones({B}).to(gpu));
+  const backend::TensorRef mask_ref = r(mask);
+  {
+    const Tensor gx = input({B, 3 * H}), gh = input({B, 3 * H}), h_prev = input({B, H});
+    const Tensor dh = input({B, H});
+    const Tensor h = output({B, H}), activations = output({B, 3 * H});
+    const Tensor dgx = output({B, 3 * H}), dgh = output({B, 3 * H}), dh_prev = output({B, H});
+    check_scratch("GRU cell", 0, [&] {
+      kernels.gru_cell_forward(r(h), r(activations), r(gx), r(gh), r(h_prev), &mask_ref);
+      kernels.gru_cell_backward(r(dgx), r(dgh), r(dh_prev), r(dh), r(activations), r(gh), r(h_prev),
+                                &mask_ref);
+    });
+    // The normed step keeps dy (B x 3H float32) between its passes and writes the products for
+    // the gains' gradients (B x 6H float32): 10 MiB in blocks, against some 26 MiB of copies.
+    const Tensor gains[4] = {input({2 * H}), input({2 * H}), input({H}), input({H})};
+    const backend::TensorRef gain_refs[4] = {r(gains[0]), r(gains[1]), r(gains[2]), r(gains[3])};
+    const Tensor grads[4] = {output({2 * H}), output({2 * H}), output({H}), output({H})};
+    const backend::TensorRef grad_refs[4] = {r(grads[0]), r(grads[1]), r(grads[2]), r(grads[3])};
+    const backend::GruStateNorms norms{layer_norm_params(), rms_norm_params(H), &gain_refs[0],
+                                       &gain_refs[1],       &gain_refs[2],      &gain_refs[3]};
+    const Tensor normalised = output({B, 3 * H}), statistics = output({4, B}, DType::Float32);
+    check_scratch("normed GRU step, forward", 0, [&] {
+      kernels.normed_gru_cell_forward(norms, r(h), r(activations), r(normalised), r(statistics),
+                                      r(gx), r(gh), r(h_prev), &mask_ref);
+    });
+    check_scratch(
+        "normed GRU step, backward",
+        allocator_block(B * 3 * H * float32_bytes) + allocator_block(B * 6 * H * float32_bytes),
+        [&] {
+          kernels.normed_gru_cell_backward(
+              norms, r(dgx), r(dgh), r(dh_prev),
+              {&grad_refs[0], &grad_refs[1], &grad_refs[2], &grad_refs[3]}, r(dh), r(activations),
+              r(normalised), r(statistics), r(gh), r(h_prev), &mask_ref);
+        });
+  }
+  {
+    const Tensor gates = input({B, 4 * H}), c_prev = input({B, H}), dc = input({B, H});
+    const Tensor c = output({B, H}), activations = output({B, 3 * H});
+    const Tensor dgates = output({B, 4 * H}), dc_prev = output({B, H});
+    check_scratch("LSTM cell", 0, [&] {
+      kernels.lstm_cell_forward(r(c), r(activations), r(gates), r(c_prev), &mask_ref);
+      kernels.lstm_cell_backward(r(dgates), r(dc_prev), r(dc), r(activations), r(c_prev),
+                                 &mask_ref);
+    });
+    // The normed step keeps c and o forward (B x 2H float32, 2 MiB), the gate gradients
+    // backward (B x 4H, 4 MiB) beside the products (B x 10H, 10 MiB): copies would take some
+    // 18 MiB forward and 34 MiB backward.
+    const Tensor gains[4] = {input({4 * H}), input({4 * H}), input({H}), input({H})};
+    const backend::TensorRef gain_refs[4] = {r(gains[0]), r(gains[1]), r(gains[2]), r(gains[3])};
+    const Tensor grads[4] = {output({4 * H}), output({4 * H}), output({H}), output({H})};
+    const backend::TensorRef grad_refs[4] = {r(grads[0]), r(grads[1]), r(grads[2]), r(grads[3])};
+    backend::LstmStepNorms norms{.normalise_state = true,
+                                 .normalise_cell = true,
+                                 .state = rms_norm_params(4 * H),
+                                 .cell = layer_norm_params()};
+    norms.state_gain = &gain_refs[0];
+    norms.state_bias = &gain_refs[1];
+    norms.cell_gain = &gain_refs[2];
+    norms.cell_bias = &gain_refs[3];
+    const Tensor gx = input({B, 4 * H}), gh = input({B, 4 * H}), h_prev = input({B, H});
+    const Tensor state = output({B, 2 * H}), step_activations = output({B, 4 * H});
+    const Tensor cell = output({B, H}), statistics = output({4, B}, DType::Float32);
+    check_scratch("LSTM step, forward", allocator_block(B * 2 * H * float32_bytes), [&] {
+      kernels.lstm_step_forward(norms, r(state), r(step_activations), r(cell), r(statistics), r(gx),
+                                r(gh), r(h_prev), r(c_prev), &mask_ref);
+    });
+    const Tensor dstate = input({B, 2 * H});
+    const Tensor dgx = output({B, 4 * H}), dgh = output({B, 4 * H}), dh_prev = output({B, H});
+    check_scratch(
+        "LSTM step, backward",
+        allocator_block(B * 4 * H * float32_bytes) + allocator_block(B * 10 * H * float32_bytes),
+        [&] {
+          kernels.lstm_step_backward(norms, r(dgx), r(dgh), r(dh_prev), r(dc_prev),
+                                     {&grad_refs[0], &grad_refs[1], &grad_refs[2], &grad_refs[3]},
+                                     r(dstate), r(state), r(step_activations), r(cell),
+                                     r(statistics), r(gh), r(c_prev), &mask_ref);
+        });
+  }
+  {
+    // Images of 12 MiB in bfloat16 (24 MiB as float32). Max pooling's backward sums into a
+    // float32 image (24 MiB), where copies would add those of dy too (30 MiB).
+    const Tensor x = input({64, 96, 32, 32}), dy = input({64, 96, 16, 16});
+    const backend::Window2d window{
+        .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .padding_h = 1, .padding_w = 1};
+    const Tensor pooled = output({64, 96, 16, 16}), dx = output({64, 96, 32, 32});
+    const Tensor indices = output({64, 96, 16, 16}, DType::Int64);
+    check_scratch("pooling forward and average pooling's backward", 0, [&] {
+      kernels.max_pool2d(r(pooled), r(indices), r(x), window);
+      kernels.avg_pool2d(r(pooled), r(x), window);
+      kernels.avg_pool2d_backward(r(dx), r(dy), window);
+    });
+    check_scratch("max pooling's backward", allocator_block(x.numel() * float32_bytes),
+                  [&] { kernels.max_pool2d_backward(r(dx), r(dy), r(indices)); });
+    // Batch norm's scratch is per channel (partial sums and coefficients): under 64 KiB.
+    const Tensor flat = x.reshape({64, 96, 1024}), flat_dy = input({64, 96, 1024});
+    const Tensor y = output({64, 96, 1024}), flat_dx = output({64, 96, 1024});
+    const Tensor gain = input({96}), bias = input({96}), dgain = output({96}), dbias = output({96});
+    const TensorOptions doubles{.dtype = DType::Float64, .device = gpu};
+    const Tensor mean = empty({96}, doubles), variance = empty({96}, doubles);
+    const Tensor rstd = empty({96}, doubles);
+    const backend::TensorRef gain_ref = r(gain), bias_ref = r(bias);
+    const backend::TensorRef dgain_ref = r(dgain), dbias_ref = r(dbias);
+    check_scratch("batch norm", 64 << 10, [&] {
+      kernels.batch_norm_statistics(r(mean), r(variance), r(rstd), r(flat), 1e-5);
+      kernels.batch_norm_forward(r(y), r(flat), r(mean), r(rstd), &gain_ref, &bias_ref);
+      kernels.batch_norm_backward(r(flat_dx), &dgain_ref, &dbias_ref, r(flat_dy), r(flat), r(mean),
+                                  r(rstd), &gain_ref, true);
+    });
+  }
+  {
+    // A 3 x 3 convolution of 96 channels at 32 x 32, batch 32 (6 MiB of bfloat16 images). By
+    // columns: a chunk of 9 samples' bfloat16 columns (16 MiB in blocks), their float32 product
+    // (4 MiB) and the float32 bias; for the weight gradient the columns, the chunk's rows of dy
+    // (2 MiB) and the float32 sums of dw. Copies would add 12 MiB for x alone and double the
+    // columns. The implicit GEMM's forward takes no scratch at all.
+    const Tensor x = input({32, 96, 32, 32}), weight = input({96, 96, 3, 3}), bias = input({96});
+    const Tensor dy = input({32, 96, 32, 32});
+    const Tensor y = output({32, 96, 32, 32}), dw = output({96, 96, 3, 3});
+    const backend::Window2d window{.kernel_h = 3, .kernel_w = 3, .padding_h = 1, .padding_w = 1};
+    const backend::TensorRef bias_ref = r(bias);
+    const std::int64_t taps = 96 * 9, positions = 32 * 32;
+    const std::int64_t chunk = backend::conv_chunk_samples(taps, positions, 32);
+    const std::size_t columns = allocator_block(taps * chunk * positions * 2);
+    const cuda::ConvAlgorithm before = cuda::conv_algorithm();
+    cuda::set_conv_algorithm(cuda::ConvAlgorithm::Columns);
+    check_scratch("convolution by columns",
+                  columns + allocator_block(96 * chunk * positions * float32_bytes) +
+                      allocator_block(96 * float32_bytes),
+                  [&] { kernels.conv2d(r(y), r(x), r(weight), &bias_ref, window); });
+    check_scratch("convolution by columns, weight gradient",
+                  columns + allocator_block(96 * chunk * positions * 2) +
+                      allocator_block(dw.numel() * float32_bytes),
+                  [&] { kernels.conv2d_weight_gradient(r(dw), r(x), r(dy), window); });
+    cuda::set_conv_algorithm(cuda::ConvAlgorithm::ImplicitGemm);
+    check_scratch("implicit-GEMM convolution", 0,
+                  [&] { kernels.conv2d(r(y), r(x), r(weight), &bias_ref, window); });
+    cuda::set_conv_algorithm(before);
+  }
 }
