@@ -290,7 +290,7 @@ TEST_CASE("bfloat16 convolutions, pooling and batch norm: the float32 kernels' r
     cpu.col2im(detail::ref(sums32), detail::ref(f32(columns)), window);
     CHECK(same_bits(sums, once(sums32)));
   }
-  SUBCASE("a strided convolution: its input gradient rounds the columns, then sums them") {
+  SUBCASE("a strided convolution: its input gradient sums float32 columns, rounded once") {
     Tensor x = image.clone().requires_grad_(), x32 = f32(image).requires_grad_();
     const Tensor y = conv2d(x, kernel, Tensor(), 2, 1),
                  y32 = conv2d(x32, f32(kernel), Tensor(), 2, 1);
@@ -298,12 +298,15 @@ TEST_CASE("bfloat16 convolutions, pooling and batch norm: the float32 kernels' r
     const Tensor upstream = bf16(randn(y.shape(), generator));
     y.backward(upstream);
     y32.backward(f32(upstream));
-    // Each pixel sums at most 4 column entries (3x3 taps at stride 2), each rounded once, and
-    // the sum is rounded once more: held to 4u of the largest |dx| (measured: 0.95u).
-    const double largest = x32.grad().abs().max().item();
-    const double error = (f32(x.grad()) - x32.grad()).abs().max().item();
-    CAPTURE(error / largest);
-    CHECK(error <= 4 * unit * largest);
+    // The columns W^T dY stay float32 and col2im sums them in float32 before one rounding: dx
+    // is float32's rounded, up to the order in which BLAS adds (the bfloat16 side multiplies a
+    // row-major float32 copy of W^T, the float32 side the transposed view): within one
+    // bfloat16 step everywhere, and the same bits in all but 1% (measured: all).
+    const Tensor expected = f32(once(x32.grad()));
+    const Tensor error = (f32(x.grad()) - expected).abs();
+    CHECK(x.grad().dtype() == DType::BFloat16);
+    CHECK(min(le(error, expected.abs() * (2 * unit))).item() == 1.0);
+    CHECK(ne(error, 0.0).to(DType::Float32).mean().item() <= 0.01);
   }
 }
 

@@ -14,7 +14,9 @@
 // ([O, m L], a copy of the chunk of dy), one GEMM W^T dY ([K, m L]) a chunk rather than m thin
 // ones (L = 36 in the CIFAR model's head), and col2im of each sample's part. The columns are
 // kh kw times the size of the chunk's images: chunks are sized as conv_by_columns.h sizes its
-// own.
+// own. For bfloat16, the GEMM keeps its float32 sums and col2im adds them in float32 into a
+// float32 chunk of dx, which is then rounded once, so dx is rounded once, as the stride-1 path's
+// convolution rounds it.
 
 #include <algorithm>
 
@@ -96,14 +98,18 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
   const Tensor grad = dy.view({dy.size(0), o, positions});
   const Tensor matrix_w = weight.view({o, k});
   const std::int64_t chunk = backend::conv_chunk_samples(k, positions, dy.size(0));
+  const DType sums = compute_dtype(dy.dtype());  // float32 for bfloat16
   for (std::int64_t first = 0; first < dy.size(0); first += chunk) {
     const std::int64_t count = std::min(chunk, dy.size(0) - first);
     const Tensor grad_rows = rows_of(grad, first, count);
-    Tensor grad_columns = detail::make_tensor({k, count, positions}, dy.dtype(), dy.device());
+    Tensor grad_columns = detail::make_tensor({k, count, positions}, sums, dy.device());
     kernels.matmul(detail::ref(side_by_side(grad_columns)), detail::ref(matrix_w.t()),
                    detail::ref(side_by_side(grad_rows)), false);
-    kernels.col2im(detail::ref(dx.narrow(0, first, count)),
-                   detail::ref(grad_columns.permute({1, 0, 2})), w);
+    const Tensor pixels = dx.narrow(0, first, count);
+    const Tensor summed =
+        sums == dx.dtype() ? pixels : detail::make_tensor(pixels.shape(), sums, dy.device());
+    kernels.col2im(detail::ref(summed), detail::ref(grad_columns.permute({1, 0, 2})), w);
+    if (sums != dx.dtype()) kernels.copy(detail::ref(pixels), detail::ref(summed));
   }
   return dx;
 }
