@@ -67,4 +67,18 @@ struct bfloat16 {
 
 static_assert(sizeof(bfloat16) == 2 && alignof(bfloat16) == 2);
 
+// The bfloat16 next to `from` in the direction of `to`, as std::nextafter is for float: `to`
+// itself when the two are equal, NaN when either is NaN. Steps run over the sign and magnitude
+// bits: away from zero adds one to them, towards zero takes one away; from zero, the smallest
+// subnormal of `to`'s sign.
+NG_BFLOAT16_HD inline bfloat16 next_toward(bfloat16 from, bfloat16 to) {
+  const float a = from, b = to;
+  if (a != a || b != b) return bfloat16::from_bits(0x7fc0);
+  if (a == b) return to;
+  if ((from.bits & 0x7fffu) == 0) return bfloat16::from_bits(b > 0 ? 0x0001 : 0x8001);
+  const bool away_from_zero = (a < b) == (a > 0);
+  return bfloat16::from_bits(
+      static_cast<std::uint16_t>(away_from_zero ? from.bits + 1u : from.bits - 1u));
+}
+
 }  // namespace normgrad

@@ -156,6 +156,21 @@ TEST_CASE("bfloat16 rounds float32 to nearest with ties to even, as an independe
   CHECK(wrong == 0);
 }
 
+TEST_CASE("next_toward steps to the neighbouring bfloat16, as nextafter does for float") {
+  const auto b = [](float value) { return bfloat16(value); };
+  const auto bits = [](bfloat16 value) { return value.bits; };
+  CHECK(static_cast<float>(next_toward(b(1), b(0))) == 0.99609375f);  // 1 - 2^-8
+  CHECK(static_cast<float>(next_toward(b(1), b(2))) == 1.0078125f);   // 1 + 2^-7
+  CHECK(static_cast<float>(next_toward(b(-1), b(0))) == -0.99609375f);
+  CHECK(static_cast<float>(next_toward(b(-1), b(-2))) == -1.0078125f);
+  CHECK(static_cast<float>(next_toward(b(3), b(-2))) == 2.984375f);  // 3 - 2^-6
+  CHECK(bits(next_toward(b(0), b(1))) == 0x0001);                    // the smallest subnormals
+  CHECK(bits(next_toward(b(-0.0f), b(-1))) == 0x8001);
+  CHECK(bits(next_toward(bfloat16::from_bits(0x0001), b(-1))) == 0x0000);
+  CHECK(bits(next_toward(b(2), b(2))) == bits(b(2)));
+  CHECK(bits(next_toward(b(0.5f), b(std::numeric_limits<float>::quiet_NaN()))) == 0x7fc0);
+}
+
 TEST_CASE("tensors convert to and from bfloat16") {
   CHECK(element_size(DType::BFloat16) == 2);
   CHECK(to_string(DType::BFloat16) == "bfloat16");
@@ -435,6 +450,34 @@ TEST_CASE("a network trains in mixed precision: bfloat16 activations, float32 pa
     CAPTURE(step);
     CHECK(std::fabs(losses[1][step] - losses[0][step]) <= 0.03 * losses[0][step] + 1e-3);
   }
+}
+
+// Random draws into bfloat16 are the float32 draws of the same counters rounded once. Rounding
+// carries the uniform draws just below the end onto it (measured: 388 of these 200,000 on
+// [0, 1), 313 on [-2, 3)): those take the bfloat16 below the end instead, so the draws stay in
+// [low, high).
+TEST_CASE("random draws into bfloat16 are float32's rounded, and uniform ones stay below the end") {
+  backend::Backend& cpu = backend::cpu_backend();
+  struct Interval {
+    double low, high, below;  // below: the bfloat16 next below high
+  };
+  for (const Interval& interval : {Interval{0, 1, 0.99609375}, Interval{-2, 3, 2.984375}}) {
+    CAPTURE(interval.high);
+    const Tensor drawn = empty({200000}, {.dtype = DType::BFloat16}), twin = empty({200000});
+    cpu.random(detail::ref(drawn), backend::RandomKind::Uniform, 5, 0, interval.low, interval.high);
+    cpu.random(detail::ref(twin), backend::RandomKind::Uniform, 5, 0, interval.low, interval.high);
+    const Tensor rounded = bf16(twin);
+    const Tensor at_end = eq(f32(rounded), interval.high);
+    CHECK(at_end.sum().item() > 0);                  // the case arises
+    CHECK(f32(drawn).max().item() < interval.high);  // and is kept below the end
+    CHECK(min(f32(drawn)).item() >= interval.low);
+    CHECK(same_bits(where(at_end, bf16(full({200000}, interval.below)), rounded), drawn));
+  }
+  Generator narrow(6), wide(6);
+  // Normal and integer draws: float32's, rounded.
+  CHECK(same_bits(randn({5000}, narrow, {.dtype = DType::BFloat16}), bf16(randn({5000}, wide))));
+  CHECK(same_bits(randint(-3, 300, {5000}, narrow, {.dtype = DType::BFloat16}),
+                  bf16(randint(-3, 300, {5000}, wide, {.dtype = DType::Float32}))));
 }
 
 TEST_CASE("dropout on bfloat16 keeps float32's elements and scales them by 1 / (1 - p)") {

@@ -1,10 +1,12 @@
-// The CUDA backend's elementwise, reduction, softmax and fused recurrent-step kernels take
-// bfloat16 natively: each widens the values it loads to float32, computes as its float32
-// instantiation does, and rounds once as it stores. So on the same device each must give, bit
-// for bit, the float32 kernel's result on the same values laid out alike, rounded once; and the
-// elementwise ops, sums and softmax must do so without float32 copies of their operands, which
-// the peak of the device's memory shows. Built with NORMGRAD_PARITY_ON_CPU, the cases run on
-// the CPU, whose bfloat16 goes through float32 copies: the same contract, met another way.
+// The CUDA backend's kernels take bfloat16 natively: each widens the values it loads to
+// float32, computes as its float32 instantiation does, and rounds once as it stores. So on the
+// same device each must give, bit for bit, the float32 kernel's result on the same values laid
+// out alike, rounded once (elementwise ops, reductions, softmax, the recurrent steps, pooling,
+// batch norm, the implicit-GEMM convolution, the accumulating indexing ops); a product of
+// bfloat16 operands may keep its float32 sums. And they must do so without float32 copies of
+// their operands, which the peak of the device's memory shows. Built with
+// NORMGRAD_PARITY_ON_CPU, the bit-for-bit cases run on the CPU, whose bfloat16 goes through
+// float32 copies: the same contract, met another way.
 
 #include <array>
 #include <functional>
@@ -813,5 +815,30 @@ TEST_CASE("cuda: bfloat16 recurrent steps, pooling, batch norm and convolutions 
     check_scratch("implicit-GEMM convolution", 0,
                   [&] { kernels.conv2d(r(y), r(x), r(weight), &bias_ref, window); });
     cuda::set_conv_algorithm(before);
+  }
+}
+
+// The accumulating indexing ops add each target's sources in order in float32 and round once:
+// the float32 kernels' sums (which may walk the columns instead of sorting) rounded.
+TEST_CASE("cuda: bfloat16 index_add and scatter_add are the float32 kernels, rounded once") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(52);
+  backend::Backend& kernels = backend::backend_for(parity_device());
+  // Few targets, so each is hit many times: long runs of repeated indices.
+  const Tensor rows = randint(0, 7, {300}, generator).to(parity_device());
+  const Twin src = input_twin({5, 300, 9}, generator);
+  Twin sums = input_twin({5, 7, 9}, generator);  // added to, so it starts with values
+  for (const bool narrow : {true, false})
+    kernels.index_add(sums.ref(narrow), 1, detail::ref(rows), src.ref(narrow));
+  CHECK_NO_MISMATCH(twin_mismatch(sums, "index_add"));
+  // Short columns (walked in place by float32) and long ones (sorted by both).
+  for (const std::int64_t length : {40, 400}) {
+    CAPTURE(length);
+    const Tensor index = randint(0, 6, {8, length}, generator).to(parity_device());
+    const Twin values = input_twin({8, length}, generator);
+    Twin out = input_twin({8, 6}, generator);
+    for (const bool narrow : {true, false})
+      kernels.scatter_add(out.ref(narrow), 1, detail::ref(index), values.ref(narrow));
+    CHECK_NO_MISMATCH(twin_mismatch(out, "scatter_add"));
   }
 }

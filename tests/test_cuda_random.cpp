@@ -51,6 +51,17 @@ TEST_CASE(
   CHECK_NO_MISMATCH(bits_mismatch(
       randint(0, 10, {100}, host_generator, {.dtype = DType::Float32}),
       randint(0, 10, {100}, device_generator, {.dtype = DType::Float32, .device = gpu})));
+  // bfloat16: the float32 draws rounded once on both devices (uniform ones kept below the end),
+  // so normal ones may differ by one bfloat16 step where the float32 ones differ at a midpoint.
+  const TensorOptions narrow{.dtype = DType::BFloat16},
+      narrow_gpu{.dtype = DType::BFloat16, .device = gpu};
+  CHECK_NO_MISMATCH(bits_mismatch(rand({1000, 1001}, host_generator, narrow),
+                                  rand({1000, 1001}, device_generator, narrow_gpu)));
+  CHECK_NO_MISMATCH(mismatch(randn({1000, 1001}, host_generator, narrow),
+                             randn({1000, 1001}, device_generator, narrow_gpu),
+                             {.rtol = 0x1p-7, .atol = 1e-6}));
+  CHECK_NO_MISMATCH(bits_mismatch(randint(-3, 40, {100}, host_generator, narrow),
+                                  randint(-3, 40, {100}, device_generator, narrow_gpu)));
 }
 
 TEST_CASE("cuda parity: a draw split at odd offsets across devices continues the CPU's stream") {

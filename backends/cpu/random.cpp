@@ -9,10 +9,12 @@
 //                    and (w2, w3)), evaluated in double: a + b sqrt(-2 ln(1 - u1)) cos(2 pi u2).
 //   Integer [a, b):  a + ((w0 << 32 | w1) mod (b - a)). The modulo favours small remainders by
 //                    at most (b - a) / 2^64, far below anything a test or a model can see.
+// bfloat16 draws are the float32 draws rounded once; a uniform one that rounding carries onto
+// b takes the bfloat16 below it (philox::uniform_bfloat16).
 
 #include <cmath>
 
-#include "backends/bfloat16_widening.h"
+#include "backends/compute_type.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/philox_avx2.h"
 #include "backends/cpu/strided_loop.h"
@@ -55,27 +57,32 @@ template <typename T> T scale_uniform(double u, double low, double high) {
   return value;
 }
 
-template <typename T>
+// S is the stored type; bfloat16 draws float32 and rounds.
+template <typename S>
 void random_floating(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                      std::uint64_t offset, double alpha, double beta) {
+  using T = compute_t<S>;
   if (kind == RandomKind::Uniform) {
     const auto sample = [=](std::uint64_t counter) {
       const philox::Words words = philox::random_words(seed, counter);
       const double u = std::is_same_v<T, float> ? philox::uniform_float(words.w[0])
                                                 : philox::uniform_double(words.w[0], words.w[1]);
-      return scale_uniform<T>(u, alpha, beta);
+      if constexpr (std::is_same_v<S, bfloat16>)
+        return philox::uniform_bfloat16(scale_uniform<float>(u, alpha, beta), alpha, beta);
+      else
+        return scale_uniform<T>(u, alpha, beta);
     };
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<S, float>) {
       // Float32 rows eight counters at a time where the CPU has AVX2 (dropout's draws), equal
       // bit for bit to sample's values.
       generate<T>(out, offset, sample, [=](float* row, std::int64_t count, std::uint64_t first) {
         return uniform_floats_avx2(row, count, seed, first, alpha, beta);
       });
     } else {
-      generate<T>(out, offset, sample);
+      generate<S>(out, offset, sample);
     }
   } else {
-    generate<T>(out, offset, [=](std::uint64_t counter) {
+    generate<S>(out, offset, [=](std::uint64_t counter) {
       const philox::Words words = philox::random_words(seed, counter);
       double u1, u2;
       if constexpr (std::is_same_v<T, float>) {
@@ -85,7 +92,7 @@ void random_floating(const TensorRef& out, RandomKind kind, std::uint64_t seed,
         u1 = philox::uniform_double(words.w[0], words.w[1]);
         u2 = philox::uniform_double(words.w[2], words.w[3]);
       }
-      return static_cast<T>(alpha + beta * philox::box_muller(u1, u2));
+      return static_cast<S>(static_cast<T>(alpha + beta * philox::box_muller(u1, u2)));
     });
   }
 }
@@ -108,13 +115,12 @@ void random_integer(const TensorRef& out, std::uint64_t seed, std::uint64_t offs
 
 void CpuBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                         std::uint64_t offset, double alpha, double beta) {
-  if (any_bfloat16({&out})) return widened::random(*this, out, kind, seed, offset, alpha, beta);
-  dispatch_any(out.dtype, "cpu random", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_storage(out.dtype, "cpu random", [&](auto tag) {
+    using S = typename decltype(tag)::type;
     if (kind == RandomKind::Integer) {
-      random_integer<T>(out, seed, offset, alpha, beta);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      random_floating<T>(out, kind, seed, offset, alpha, beta);
+      random_integer<S>(out, seed, offset, alpha, beta);
+    } else if constexpr (std::is_floating_point_v<compute_t<S>>) {
+      random_floating<S>(out, kind, seed, offset, alpha, beta);
     } else {
       throw Error(detail::concat("cpu random: ", kind == RandomKind::Uniform ? "uniform" : "normal",
                                  " samples need a float dtype, got ", out.dtype));

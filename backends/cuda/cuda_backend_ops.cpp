@@ -1,7 +1,6 @@
 // CudaBackend's methods: each makes its device current and calls the launcher of the same name
 // in the op family's file (see cuda_backend.h).
 
-#include "backends/bfloat16_widening.h"
 #include "backends/conv_by_columns.h"
 #include "backends/cuda/adam.h"
 #include "backends/cuda/batch_norm.h"
@@ -59,7 +58,6 @@ void CudaBackend::where(const TensorRef& out, const TensorRef& cond, const Tenso
 
 void CudaBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
                          std::uint64_t offset, double alpha, double beta) {
-  if (any_bfloat16({&out})) return widened::random(*this, out, kind, seed, offset, alpha, beta);
   DeviceGuard guard(context_.device);
   cuda::random(context_, out, kind, seed, offset, alpha, beta);
 }
@@ -68,12 +66,6 @@ void CudaBackend::random_with_counters(const TensorRef& out, RandomKind kind,
                                        const TensorRef& counters, std::uint64_t offset,
                                        double alpha, double beta) {
   DeviceGuard guard(context_.device);
-  if (any_bfloat16({&out})) {
-    Float32Copies copies(*this);
-    cuda::random_with_counters(context_, copies.output(out), kind, counters, offset, alpha, beta);
-    copies.finish();
-    return;
-  }
   cuda::random_with_counters(context_, out, kind, counters, offset, alpha, beta);
 }
 
@@ -295,8 +287,6 @@ void CudaBackend::index_select(const TensorRef& out, const TensorRef& in, int di
 void CudaBackend::index_add(const TensorRef& out, int dim, const TensorRef& index,
                             const TensorRef& src) {
   DeviceGuard guard(context_.device);
-  if (out.dtype == src.dtype && any_bfloat16({&out, &src}))
-    return widened::index_add(*this, out, dim, index, src);
   cuda::index_add(context_, out, dim, index, src);
 }
 
@@ -309,8 +299,6 @@ void CudaBackend::gather(const TensorRef& out, const TensorRef& in, int dim,
 void CudaBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& index,
                               const TensorRef& src) {
   DeviceGuard guard(context_.device);
-  if (out.dtype == src.dtype && any_bfloat16({&out, &src}))
-    return widened::scatter_add(*this, out, dim, index, src);
   cuda::scatter_add(context_, out, dim, index, src);
 }
 

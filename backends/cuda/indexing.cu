@@ -21,12 +21,16 @@
 // enough columns to fill the device: one thread per column then walks the column along `dim` in
 // order, adding into its own line of out, which no other column touches. That costs one
 // dependent step per element of the column.
+// bfloat16: a run's thread widens the target and its sources, adds in float32 and rounds once
+// (backends/compute_type.h). The column walk, which adds in place, would round at every step,
+// so bfloat16 always takes the sort; each target then gets the float32 sums' bits, rounded.
 
 #include <bit>
 #include <cstdint>
 #include <cub/device/device_radix_sort.cuh>
 #include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/indexing.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
@@ -84,8 +88,8 @@ __global__ void index_pairs_kernel(std::uint64_t* keys, std::int64_t* positions,
 
 // Threads over (o, k, n), k a place in the sorted order; the thread at the head of a run of
 // equal keys adds the run's src rows, in position order, into out's row keys[k].
-template <typename T>
-__global__ void index_add_runs_kernel(T* out, const T* src, const std::uint64_t* keys,
+template <typename S, typename T = compute_t<S>>
+__global__ void index_add_runs_kernel(S* out, const S* src, const std::uint64_t* keys,
                                       const std::int64_t* positions, Indexer out_outer,
                                       Indexer src_outer, Indexer out_inner, Indexer src_inner,
                                       std::int64_t out_dim_stride, std::int64_t src_dim_stride,
@@ -94,13 +98,13 @@ __global__ void index_add_runs_kernel(T* out, const T* src, const std::uint64_t*
     const std::int64_t n = e % inner, k = e / inner % count, o = e / inner / count;
     const std::uint64_t key = keys[k];
     if (k > 0 && keys[k - 1] == key) continue;
-    T* target = out + out_outer.offset(o) + static_cast<std::int64_t>(key) * out_dim_stride +
+    S* target = out + out_outer.offset(o) + static_cast<std::int64_t>(key) * out_dim_stride +
                 out_inner.offset(n);
-    const T* source = src + src_outer.offset(o) + src_inner.offset(n);
-    T sum = *target;
+    const S* source = src + src_outer.offset(o) + src_inner.offset(n);
+    T sum = static_cast<T>(*target);
     for (std::int64_t run = k; run < count && keys[run] == key; ++run)
-      sum = add_values(sum, source[positions[run] * src_dim_stride]);
-    *target = sum;
+      sum = add_values(sum, static_cast<T>(source[positions[run] * src_dim_stride]));
+    *target = static_cast<S>(sum);
   }
 }
 
@@ -146,8 +150,8 @@ __global__ void scatter_pairs_kernel(std::uint64_t* keys, std::int64_t* position
 
 // The thread at the head of each run of equal keys adds the run's sources, in position order,
 // into the one out element the key names.
-template <typename T>
-__global__ void scatter_add_runs_kernel(T* out, const T* src, const std::uint64_t* keys,
+template <typename S, typename T = compute_t<S>>
+__global__ void scatter_add_runs_kernel(S* out, const S* src, const std::uint64_t* keys,
                                         const std::int64_t* positions, Indexer out_columns,
                                         Indexer src_columns, std::int64_t out_dim_stride,
                                         std::int64_t src_dim_stride,
@@ -158,13 +162,14 @@ __global__ void scatter_add_runs_kernel(T* out, const T* src, const std::uint64_
     if (k > 0 && keys[k - 1] == key) continue;
     const std::int64_t c = static_cast<std::int64_t>(key) / targets_per_column;
     const std::int64_t target = static_cast<std::int64_t>(key) % targets_per_column;
-    T* element = out + out_columns.offset(c) + target * out_dim_stride;
-    T sum = *element;
+    S* element = out + out_columns.offset(c) + target * out_dim_stride;
+    T sum = static_cast<T>(*element);
     for (std::int64_t run = k; run < total && keys[run] == key; ++run) {
       const std::int64_t e = positions[run];
-      sum = add_values(sum, src[src_columns.offset(c) + e / inner % count * src_dim_stride]);
+      sum = add_values(
+          sum, static_cast<T>(src[src_columns.offset(c) + e / inner % count * src_dim_stride]));
     }
-    *element = sum;
+    *element = static_cast<S>(sum);
   }
 }
 
@@ -286,7 +291,7 @@ void index_add(const Context& context, const TensorRef& out, int dim, const Tens
   const std::int64_t inner = product(shape, dims_after(dim));
   const std::int64_t index_stride = index.rank() == 0 ? 0 : index.strides[0];
   const std::int64_t targets = out.rank() == 0 ? 1 : out.shape[dim];
-  dispatch_any(out.dtype, op, [&](auto tag) {
+  dispatch_storage(out.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_sorted_pairs(
         context, count, static_cast<std::uint64_t>(targets - 1),
@@ -350,17 +355,19 @@ void scatter_add(const Context& context, const TensorRef& out, int dim, const Te
   const std::int64_t out_dim_stride = dim_stride(out, dim);
   const std::int64_t index_dim_stride = dim_stride(index, dim);
   const std::int64_t src_dim_stride = dim_stride(src, dim);
-  dispatch_any(out.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (count <= short_column ||
-        columns >= columns_per_multiprocessor * std::int64_t{context.multiprocessors}) {
-      scatter_add_columns_kernel<T>
-          <<<grid_for(columns, context), threads_per_block, 0, context.stream>>>(
-              out.ptr<T>(), src.ptr<const T>(), index.ptr<const std::int64_t>(), indexers[0],
-              indexers[1], indexers[2], out_dim_stride, index_dim_stride, src_dim_stride, count,
-              columns);
-      NG_CUDA_CHECK_LAUNCH();
-      return;
+  dispatch_storage(out.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;           // stored
+    if constexpr (std::is_same_v<T, compute_t<T>>) {  // not for bfloat16: see the top
+      if (count <= short_column ||
+          columns >= columns_per_multiprocessor * std::int64_t{context.multiprocessors}) {
+        scatter_add_columns_kernel<T>
+            <<<grid_for(columns, context), threads_per_block, 0, context.stream>>>(
+                out.ptr<T>(), src.ptr<const T>(), index.ptr<const std::int64_t>(), indexers[0],
+                indexers[1], indexers[2], out_dim_stride, index_dim_stride, src_dim_stride, count,
+                columns);
+        NG_CUDA_CHECK_LAUNCH();
+        return;
+      }
     }
     with_sorted_pairs(
         context, total, static_cast<std::uint64_t>(columns * targets - 1),

@@ -17,10 +17,13 @@
 // almost never do).
 // A draw recorded in a CUDA graph takes its seed and base offset from a cell in device memory
 // (random_with_counters), read when the kernel runs, so that each replay draws fresh numbers.
+// bfloat16 draws are the float32 draws rounded once, as on the CPU; a uniform one that rounding
+// carries onto b takes the bfloat16 below it (philox::uniform_bfloat16).
 
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/compute_type.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/random.h"
 #include "backends/dtype_dispatch.h"
@@ -38,22 +41,26 @@ template <typename T> __device__ __forceinline__ T next_toward(T from, T to) {
     return ::nextafter(from, to);
 }
 
-template <typename T> struct UniformSample {
+// S is the stored type, T = compute_t<S> the one drawn (float32 for bfloat16).
+template <typename S, typename T = compute_t<S>> struct UniformSample {
   double low, high, width;  // width = high - low
-  __device__ T operator()(std::uint64_t seed, std::uint64_t counter) const {
+  __device__ S operator()(std::uint64_t seed, std::uint64_t counter) const {
     const philox::Words words = philox::random_words(seed, counter);
     const double u = std::is_same_v<T, float> ? philox::uniform_float(words.w[0])
                                               : philox::uniform_double(words.w[0], words.w[1]);
     T value = static_cast<T>(__dadd_rn(low, __dmul_rn(u, width)));
     const T typed_high = static_cast<T>(high);
     if (high > low && !(value < typed_high)) value = next_toward(typed_high, static_cast<T>(low));
-    return value;
+    if constexpr (std::is_same_v<S, bfloat16>)
+      return philox::uniform_bfloat16(value, low, high);
+    else
+      return value;
   }
 };
 
-template <typename T> struct NormalSample {
+template <typename S, typename T = compute_t<S>> struct NormalSample {
   double mean, deviation;
-  __device__ T operator()(std::uint64_t seed, std::uint64_t counter) const {
+  __device__ S operator()(std::uint64_t seed, std::uint64_t counter) const {
     const philox::Words words = philox::random_words(seed, counter);
     double u1, u2;
     if constexpr (std::is_same_v<T, float>) {
@@ -63,7 +70,8 @@ template <typename T> struct NormalSample {
       u1 = philox::uniform_double(words.w[0], words.w[1]);
       u2 = philox::uniform_double(words.w[2], words.w[3]);
     }
-    return static_cast<T>(__dadd_rn(mean, __dmul_rn(deviation, philox::box_muller(u1, u2))));
+    return static_cast<S>(
+        static_cast<T>(__dadd_rn(mean, __dmul_rn(deviation, philox::box_muller(u1, u2)))));
   }
 };
 
@@ -116,15 +124,15 @@ void generate(const Context& context, const TensorRef& out, Counters counters, S
 
 void draw(const Context& context, const TensorRef& out, RandomKind kind, Counters counters,
           double alpha, double beta) {
-  dispatch_any(out.dtype, "cuda random", [&](auto tag) {
-    using T = typename decltype(tag)::type;
+  dispatch_storage(out.dtype, "cuda random", [&](auto tag) {
+    using T = typename decltype(tag)::type;  // stored
     if (kind == RandomKind::Integer) {
       const auto low = static_cast<std::int64_t>(alpha);
       const auto high = static_cast<std::int64_t>(beta);
       const std::uint64_t range =
           high > low ? static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low) : 1;
       generate<T>(context, out, counters, IntegerSample<T>{low, range});
-    } else if constexpr (std::is_floating_point_v<T>) {
+    } else if constexpr (std::is_floating_point_v<compute_t<T>>) {
       if (kind == RandomKind::Uniform)
         generate<T>(context, out, counters, UniformSample<T>{alpha, beta, beta - alpha});
       else
