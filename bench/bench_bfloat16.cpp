@@ -1,15 +1,17 @@
-// bfloat16 against float32 for the ops that take it natively on a GPU: a matrix product, and
-// LayerNorm and RMSNorm forward and backward (with gradients for x, the gain and the bias). Each
-// op runs on the same values in both dtypes, in alternating rounds; the program prints each
-// one's median time per call, and the median over rounds of its bfloat16 time over its float32
-// time in the same round. --json prints one JSON line per op and dtype instead.
+// bfloat16 against float32 for ops that take it natively on a GPU: a matrix product, LayerNorm
+// and RMSNorm forward and backward (with gradients for x, the gain and the bias), GELU and
+// softmax forward and backward, an elementwise x y + z, a sum over rows, and a 3 x 3
+// convolution forward and backward. Each op runs on the same values in both dtypes, in
+// alternating rounds; the program prints each one's median time per call, and the median over
+// rounds of its bfloat16 time over its float32 time in the same round. --json prints one JSON
+// line per op and dtype instead.
 //
-// On a GPU, cuBLAS's bfloat16 product runs on the tensor cores, and the norm kernels move half
+// On a GPU, cuBLAS's bfloat16 product runs on the tensor cores, and the other kernels move half
 // the bytes. On the CPU every bfloat16 op goes through float32 copies (backends/
 // bfloat16_widening.h): the ratio there is the price of those copies, not a speed-up.
 //
 //   bench_bfloat16 [--device cpu|cuda] [--size 2048] [--rows 4096] [--features 4096]
-//                  [--rounds 7] [--min-time 0.2] [--quick] [--json]
+//                  [--conv-batch 32] [--rounds 7] [--min-time 0.2] [--quick] [--json]
 
 #include <normgrad/normgrad.h>
 
@@ -51,8 +53,26 @@ std::function<void()> norm_step(bool layer, const Tensor& x0, const Tensor& gain
   };
 }
 
+// f(inputs) forward and backward from `upstream`, all in `dtype`; the gradients are dropped.
+std::function<void()> grad_step(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                const std::vector<Tensor>& inputs0, const Tensor& upstream0,
+                                DType dtype, Device device) {
+  std::vector<Tensor> inputs;
+  for (const Tensor& input : inputs0) inputs.push_back(on(input, dtype, device).requires_grad_());
+  const Tensor upstream = on(upstream0, dtype, device);
+  return [f, inputs, upstream] {
+    f(inputs).backward(upstream);
+    for (Tensor t : inputs) t.zero_grad();
+  };
+}
+
+// A convolution's shape: batch, channels in and out, square images.
+struct ConvShape {
+  std::int64_t batch, channels, size;
+};
+
 int run(const bench::Settings& settings, std::int64_t size, std::int64_t rows,
-        std::int64_t features, bool json) {
+        std::int64_t features, const ConvShape& conv, bool json) {
   Generator generator(3);
   const Device device = settings.device;
   std::vector<OpCase> cases;
@@ -78,6 +98,45 @@ int run(const bench::Settings& settings, std::int64_t size, std::int64_t rows,
       norm.step[which] = norm_step(layer, x0, gain0, bias0, upstream0,
                                    which == 0 ? DType::Float32 : DType::BFloat16, device);
     cases.push_back(norm);
+  }
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(features);
+  using Function = std::function<Tensor(const std::vector<Tensor>&)>;
+  const auto add_grad_case = [&](const std::string& name, const Function& f,
+                                 const std::vector<Tensor>& inputs, const Tensor& upstream) {
+    OpCase op{name, 0, {}};
+    for (int which = 0; which < 2; ++which)
+      op.step[which] =
+          grad_step(f, inputs, upstream, which == 0 ? DType::Float32 : DType::BFloat16, device);
+    cases.push_back(op);
+  };
+  add_grad_case(
+      "gelu fwd+bwd " + shape, [](const std::vector<Tensor>& in) { return gelu(in[0]); }, {x0},
+      upstream0);
+  add_grad_case(
+      "softmax fwd+bwd " + shape, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); },
+      {x0}, upstream0);
+  {
+    OpCase elementwise{"x y + z " + shape, 0, {}};
+    OpCase row_sums{"sum over rows " + shape, 0, {}};
+    for (int which = 0; which < 2; ++which) {
+      const DType dtype = which == 0 ? DType::Float32 : DType::BFloat16;
+      const Tensor x = on(x0, dtype, device), y = on(upstream0, dtype, device);
+      const Tensor z = on(gain0, dtype, device);  // a row broadcast down the rows
+      elementwise.step[which] = [x, y, z] { (void)(x * y + z); };
+      row_sums.step[which] = [x] { (void)x.sum({1}); };
+    }
+    cases.push_back(elementwise);
+    cases.push_back(row_sums);
+  }
+  {
+    const Tensor image0 = randn({conv.batch, conv.channels, conv.size, conv.size}, generator);
+    const Tensor weight0 = randn({conv.channels, conv.channels, 3, 3}, generator);
+    const Tensor upstream = randn({conv.batch, conv.channels, conv.size, conv.size}, generator);
+    add_grad_case(
+        "conv2d 3x3 fwd+bwd " + std::to_string(conv.batch) + "x" + std::to_string(conv.channels) +
+            "x" + std::to_string(conv.size) + "^2",
+        [](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), 1, 1); },
+        {image0, weight0}, upstream);
   }
 
   for (OpCase& op : cases) {
@@ -120,9 +179,12 @@ int run(const bench::Settings& settings, std::int64_t size, std::int64_t rows,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bfloat16 against float32: a matrix product and the norms, on one device"};
+  CLI::App app{
+      "bfloat16 against float32: a product, the norms, elementwise ops, softmax, a sum "
+      "and a convolution, on one device"};
   std::string device_name = "cpu";
   std::int64_t size = 2048, rows = 4096, features = 4096;
+  ConvShape conv{32, 96, 32};
   int rounds = 7;
   double min_time = 0.2;
   bool quick = false, json = false;
@@ -130,6 +192,10 @@ int main(int argc, char** argv) {
   app.add_option("--size", size, "the product's m = n = k")->check(CLI::Range(1, 1 << 15));
   app.add_option("--rows", rows, "the norms' rows")->check(CLI::Range(1, 1 << 20));
   app.add_option("--features", features, "the norms' row width")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--conv-batch", conv.batch,
+                 "the convolution's batch of 32 x 32 images of 96 "
+                 "channels")
+      ->check(CLI::Range(1, 1 << 12));
   app.add_option("--rounds", rounds, "alternating rounds")->check(CLI::Range(1, 1000));
   app.add_option("--min-time", min_time, "seconds per timed batch")->check(CLI::Range(0.0, 60.0));
   app.add_flag("--quick", quick, "small sizes and one short round (a smoke test)");
@@ -139,6 +205,7 @@ int main(int argc, char** argv) {
     size = 64;
     rows = 64;
     features = 256;
+    conv = {2, 8, 8};
     rounds = 1;
     min_time = 0.01;
   }
@@ -148,7 +215,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_bfloat16: --device cuda, but no CUDA device is available\n");
       return 2;
     }
-    return run({device, rounds, min_time}, size, rows, features, json);
+    return run({device, rounds, min_time}, size, rows, features, conv, json);
   } catch (const Error& error) {
     std::fprintf(stderr, "bench_bfloat16: %s\n", error.what());
     return 1;

@@ -3,7 +3,8 @@
 # tests and benchmarks: the whole test suite (its CUDA cases run there), the one-rank NCCL
 # cases again, verbosely, to show that they ran, then the GPU benchmarks, each measurement
 # twice so that a ratio can be held to two runs:
-# - bench_bfloat16: a 4096^3 product and the norms at 8192 x 8192, float32 against bfloat16;
+# - bench_bfloat16: a 4096^3 product, the norms, GELU, softmax, x y + z and a row sum at
+#   8192 x 8192, and a 3 x 3 convolution, float32 against bfloat16;
 # - bench_recurrent_step: GRU and LSTM steps, plain and normed, fused against composed;
 # - bench_recurrent_sequence: GRU and LSTM layers' loops as one op against their cells stepped
 #   through autograd, full-length and packed;
