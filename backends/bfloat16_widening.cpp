@@ -81,13 +81,6 @@ void Float32Copies::finish() {
 
 namespace widened {
 
-void random(Backend& backend, const TensorRef& out, RandomKind kind, std::uint64_t seed,
-            std::uint64_t offset, double alpha, double beta) {
-  Float32Copies copies(backend);
-  backend.random(copies.output(out), kind, seed, offset, alpha, beta);
-  copies.finish();
-}
-
 void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
            double beta) {
   Float32Copies copies(backend);

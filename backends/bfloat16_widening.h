@@ -11,7 +11,8 @@
 //   copies.finish();                                                  // rounds `out` back
 //
 // The `widened` functions below do this for each op that takes bfloat16 without a kernel of its
-// own; a backend's method hands over to them when an operand is bfloat16:
+// own (the CPU backend's; CUDA's kernels take bfloat16 natively, compute_type.h); a backend's
+// method hands over to them when an operand is bfloat16:
 //
 //   if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
 //
@@ -66,8 +67,6 @@ class Float32Copies {
 // The backend's float32 kernel of each op, run on float32 copies of the bfloat16 operands.
 // Arguments as in backend.h; the norms' mean and rstd are float32 for bfloat16 input.
 namespace widened {
-void random(Backend& backend, const TensorRef& out, RandomKind kind, std::uint64_t seed,
-            std::uint64_t offset, double alpha, double beta);
 void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
            double beta);
 void binary(Backend& backend, BinaryOp op, const TensorRef& out, const TensorRef& a,
