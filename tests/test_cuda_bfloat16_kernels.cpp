@@ -771,7 +771,9 @@ TEST_CASE("cuda: bfloat16 recurrent steps, pooling, batch norm and convolutions 
     });
     check_scratch("max pooling's backward", allocator_block(x.numel() * float32_bytes),
                   [&] { kernels.max_pool2d_backward(r(dx), r(dy), r(indices)); });
-    // Batch norm's scratch is per channel (partial sums and coefficients): under 64 KiB.
+    // Batch norm's scratch is per channel: the partial moments of each of its 64 sample blocks
+    // (three doubles, 144 KiB in all here) and five float32 coefficients; a float32 copy of x
+    // would take 24 MiB.
     const Tensor flat = x.reshape({64, 96, 1024}), flat_dy = input({64, 96, 1024});
     const Tensor y = output({64, 96, 1024}), flat_dx = output({64, 96, 1024});
     const Tensor gain = input({96}), bias = input({96}), dgain = output({96}), dbias = output({96});
@@ -780,7 +782,8 @@ TEST_CASE("cuda: bfloat16 recurrent steps, pooling, batch norm and convolutions 
     const Tensor rstd = empty({96}, doubles);
     const backend::TensorRef gain_ref = r(gain), bias_ref = r(bias);
     const backend::TensorRef dgain_ref = r(dgain), dbias_ref = r(dbias);
-    check_scratch("batch norm", 64 << 10, [&] {
+    const std::size_t moments = allocator_block(64 * 96 * 3 * sizeof(double));
+    check_scratch("batch norm", moments + allocator_block(5 * 96 * float32_bytes), [&] {
       kernels.batch_norm_statistics(r(mean), r(variance), r(rstd), r(flat), 1e-5);
       kernels.batch_norm_forward(r(y), r(flat), r(mean), r(rstd), &gain_ref, &bias_ref);
       kernels.batch_norm_backward(r(flat_dx), &dgain_ref, &dbias_ref, r(flat_dy), r(flat), r(mean),
