@@ -110,6 +110,7 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
   const std::int64_t taps = dw.shape[1] * dw.shape[2] * dw.shape[3];
   const std::int64_t positions = dy.shape[2] * dy.shape[3];
   const DType dtype = dw.dtype, sums = compute_dtype(dtype);
+  const bool widens = sums != dtype;  // bfloat16: float32 sums over the chunks, rounded once
   const TensorRef matrix_dw = view(dw.data, dtype, {out_channels, taps}, {taps, 1});
   if (dw.numel() == 0) return;
   if (batch == 0 || positions == 0) {
@@ -121,12 +122,9 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
                   static_cast<std::size_t>(taps * chunk * positions) * element_size(dtype));
   Scratch rows(backend,
                static_cast<std::size_t>(out_channels * chunk * positions) * element_size(dtype));
-  // bfloat16: the chunks' products are summed in float32 and rounded into dw once at the end.
-  Scratch wide_dw(backend, sums != dtype ? static_cast<std::size_t>(dw.numel()) * element_size(sums)
-                                         : 0);
-  const TensorRef sum_dw = sums != dtype
-                               ? view(wide_dw.data(), sums, {out_channels, taps}, {taps, 1})
-                               : matrix_dw;
+  Scratch wide_dw(backend, widens ? static_cast<std::size_t>(dw.numel()) * element_size(sums) : 0);
+  const TensorRef sum_dw =
+      widens ? view(wide_dw.data(), sums, {out_channels, taps}, {taps, 1}) : matrix_dw;
   for (std::int64_t first = 0; first < batch; first += chunk) {
     const std::int64_t count = std::min(chunk, batch - first), wide = count * positions;
     backend.im2col(view(columns.data(), dtype, {count, taps, positions}, {positions, wide, 1}),
@@ -141,7 +139,7 @@ void conv2d_weight_gradient_by_columns(Backend& backend, const TensorRef& dw, co
                    view(count > 1 ? rows.data() : dy_chunk, dtype, {out_channels, wide}, {wide, 1}),
                    view(columns.data(), dtype, {wide, taps}, {1, wide}), first > 0);
   }
-  if (sums != dtype) backend.copy(matrix_dw, sum_dw);
+  if (widens) backend.copy(matrix_dw, sum_dw);
 }
 
 }  // namespace normgrad::backend

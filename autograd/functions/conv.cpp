@@ -99,6 +99,7 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
   const Tensor matrix_w = weight.view({o, k});
   const std::int64_t chunk = backend::conv_chunk_samples(k, positions, dy.size(0));
   const DType sums = compute_dtype(dy.dtype());  // float32 for bfloat16
+  const bool widens = sums != dx.dtype();
   for (std::int64_t first = 0; first < dy.size(0); first += chunk) {
     const std::int64_t count = std::min(chunk, dy.size(0) - first);
     const Tensor grad_rows = rows_of(grad, first, count);
@@ -106,10 +107,9 @@ Tensor input_gradient(const Tensor& dy, const Tensor& image, const Tensor& weigh
     kernels.matmul(detail::ref(side_by_side(grad_columns)), detail::ref(matrix_w.t()),
                    detail::ref(side_by_side(grad_rows)), false);
     const Tensor pixels = dx.narrow(0, first, count);
-    const Tensor summed =
-        sums == dx.dtype() ? pixels : detail::make_tensor(pixels.shape(), sums, dy.device());
+    const Tensor summed = widens ? detail::make_tensor(pixels.shape(), sums, dy.device()) : pixels;
     kernels.col2im(detail::ref(summed), detail::ref(grad_columns.permute({1, 0, 2})), w);
-    if (sums != dx.dtype()) kernels.copy(detail::ref(pixels), detail::ref(summed));
+    if (widens) kernels.copy(detail::ref(pixels), detail::ref(summed));
   }
   return dx;
 }
