@@ -144,26 +144,6 @@ void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy
   copies.finish();
 }
 
-void norm_forward(Backend& backend, const NormParams& params, const TensorRef& y,
-                  const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
-                  const TensorRef* gain, const TensorRef* bias) {
-  Float32Copies copies(backend);
-  backend.norm_forward(params, copies.output(y), copies.output(mean), copies.output(rstd),
-                       copies.input(x), copies.input(gain), copies.input(bias));
-  copies.finish();
-}
-
-void norm_backward(Backend& backend, const NormParams& params, const TensorRef& dx,
-                   const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
-                   const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
-                   const TensorRef* gain) {
-  Float32Copies copies(backend);
-  backend.norm_backward(params, copies.output(dx), copies.output(dgain), copies.output(dbias),
-                        copies.input(dy), copies.input(x), copies.input(mean), copies.input(rstd),
-                        copies.input(gain));
-  copies.finish();
-}
-
 namespace {
 
 GruStateNorms float32_norms(Float32Copies& copies, GruStateNorms norms) {

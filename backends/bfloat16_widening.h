@@ -65,7 +65,8 @@ class Float32Copies {
 };
 
 // The backend's float32 kernel of each op, run on float32 copies of the bfloat16 operands.
-// Arguments as in backend.h; the norms' mean and rstd are float32 for bfloat16 input.
+// Arguments as in backend.h. (The CPU's norm kernels widen bfloat16 a row at a time
+// themselves, cpu/bfloat16_rows.h.)
 namespace widened {
 void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
            double beta);
@@ -85,13 +86,6 @@ void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const Te
 void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log);
 void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
                       const TensorRef& y, int dim, bool log);
-void norm_forward(Backend& backend, const NormParams& params, const TensorRef& y,
-                  const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
-                  const TensorRef* gain, const TensorRef* bias);
-void norm_backward(Backend& backend, const NormParams& params, const TensorRef& dx,
-                   const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
-                   const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
-                   const TensorRef* gain);
 void gru_cell_forward(Backend& backend, const TensorRef& h, const TensorRef& activations,
                       const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                       const TensorRef* mask);

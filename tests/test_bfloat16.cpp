@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/bfloat16_rows.h"
 #include "backends/dispatch.h"
 #include "core/tensor_internal.h"
 #include "cuda_parity.h"
@@ -154,6 +155,19 @@ TEST_CASE("bfloat16 rounds float32 to nearest with ties to even, as an independe
       FAIL_CHECK("rounding differs from the reference");
     }
   CHECK(wrong == 0);
+
+  // The CPU kernels' vectorised row of conversions gives the same bits, NaNs included.
+  for (std::uint32_t payload : {0x7f800001u, 0x7fc00000u, 0xffbfffffu, 0x7f812345u})
+    values.push_back(float_of_bits(payload));
+  std::vector<bfloat16> row(values.size());
+  backend::cpu::round_row(values.data(), static_cast<std::int64_t>(values.size()), row.data());
+  int differ = 0;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (row[i].bits != bfloat16(values[i]).bits && ++differ <= 5) {
+      CAPTURE(bits_of(values[i]));
+      FAIL_CHECK("round_row differs from the scalar conversion");
+    }
+  CHECK(differ == 0);
 }
 
 TEST_CASE("next_toward steps to the neighbouring bfloat16, as nextafter does for float") {

@@ -6,7 +6,8 @@
 // rounded both ways, L2Norm, the per-channel spatial form) over row lengths from 1 to 4097, in
 // float32 and float64; rows of zeros; rows with a large mean and a small spread; dgain/dbias
 // identical for 1 and 2 threads; rows strided within wider rows; int64 and other layouts
-// refused.
+// refused. bfloat16 rows give, bit for bit, the float32 kernel's results on the same values,
+// rounded once.
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "backends/dispatch.h"
 #include "core/tensor_internal.h"
+#include "cuda_parity.h"
 #include "helpers.h"
 
 using namespace normgrad;
@@ -106,8 +108,9 @@ Forward fused_forward(const backend::NormParams& params, const Tensor& x, const 
                       const Tensor& bias) {
   const std::int64_t n = x.size(-1);
   const std::int64_t rows = x.numel() / n;
-  Forward out{empty(x.shape(), {.dtype = x.dtype()}), empty({rows}, {.dtype = x.dtype()}),
-              empty({rows}, {.dtype = x.dtype()})};
+  const DType statistics = compute_dtype(x.dtype());
+  Forward out{empty(x.shape(), {.dtype = x.dtype()}), empty({rows}, {.dtype = statistics}),
+              empty({rows}, {.dtype = statistics})};
   const OptionalRef gain_ref(gain), bias_ref(bias);
   backend::cpu_backend().norm_forward(params, detail::ref(out.y), detail::ref(out.mean),
                                       detail::ref(out.rstd), detail::ref(x), gain_ref.pointer,
@@ -363,17 +366,24 @@ TEST_CASE("norm kernels: dgain and dbias are identical for 1 and 2 threads") {
     }
 }
 
-TEST_CASE("norm kernels: int64 is refused") {
-  const Tensor x = zeros({2, 3}, {.dtype = DType::Int64});
-  const Tensor stats = zeros({2}, {.dtype = DType::Int64});
-  const auto params = params_for(Kind::Rms, 3, 1e-5, true);
-  auto& cpu = backend::cpu_backend();
-  CHECK_ERROR(cpu.norm_forward(params, detail::ref(x), detail::ref(stats), detail::ref(stats),
-                               detail::ref(x), nullptr, nullptr),
-              "cpu norm_forward", "int64");
-  CHECK_ERROR(cpu.norm_backward(params, detail::ref(x), nullptr, nullptr, detail::ref(x),
-                                detail::ref(x), detail::ref(stats), detail::ref(stats), nullptr),
-              "cpu norm_backward", "int64");
+TEST_CASE("norm kernels: int64 is refused, and bfloat16 rows without float32 statistics") {
+  struct Refused {
+    DType dtype;
+    const char* message;
+  };
+  for (const Refused& refused : {Refused{DType::Int64, "int64"},
+                                 Refused{DType::BFloat16, "mean and rstd must be float32"}}) {
+    const Tensor x = zeros({2, 3}, {.dtype = refused.dtype});
+    const Tensor stats = zeros({2}, {.dtype = refused.dtype});
+    const auto params = params_for(Kind::Rms, 3, 1e-5, true);
+    auto& cpu = backend::cpu_backend();
+    CHECK_ERROR(cpu.norm_forward(params, detail::ref(x), detail::ref(stats), detail::ref(stats),
+                                 detail::ref(x), nullptr, nullptr),
+                "cpu norm_forward", refused.message);
+    CHECK_ERROR(cpu.norm_backward(params, detail::ref(x), nullptr, nullptr, detail::ref(x),
+                                  detail::ref(x), detail::ref(stats), detail::ref(stats), nullptr),
+                "cpu norm_backward", refused.message);
+  }
 }
 
 TEST_CASE("norm kernels: rows strided within wider rows are read and written in place") {
@@ -439,4 +449,79 @@ TEST_CASE("norm kernels: operands whose rows are not evenly strided are refused"
   CHECK_ERROR(cpu.norm_backward(params, detail::ref(y), nullptr, nullptr, overlapping,
                                 detail::ref(y), detail::ref(stats), detail::ref(stats), nullptr),
               "cpu norm_backward", "dy must be contiguous");
+}
+
+TEST_CASE("norm kernels: bfloat16 gives the float32 kernel's results on the same values, rounded") {
+  // Each bfloat16 row is widened into a float32 buffer and computed as float32 rows are, so y,
+  // dx, dgain and dbias must be the float32 kernel's, rounded once, and the float32 mean and
+  // rstd equal to its. Rows of 600 values span three of the 256-value blocks the row sums are
+  // built from; 300 rows, several row blocks of dgain and dbias; the strided form reads and
+  // writes rows that lie within wider ones.
+  using testing::bits_mismatch;
+  const auto f32 = [](const Tensor& t) { return t.defined() ? t.to(DType::Float32) : t; };
+  const auto bf16 = [](const Tensor& t) { return t.to(DType::BFloat16); };
+  const std::int64_t rows = 300;
+  for (Kind kind : {Kind::Layer, Kind::Rms, Kind::PartialCeil, Kind::L2})
+    for (std::int64_t n : {1, 7, 600})
+      for (std::int64_t channels : {std::int64_t{0}, std::int64_t{6}})
+        for (bool strided : {false, true})
+          for (int affine = 0; affine < 3; ++affine) {  // none; gain and bias; dbias alone
+            const bool eps_inside = kind != Kind::Rms || n != 7;
+            INFO(std::string(name_of(kind)) << ", n " << n << ", channels " << channels
+                                            << ", strided " << strided << ", affine " << affine);
+            const std::int64_t width = channels > 0 ? channels : n;
+            const std::int64_t wide = strided ? n + 3 : n;
+            const auto rows_of = [&](const Tensor& t) { return t.narrow(1, 1, n); };
+            const Tensor x_wide = bf16(random_tensor({rows, wide + 1}, DType::Float32,
+                                                     50 + static_cast<std::uint64_t>(n), 2.0, 0.5));
+            const Tensor dy_wide =
+                bf16(random_tensor({rows, wide + 1}, DType::Float32, 51, 1.0, 0));
+            const Tensor x = strided ? rows_of(x_wide) : rows_of(x_wide).contiguous();
+            const Tensor dy = strided ? rows_of(dy_wide) : rows_of(dy_wide).contiguous();
+            const Tensor gain =
+                affine == 1 ? bf16(random_tensor({width}, DType::Float32, 52, 0.5, 1.0)) : Tensor();
+            const Tensor bias =
+                affine == 1 ? bf16(random_tensor({width}, DType::Float32, 53, 1.0, 0.0)) : Tensor();
+            const auto params = params_for(kind, n, 1e-5, eps_inside, channels);
+
+            const Forward expected =
+                fused_forward(params, f32(x).contiguous(), f32(gain), f32(bias));
+            const Backward expected_grads =
+                fused_backward(params, f32(x).contiguous(), f32(dy).contiguous(), expected,
+                               f32(gain), {width}, affine == 1, affine >= 1);
+
+            // The outputs are written within wider rows too when strided.
+            const Tensor y_wide = full({rows, wide + 1}, 7.0, {.dtype = DType::BFloat16});
+            const Tensor dx_wide = full({rows, wide + 1}, 7.0, {.dtype = DType::BFloat16});
+            const Tensor y =
+                strided ? rows_of(y_wide) : empty({rows, n}, {.dtype = DType::BFloat16});
+            const Tensor dx =
+                strided ? rows_of(dx_wide) : empty({rows, n}, {.dtype = DType::BFloat16});
+            const Tensor mean = empty({rows}), rstd = empty({rows});
+            const Tensor dgain =
+                affine == 1 ? full({width}, NAN, {.dtype = DType::BFloat16}) : Tensor();
+            const Tensor dbias =
+                affine >= 1 ? full({width}, NAN, {.dtype = DType::BFloat16}) : Tensor();
+            const OptionalRef gain_ref(gain), bias_ref(bias), dgain_ref(dgain), dbias_ref(dbias);
+            auto& cpu = backend::cpu_backend();
+            cpu.norm_forward(params, detail::ref(y), detail::ref(mean), detail::ref(rstd),
+                             detail::ref(x), gain_ref.pointer, bias_ref.pointer);
+            cpu.norm_backward(params, detail::ref(dx), dgain_ref.pointer, dbias_ref.pointer,
+                              detail::ref(dy), detail::ref(x), detail::ref(mean), detail::ref(rstd),
+                              gain_ref.pointer);
+            CHECK_NO_MISMATCH(bits_mismatch(y.contiguous(), bf16(expected.y), "y"));
+            CHECK_NO_MISMATCH(bits_mismatch(mean, expected.mean, "mean"));
+            CHECK_NO_MISMATCH(bits_mismatch(rstd, expected.rstd, "rstd"));
+            CHECK_NO_MISMATCH(bits_mismatch(dx.contiguous(), bf16(expected_grads.dx), "dx"));
+            if (affine == 1)
+              CHECK_NO_MISMATCH(bits_mismatch(dgain, bf16(expected_grads.dgain), "dgain"));
+            if (affine >= 1)
+              CHECK_NO_MISMATCH(bits_mismatch(dbias, bf16(expected_grads.dbias), "dbias"));
+            if (strided)
+              for (const Tensor& outputs : {y_wide, dx_wide}) {
+                const Tensor outside =
+                    cat({outputs.narrow(1, 0, 1), outputs.narrow(1, 1 + n, 3)}, 1);
+                CHECK(testing::all_close(f32(outside), full(outside.shape(), 7.0), 0, 0));
+              }
+          }
 }

@@ -1,0 +1,64 @@
+#pragma once
+// bfloat16 in the CPU kernels that work a row at a time. Such a kernel is templated on the type
+// S it stores and computes in T = compute_t<S> (backends/compute_type.h). For bfloat16 it widens
+// each row it reads into a float32 buffer of its own, a few rows long, that stays in cache; runs
+// its float32 loops on the buffer; and rounds each output row back once. So it gives bit for bit
+// what its float32 instantiation gives on the same values, rounded once, while memory sees only
+// the bfloat16 rows: 2 bytes a value each way instead of float32 copies of whole tensors. For
+// float32 and float64 the functions below hand the rows through untouched.
+//
+//   const T* x = row_values(x_row, n, buffer);      // widened into buffer, or x_row itself
+//   T* y = output_row(y_row, buffer + n);           // buffer + n, or y_row itself
+//   ... the float32 loops read x and write y ...
+//   store_row(y_row, y, n);                         // rounds into y_row, or nothing to do
+
+#include <bit>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/compute_type.h"
+
+namespace normgrad::backend::cpu {
+
+// Whether a kernel storing S widens it: true for bfloat16 alone.
+template <typename S> constexpr bool widens = !std::is_same_v<S, compute_t<S>>;
+
+inline void widen_row(const bfloat16* in, std::int64_t n, float* out) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+
+// Rounds to nearest, ties to even, as bfloat16's conversion does, through its bits
+// (bfloat16::round_bits) so that the loop vectorises.
+inline void round_row(const float* in, std::int64_t n, bfloat16* out) {
+  auto* bits = reinterpret_cast<std::uint16_t*>(out);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    bits[i] = bfloat16::round_bits(std::bit_cast<std::uint32_t>(in[i]));
+}
+
+// The n values of `row` in the compute type: `row` itself, or widened into `buffer`.
+template <typename S>
+const compute_t<S>* row_values(const S* row, std::int64_t n, compute_t<S>* buffer) {
+  if constexpr (widens<S>) {
+    widen_row(row, n, buffer);
+    return buffer;
+  } else {
+    return row;
+  }
+}
+
+// Where a kernel writes an output row in the compute type: `row` itself, or `buffer`, which
+// store_row then rounds into `row`.
+template <typename S> compute_t<S>* output_row(S* row, compute_t<S>* buffer) {
+  if constexpr (widens<S>)
+    return buffer;
+  else
+    return row;
+}
+
+template <typename S> void store_row(S* row, const compute_t<S>* values, std::int64_t n) {
+  if constexpr (widens<S>) round_row(values, n, row);
+}
+
+}  // namespace normgrad::backend::cpu
