@@ -136,6 +136,18 @@ Backward fused_backward(const backend::NormParams& params, const Tensor& x, cons
   return out;
 }
 
+// Forward then backward into outputs the caller laid out (views within wider tensors, say).
+void run_into(const backend::NormParams& params, const Tensor& x, const Tensor& dy,
+              const Tensor& gain, const Tensor& bias, const Forward& out, const Backward& grads) {
+  const OptionalRef gain_ref(gain), bias_ref(bias), dgain_ref(grads.dgain), dbias_ref(grads.dbias);
+  auto& cpu = backend::cpu_backend();
+  cpu.norm_forward(params, detail::ref(out.y), detail::ref(out.mean), detail::ref(out.rstd),
+                   detail::ref(x), gain_ref.pointer, bias_ref.pointer);
+  cpu.norm_backward(params, detail::ref(grads.dx), dgain_ref.pointer, dbias_ref.pointer,
+                    detail::ref(dy), detail::ref(x), detail::ref(out.mean), detail::ref(out.rstd),
+                    gain_ref.pointer);
+}
+
 // Gradients of sum(composed(x) * dy) by autograd.
 Backward composed_backward(Kind kind, const Tensor& x, const Tensor& dy, std::int64_t dims,
                            const Tensor& gain, const Tensor& bias, double eps, bool eps_inside) {
@@ -411,13 +423,7 @@ TEST_CASE("norm kernels: rows strided within wider rows are read and written in 
         const Tensor y = y_wide.narrow(1, 2, n), dx = dx_wide.narrow(1, 2, n);
         const Tensor mean = empty({rows}, {.dtype = dtype}), rstd = empty({rows}, {.dtype = dtype});
         const Tensor dgain = empty({n}, {.dtype = dtype}), dbias = empty({n}, {.dtype = dtype});
-        const OptionalRef gain_ref(gain), bias_ref(bias), dgain_ref(dgain), dbias_ref(dbias);
-        auto& cpu = backend::cpu_backend();
-        cpu.norm_forward(params, detail::ref(y), detail::ref(mean), detail::ref(rstd),
-                         detail::ref(x), gain_ref.pointer, bias_ref.pointer);
-        cpu.norm_backward(params, detail::ref(dx), dgain_ref.pointer, dbias_ref.pointer,
-                          detail::ref(dy), detail::ref(x), detail::ref(mean), detail::ref(rstd),
-                          gain_ref.pointer);
+        run_into(params, x, dy, gain, bias, {y, mean, rstd}, {dx, dgain, dbias});
         CHECK(testing::all_close(y, expected.y, tolerance, tolerance));
         CHECK(testing::all_close(rstd, expected.rstd, tolerance, tolerance));
         CHECK(testing::all_close(dx, expected_grads.dx, tolerance, tolerance));
@@ -502,13 +508,7 @@ TEST_CASE("norm kernels: bfloat16 gives the float32 kernel's results on the same
                 affine == 1 ? full({width}, NAN, {.dtype = DType::BFloat16}) : Tensor();
             const Tensor dbias =
                 affine >= 1 ? full({width}, NAN, {.dtype = DType::BFloat16}) : Tensor();
-            const OptionalRef gain_ref(gain), bias_ref(bias), dgain_ref(dgain), dbias_ref(dbias);
-            auto& cpu = backend::cpu_backend();
-            cpu.norm_forward(params, detail::ref(y), detail::ref(mean), detail::ref(rstd),
-                             detail::ref(x), gain_ref.pointer, bias_ref.pointer);
-            cpu.norm_backward(params, detail::ref(dx), dgain_ref.pointer, dbias_ref.pointer,
-                              detail::ref(dy), detail::ref(x), detail::ref(mean), detail::ref(rstd),
-                              gain_ref.pointer);
+            run_into(params, x, dy, gain, bias, {y, mean, rstd}, {dx, dgain, dbias});
             CHECK_NO_MISMATCH(bits_mismatch(y.contiguous(), bf16(expected.y), "y"));
             CHECK_NO_MISMATCH(bits_mismatch(mean, expected.mean, "mean"));
             CHECK_NO_MISMATCH(bits_mismatch(rstd, expected.rstd, "rstd"));
