@@ -81,27 +81,6 @@ void Float32Copies::finish() {
 
 namespace widened {
 
-void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
-           double beta) {
-  Float32Copies copies(backend);
-  backend.unary(op, copies.output(out), copies.input(in), alpha, beta);
-  copies.finish();
-}
-
-void binary(Backend& backend, BinaryOp op, const TensorRef& out, const TensorRef& a,
-            const TensorRef& b, double alpha) {
-  Float32Copies copies(backend);
-  backend.binary(op, copies.output(out), copies.input(a), copies.input(b), alpha);
-  copies.finish();
-}
-
-void where(Backend& backend, const TensorRef& out, const TensorRef& cond, const TensorRef& a,
-           const TensorRef& b) {
-  Float32Copies copies(backend);
-  backend.where(copies.output(out), copies.input(cond), copies.input(a), copies.input(b));
-  copies.finish();
-}
-
 void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
             std::uint64_t reduced, double scale) {
   Float32Copies copies(backend);

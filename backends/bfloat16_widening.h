@@ -11,10 +11,11 @@
 //   copies.finish();                                                  // rounds `out` back
 //
 // The `widened` functions below do this for each op that takes bfloat16 without a kernel of its
-// own (the CPU backend's; CUDA's kernels take bfloat16 natively, compute_type.h); a backend's
-// method hands over to them when an operand is bfloat16:
+// own (the CPU backend's; CUDA's kernels take bfloat16 natively, compute_type.h, as do the
+// CPU's elementwise ops and norms, cpu/bfloat16_rows.h); a backend's method hands over to them
+// when an operand is bfloat16:
 //
-//   if (any_bfloat16({&out, &in})) return widened::unary(*this, op, out, in, alpha, beta);
+//   if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);
 //
 // A copy keeps its operand's shape. Broadcast dims (stride 0) stay broadcast in the copy, which
 // holds each distinct value once; every other dim is laid out contiguously. So the float32
@@ -65,15 +66,8 @@ class Float32Copies {
 };
 
 // The backend's float32 kernel of each op, run on float32 copies of the bfloat16 operands.
-// Arguments as in backend.h. (The CPU's norm kernels widen bfloat16 a row at a time
-// themselves, cpu/bfloat16_rows.h.)
+// Arguments as in backend.h.
 namespace widened {
-void unary(Backend& backend, UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
-           double beta);
-void binary(Backend& backend, BinaryOp op, const TensorRef& out, const TensorRef& a,
-            const TensorRef& b, double alpha);
-void where(Backend& backend, const TensorRef& out, const TensorRef& cond, const TensorRef& a,
-           const TensorRef& b);
 void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
             std::uint64_t reduced, double scale);
 // The accumulating index ops: `out` is summed into in float32 and rounded once at the end.

@@ -1,11 +1,16 @@
 #pragma once
-// bfloat16 in the CPU kernels that work a row at a time. Such a kernel is templated on the type
-// S it stores and computes in T = compute_t<S> (backends/compute_type.h). For bfloat16 it widens
-// each row it reads into a float32 buffer of its own, a few rows long, that stays in cache; runs
-// its float32 loops on the buffer; and rounds each output row back once. So it gives bit for bit
-// what its float32 instantiation gives on the same values, rounded once, while memory sees only
-// the bfloat16 rows: 2 bytes a value each way instead of float32 copies of whole tensors. For
-// float32 and float64 the functions below hand the rows through untouched.
+// bfloat16 in the CPU kernels. A kernel is templated on the type S it stores and computes in
+// T = compute_t<S> (backends/compute_type.h), so that for bfloat16 it gives, bit for bit, what
+// its float32 instantiation gives on the same values, rounded once, while memory sees only
+// bfloat16: 2 bytes a value each way instead of float32 copies of whole tensors. For float32
+// and float64 everything below hands values through untouched.
+//
+// Elementwise kernels wrap their function (on_stored): each value is widened as it is loaded
+// and the result rounded as it is stored.
+//
+// Kernels that work a row at a time widen each row they read into a float32 buffer of their
+// own, a few rows long, that stays in cache; run their float32 loops on it; and round each
+// output row back once:
 //
 //   const T* x = row_values(x_row, n, buffer);      // widened into buffer, or x_row itself
 //   T* y = output_row(y_row, buffer + n);           // buffer + n, or y_row itself
@@ -59,6 +64,20 @@ template <typename S> compute_t<S>* output_row(S* row, compute_t<S>* buffer) {
 
 template <typename S> void store_row(S* row, const compute_t<S>* values, std::int64_t n) {
   if constexpr (widens<S>) round_row(values, n, row);
+}
+
+// An elementwise function of compute-type values as a function of stored values: for bfloat16
+// it widens each argument as it is loaded and rounds the result once as it is stored; for the
+// other types it is the function itself.
+//
+//   unary_row<S, S>(..., on_stored<S>([](float x) { return x * x; }));
+template <typename S, typename Function> auto on_stored(Function function) {
+  if constexpr (widens<S>)
+    return [function](auto... values) {
+      return static_cast<S>(function(static_cast<compute_t<S>>(values)...));
+    };
+  else
+    return function;
 }
 
 }  // namespace normgrad::backend::cpu

@@ -3,11 +3,12 @@
 // a and b arrive broadcast to out's shape (stride 0 along broadcast dims); after the layout
 // merges, a bias added along rows or columns hits the row kernel's "one operand is a scalar"
 // path. Arithmetic requires one dtype for all three tensors; comparisons may write 1/0 into
-// an output of another dtype.
+// an output of another dtype. bfloat16 computes in float32, each value widened as it is loaded
+// and the result rounded once as it is stored (bfloat16_rows.h).
 
 #include <cmath>
 
-#include "backends/bfloat16_widening.h"
+#include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
@@ -33,6 +34,14 @@ void run_binary(const TensorRef& out, const TensorRef& a, const TensorRef& b, Fu
                       });
 }
 
+// out = function(a, b) over S values; the function computes in compute_t<S> (bfloat16_rows.h).
+template <typename S, typename Function>
+void run_arithmetic(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                    Function function) {
+  run_binary<S, S>(out, a, b, on_stored<S>(function));
+}
+
+// Comparisons of In values (bfloat16 compares as float32) into 1 or 0 of Out.
 template <typename Out, typename In>
 void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   const auto as_out = [](bool value) { return static_cast<Out>(value ? 1 : 0); };
@@ -54,52 +63,52 @@ void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const Ten
   }
 }
 
-// Ops defined for every dtype.
-template <typename T>
+// Ops defined for every dtype, computed in T.
+template <typename S, typename T = compute_t<S>>
 bool binary_any_dtype(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   switch (op) {
     case BinaryOp::Add:
-      run_binary<T, T>(out, a, b, [](T x, T y) { return add_values(x, y); });
+      run_arithmetic<S>(out, a, b, [](T x, T y) { return add_values(x, y); });
       return true;
     case BinaryOp::Sub:
-      run_binary<T, T>(out, a, b, [](T x, T y) { return subtract_values(x, y); });
+      run_arithmetic<S>(out, a, b, [](T x, T y) { return subtract_values(x, y); });
       return true;
     case BinaryOp::Mul:
-      run_binary<T, T>(out, a, b, [](T x, T y) { return multiply_values(x, y); });
+      run_arithmetic<S>(out, a, b, [](T x, T y) { return multiply_values(x, y); });
       return true;
     case BinaryOp::Maximum:
-      run_binary<T, T>(out, a, b, [](T x, T y) { return maximum_value(x, y); });
+      run_arithmetic<S>(out, a, b, [](T x, T y) { return maximum_value(x, y); });
       return true;
     case BinaryOp::Minimum:
-      run_binary<T, T>(out, a, b, [](T x, T y) { return minimum_value(x, y); });
+      run_arithmetic<S>(out, a, b, [](T x, T y) { return minimum_value(x, y); });
       return true;
     default:
       return false;
   }
 }
 
-// Ops that need a floating-point type.
-template <typename T>
+// Ops that need a floating-point type, computed in T.
+template <typename S, typename T = compute_t<S>>
 void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                      T alpha) {
   switch (op) {
     case BinaryOp::Div:
-      return run_binary<T, T>(out, a, b, [](T x, T y) { return x / y; });
+      return run_arithmetic<S>(out, a, b, [](T x, T y) { return x / y; });
     case BinaryOp::Pow:
-      return run_binary<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+      return run_arithmetic<S>(out, a, b, [](T x, T y) { return std::pow(x, y); });
     // dy * (1 - y^2)
     case BinaryOp::TanhGrad:
-      return run_binary<T, T>(out, a, b, [](T dy, T y) { return dy * (T{1} - y * y); });
+      return run_arithmetic<S>(out, a, b, [](T dy, T y) { return dy * (T{1} - y * y); });
     // dy * y * (1 - y)
     case BinaryOp::SigmoidGrad:
-      return run_binary<T, T>(out, a, b, [](T dy, T y) { return dy * y * (T{1} - y); });
+      return run_arithmetic<S>(out, a, b, [](T dy, T y) { return dy * y * (T{1} - y); });
     case BinaryOp::ReluGrad:
-      return run_binary<T, T>(out, a, b, [](T dy, T x) { return x > T{0} ? dy : T{0}; });
+      return run_arithmetic<S>(out, a, b, [](T dy, T x) { return x > T{0} ? dy : T{0}; });
     case BinaryOp::GeluGrad:
-      return run_binary<T, T>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
+      return run_arithmetic<S>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
     case BinaryOp::LeakyReluGrad:
-      return run_binary<T, T>(out, a, b,
-                              [alpha](T dy, T x) { return dy * leaky_relu_slope(x, alpha); });
+      return run_arithmetic<S>(out, a, b,
+                               [alpha](T dy, T x) { return dy * leaky_relu_slope(x, alpha); });
     default:
       break;
   }
@@ -110,12 +119,11 @@ void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, cons
 
 void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                         double alpha) {
-  if (any_bfloat16({&out, &a, &b})) return widened::binary(*this, op, out, a, b, alpha);
   NG_CHECK(a.dtype == b.dtype, "cpu binary", binary_name(op), ": a is ", a.dtype, " but b is ",
            b.dtype);
   if (is_comparison(op)) {
-    dispatch_any(out.dtype, "cpu binary", [&](auto out_tag) {
-      dispatch_any(a.dtype, "cpu binary", [&](auto in_tag) {
+    dispatch_storage(out.dtype, "cpu binary", [&](auto out_tag) {
+      dispatch_storage(a.dtype, "cpu binary", [&](auto in_tag) {
         comparison<typename decltype(out_tag)::type, typename decltype(in_tag)::type>(op, out, a,
                                                                                       b);
       });
@@ -124,11 +132,12 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
   }
   NG_CHECK(out.dtype == a.dtype, "cpu binary", binary_name(op), ": out is ", out.dtype,
            " but the operands are ", a.dtype);
-  dispatch_any(out.dtype, "cpu binary", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (binary_any_dtype<T>(op, out, a, b)) return;
+  dispatch_storage(out.dtype, "cpu binary", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using T = compute_t<S>;
+    if (binary_any_dtype<S>(op, out, a, b)) return;
     if constexpr (std::is_floating_point_v<T>) {
-      binary_floating<T>(op, out, a, b, static_cast<T>(alpha));
+      binary_floating<S>(op, out, a, b, static_cast<T>(alpha));
     } else if (op == BinaryOp::Div) {
       throw Error("cpu binary: int64 division is not supported; convert to a float dtype");
     } else {
@@ -141,11 +150,12 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
 // out = cond != 0 ? a : b. cond may have any dtype; a, b and out share one.
 void CpuBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
                        const TensorRef& b) {
-  if (any_bfloat16({&out, &cond, &a, &b})) return widened::where(*this, out, cond, a, b);
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu where",
            "out, a and b must share a dtype, got ", out.dtype, ", ", a.dtype, " and ", b.dtype);
-  dispatch_any(out.dtype, "cpu where", [&](auto value_tag) {
-    dispatch_any(cond.dtype, "cpu where", [&](auto cond_tag) {
+  // Values are moved, never computed on: bfloat16 ones as they are. A bfloat16 condition
+  // compares as float32 (-0 counts as 0).
+  dispatch_storage(out.dtype, "cpu where", [&](auto value_tag) {
+    dispatch_storage(cond.dtype, "cpu where", [&](auto cond_tag) {
       using T = typename decltype(value_tag)::type;
       using C = typename decltype(cond_tag)::type;
       for_each_element<4>(
