@@ -81,13 +81,6 @@ void Float32Copies::finish() {
 
 namespace widened {
 
-void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
-            std::uint64_t reduced, double scale) {
-  Float32Copies copies(backend);
-  backend.reduce(op, copies.output(out), copies.input(in), reduced, scale);
-  copies.finish();
-}
-
 void index_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
                const TensorRef& src) {
   Float32Copies copies(backend);
@@ -107,19 +100,6 @@ void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const Te
   Float32Copies copies(backend);
   const TensorRef& out_copy = accumulate ? copies.update(out) : copies.output(out);
   backend.matmul(out_copy, copies.input(a), copies.input(b), accumulate);
-  copies.finish();
-}
-
-void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log) {
-  Float32Copies copies(backend);
-  backend.softmax(copies.output(out), copies.input(in), dim, log);
-  copies.finish();
-}
-
-void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
-                      const TensorRef& y, int dim, bool log) {
-  Float32Copies copies(backend);
-  backend.softmax_backward(copies.output(dx), copies.input(dy), copies.input(y), dim, log);
   copies.finish();
 }
 

@@ -11,11 +11,12 @@
 //   copies.finish();                                                  // rounds `out` back
 //
 // The `widened` functions below do this for each op that takes bfloat16 without a kernel of its
-// own (the CPU backend's; CUDA's kernels take bfloat16 natively, compute_type.h, as do the
-// CPU's elementwise ops and norms, cpu/bfloat16_rows.h); a backend's method hands over to them
-// when an operand is bfloat16:
+// own: the CPU backend's matrix products, recurrent steps, images and indexing. CUDA's kernels
+// all take bfloat16 natively (compute_type.h), as do the CPU's elementwise ops, reductions,
+// softmax and norms (cpu/bfloat16_rows.h). A backend's method hands over to them when an
+// operand is bfloat16:
 //
-//   if (any_bfloat16({&out, &in})) return widened::reduce(*this, op, out, in, reduced, scale);
+//   if (any_bfloat16({&out, &in})) return widened::max_pool2d(*this, out, indices, in, window);
 //
 // A copy keeps its operand's shape. Broadcast dims (stride 0) stay broadcast in the copy, which
 // holds each distinct value once; every other dim is laid out contiguously. So the float32
@@ -68,8 +69,6 @@ class Float32Copies {
 // The backend's float32 kernel of each op, run on float32 copies of the bfloat16 operands.
 // Arguments as in backend.h.
 namespace widened {
-void reduce(Backend& backend, ReduceOp op, const TensorRef& out, const TensorRef& in,
-            std::uint64_t reduced, double scale);
 // The accumulating index ops: `out` is summed into in float32 and rounded once at the end.
 void index_add(Backend& backend, const TensorRef& out, int dim, const TensorRef& index,
                const TensorRef& src);
@@ -77,9 +76,6 @@ void scatter_add(Backend& backend, const TensorRef& out, int dim, const TensorRe
                  const TensorRef& src);
 void matmul(Backend& backend, const TensorRef& out, const TensorRef& a, const TensorRef& b,
             bool accumulate);
-void softmax(Backend& backend, const TensorRef& out, const TensorRef& in, int dim, bool log);
-void softmax_backward(Backend& backend, const TensorRef& dx, const TensorRef& dy,
-                      const TensorRef& y, int dim, bool log);
 void gru_cell_forward(Backend& backend, const TensorRef& h, const TensorRef& activations,
                       const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                       const TensorRef* mask);

@@ -282,34 +282,44 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("bfloat16 kernels: elementwise ops, reductions and softmax make no float32 copies") {
-  SKIP_WITHOUT_CUDA();  // the CPU still works on float32 copies
+TEST_CASE(
+    "bfloat16 kernels: elementwise ops, reductions, softmax and norms make no float32 copies") {
   Generator generator(45);
-  const Device gpu = Device::cuda();
   const std::int64_t n = 1024;
-  const Tensor x = to_bfloat16(randn({n, n}, generator)).to(gpu);  // 2 MiB; 4 MiB as float32
-  const Tensor y = to_bfloat16(randn({n, n}, generator)).to(gpu);
-  Tensor out = empty({n, n}, {.dtype = DType::BFloat16, .device = gpu});
-  Tensor row_sums = empty({n, 1}, {.dtype = DType::BFloat16, .device = gpu});
-  Tensor row_indices = empty({n, 1}, {.dtype = DType::Int64, .device = gpu});
-  backend::Backend& backend = backend::backend_for(gpu);
-  reset_peak_memory_stats(gpu);
-  const std::size_t allocated = memory_stats(gpu).allocated_bytes;
-  backend.unary(UnaryOp::Tanh, detail::ref(out), detail::ref(x), 0, 0);
-  backend.binary(BinaryOp::Mul, detail::ref(out), detail::ref(x), detail::ref(y), 0);
-  backend.where(detail::ref(out), detail::ref(x), detail::ref(x), detail::ref(y));
-  backend.binary(BinaryOp::Lt, detail::ref(out), detail::ref(x), detail::ref(y), 0);
-  backend.reduce(backend::ReduceOp::Sum, detail::ref(row_sums), detail::ref(x), 0, 1.0);
-  backend.reduce(backend::ReduceOp::Max, detail::ref(row_sums), detail::ref(x), 0, 1.0);
-  backend.reduce(backend::ReduceOp::ArgMax, detail::ref(row_indices), detail::ref(x), 0, 1.0);
-  backend.softmax(detail::ref(out), detail::ref(x), 1, false);
-  backend.softmax_backward(detail::ref(out), detail::ref(y), detail::ref(x), 1, false);
-  cuda::synchronize();
-  const MemoryStats stats = memory_stats(gpu);
-  CHECK(stats.allocated_bytes == allocated);
-  // The reductions' partial results (16 KiB for the sum, 64 KiB for argmax's values with their
-  // indices) are the only scratch; a float32 copy of x is 4 MiB.
-  CHECK(stats.peak_allocated_bytes <= allocated + (128u << 10));
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    const Tensor x = to_bfloat16(randn({n, n}, generator)).to(device);  // 2 MiB; 4 MiB as float32
+    const Tensor y = to_bfloat16(randn({n, n}, generator)).to(device);
+    Tensor out = empty({n, n}, {.dtype = DType::BFloat16, .device = device});
+    Tensor row_sums = empty({n, 1}, {.dtype = DType::BFloat16, .device = device});
+    Tensor row_indices = empty({n, 1}, {.dtype = DType::Int64, .device = device});
+    Tensor mean = empty({n}, {.device = device}), rstd = empty({n}, {.device = device});
+    backend::Backend& backend = backend::backend_for(device);
+    const backend::NormParams layer_norm{.centred = true, .eps = 1e-5};
+    reset_peak_memory_stats(device);
+    const std::size_t allocated = memory_stats(device).allocated_bytes;
+    backend.unary(UnaryOp::Tanh, detail::ref(out), detail::ref(x), 0, 0);
+    backend.unary(UnaryOp::Exp, detail::ref(out), detail::ref(x), 0, 0);
+    backend.binary(BinaryOp::Mul, detail::ref(out), detail::ref(x), detail::ref(y), 0);
+    backend.where(detail::ref(out), detail::ref(x), detail::ref(x), detail::ref(y));
+    backend.binary(BinaryOp::Lt, detail::ref(out), detail::ref(x), detail::ref(y), 0);
+    backend.reduce(backend::ReduceOp::Sum, detail::ref(row_sums), detail::ref(x), 0, 1.0);
+    backend.reduce(backend::ReduceOp::Max, detail::ref(row_sums), detail::ref(x), 0, 1.0);
+    backend.reduce(backend::ReduceOp::ArgMax, detail::ref(row_indices), detail::ref(x), 0, 1.0);
+    backend.softmax(detail::ref(out), detail::ref(x), 1, false);
+    backend.softmax_backward(detail::ref(out), detail::ref(y), detail::ref(x), 1, false);
+    backend.norm_forward(layer_norm, detail::ref(out), detail::ref(mean), detail::ref(rstd),
+                         detail::ref(x), nullptr, nullptr);
+    backend.norm_backward(layer_norm, detail::ref(out), nullptr, nullptr, detail::ref(y),
+                          detail::ref(x), detail::ref(mean), detail::ref(rstd), nullptr);
+    if (device.is_cuda()) cuda::synchronize();
+    const MemoryStats stats = memory_stats(device);
+    CHECK(stats.allocated_bytes == allocated);
+    // On a GPU the reductions' partial results (16 KiB for the sum, 64 KiB for argmax's values
+    // with their indices) are the only scratch; the CPU's kernels keep theirs outside the
+    // tensor allocator. A float32 copy of x is 4 MiB.
+    CHECK(stats.peak_allocated_bytes <= allocated + (128u << 10));
+  }
 }
 
 namespace {

@@ -42,6 +42,20 @@ inline void round_row(const float* in, std::int64_t n, bfloat16* out) {
     bits[i] = bfloat16::round_bits(std::bit_cast<std::uint32_t>(in[i]));
 }
 
+// `rows` rows of `width` values, their starts `stride` values apart, widened into a dense
+// [rows, width] buffer; and back, rounded.
+inline void widen_rows(const bfloat16* in, std::int64_t rows, std::int64_t width,
+                       std::int64_t stride, float* out) {
+  if (width == stride) return widen_row(in, rows * width, out);
+  for (std::int64_t r = 0; r < rows; ++r) widen_row(in + r * stride, width, out + r * width);
+}
+
+inline void round_rows(const float* in, std::int64_t rows, std::int64_t width, bfloat16* out,
+                       std::int64_t stride) {
+  if (width == stride) return round_row(in, rows * width, out);
+  for (std::int64_t r = 0; r < rows; ++r) round_row(in + r * width, width, out + r * stride);
+}
+
 // The n values of `row` in the compute type: `row` itself, or widened into `buffer`.
 template <typename S>
 const compute_t<S>* row_values(const S* row, std::int64_t n, compute_t<S>* buffer) {
@@ -66,16 +80,25 @@ template <typename S> void store_row(S* row, const compute_t<S>* values, std::in
   if constexpr (widens<S>) round_row(values, n, row);
 }
 
+// out[index] = value, rounded to S. bfloat16 goes through its bits: GCC vectorises a loop of
+// such stores, where it leaves a loop that stores the struct scalar.
+template <typename S> inline void store_value(S* out, std::int64_t index, compute_t<S> value) {
+  if constexpr (widens<S>)
+    reinterpret_cast<std::uint16_t*>(out)[index] =
+        bfloat16::round_bits(std::bit_cast<std::uint32_t>(value));
+  else
+    out[index] = value;
+}
+
 // An elementwise function of compute-type values as a function of stored values: for bfloat16
-// it widens each argument as it is loaded and rounds the result once as it is stored; for the
-// other types it is the function itself.
+// it widens each argument as it is loaded; its result, in the compute type, is rounded once
+// where the row kernel stores it (store_value, in strided_loop.h's rows). For the other types
+// it is the function itself.
 //
 //   unary_row<S, S>(..., on_stored<S>([](float x) { return x * x; }));
 template <typename S, typename Function> auto on_stored(Function function) {
   if constexpr (widens<S>)
-    return [function](auto... values) {
-      return static_cast<S>(function(static_cast<compute_t<S>>(values)...));
-    };
+    return [function](auto... values) { return function(static_cast<compute_t<S>>(values)...); };
   else
     return function;
 }

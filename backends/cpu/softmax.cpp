@@ -13,17 +13,22 @@
 // The other dims are iterated like any strided layout. When they include a unit-stride dim
 // and the softmax dim does not (softmax over dim 0 of a row-major matrix), up to 256 adjacent
 // lines are processed together, with the inner loops over the unit-stride columns. Sums are
-// kept in double (across chunks of pairwise float sums in the one-line form).
+// kept in double (across chunks of pairwise float sums in the one-line form). bfloat16 lines are
+// widened into a float32 buffer, computed as float32 lines are and rounded back once; backward,
+// which reads nothing back, widens each value as it loads it.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
-#include "backends/bfloat16_widening.h"
+#include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
+#include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/pairwise.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
 #include "backends/dtype_dispatch.h"
@@ -201,83 +206,132 @@ void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int
   }
 }
 
+// One block of lines (width 1: a line) in T, as for_each_line hands it over.
 template <typename T>
+void softmax_block(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_t sx,
+                   std::int64_t width, bool log) {
+  if (width == 1) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (so == 1 && sx == 1) return softmax_contiguous_row(y, x, n, log);
+    }
+    if (so == 1 && sx == 1)
+      softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
+    else
+      softmax_line(y, x, n, so, sx, log);
+  } else {
+    softmax_columns(y, x, n, so, sx, width, log);
+  }
+}
+
+// Scratch memory (kept_scratch.h): a bfloat16 block's lines, widened.
+enum class Buffer { WidenedLines };
+
+// bfloat16 blocks are widened into a float32 buffer of the thread's, computed as float32 and
+// rounded back once (bfloat16_rows.h). The block is computed as the float32 kernel computes
+// the same layout: a contiguous line takes the contiguous-row code, a strided one the strided
+// code (the same arithmetic as its unit-stride form), so the results are the float32 kernel's
+// on the same values, rounded. y is read back between the passes, which is why bfloat16 is not
+// computed in place.
+template <typename S>
 void softmax_forward(const TensorRef& out, const TensorRef& in, int dim, bool log) {
   const auto plan = make_line_plan<2>({&out, &in}, dim, "cpu softmax");
   const std::int64_t n = plan.length, so = plan.strides[0], sx = plan.strides[1];
   for_each_line<2>(plan, {&out, &in},
                    [&](const std::array<char*, 2>& pointers, std::int64_t width) {
-                     T* y = reinterpret_cast<T*>(pointers[0]);
-                     const T* x = reinterpret_cast<const T*>(pointers[1]);
-                     if (width == 1) {
-                       if constexpr (std::is_same_v<T, float>) {
-                         if (so == 1 && sx == 1) return softmax_contiguous_row(y, x, n, log);
-                       }
-                       if (so == 1 && sx == 1)
-                         softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
+                     S* y = reinterpret_cast<S*>(pointers[0]);
+                     const S* x = reinterpret_cast<const S*>(pointers[1]);
+                     if constexpr (widens<S>) {
+                       std::vector<float> fallback;
+                       float* xs = kept_scratch<float, Buffer::WidenedLines>(
+                           static_cast<std::size_t>(2 * n * width), fallback);
+                       float* ys = xs + n * width;
+                       // As dense lines, unit stride along the line for width 1, `width` apart
+                       // otherwise.
+                       const std::int64_t dense = width == 1 ? 1 : width;
+                       widen_rows(x, n, width, sx, xs);
+                       if (width == 1 && (so != 1 || sx != 1))
+                         softmax_line(ys, xs, n, std::int64_t{1}, std::int64_t{1}, log);
                        else
-                         softmax_line(y, x, n, so, sx, log);
+                         softmax_block(ys, xs, n, dense, dense, width, log);
+                       round_rows(ys, n, width, y, so);
                      } else {
-                       softmax_columns(y, x, n, so, sx, width, log);
+                       softmax_block(y, x, n, so, sx, width, log);
                      }
                    });
 }
 
 // Backward, one line: s = sum(dy * y) (softmax) or sum(dy) (log_softmax), pairwise, then dx.
-template <typename T>
-void softmax_backward_line(T* dx, const T* dy, const T* y, std::int64_t n, std::int64_t sdx,
-                           std::int64_t sdy, std::int64_t sy, bool log) {
+// S values are computed in T = compute_t<S>, each widened as it is loaded and dx rounded once
+// as it is stored: nothing is read back, so bfloat16 needs no float32 buffer here.
+// unit_stride: every stride is 1, and the loops, knowing it, vectorise.
+template <bool unit_stride, typename S, typename T = compute_t<S>>
+NORMGRAD_ROW_KERNEL void softmax_backward_line(S* dx, const S* dy, const S* y, std::int64_t n,
+                                               std::int64_t dx_stride, std::int64_t dy_stride,
+                                               std::int64_t y_stride, bool log) {
+  const std::int64_t sdx = unit_stride ? 1 : dx_stride, sdy = unit_stride ? 1 : dy_stride,
+                     sy = unit_stride ? 1 : y_stride;
+  const auto at = [](const S* values, std::int64_t index) { return static_cast<T>(values[index]); };
   T buffer[line_chunk];
   if (log) {
     const T s = reduce_row<SumCombine<T>>(dy, n, sdy);
     for (std::int64_t first = 0; first < n; first += line_chunk) {
       const std::int64_t count = std::min(line_chunk, n - first);
-      for (std::int64_t k = 0; k < count; ++k) buffer[k] = y[(first + k) * sy];
+#pragma omp simd
+      for (std::int64_t k = 0; k < count; ++k) buffer[k] = at(y, (first + k) * sy);
       exp_in_place(buffer, count);
+#pragma omp simd
       for (std::int64_t k = 0; k < count; ++k)
-        dx[(first + k) * sdx] = dy[(first + k) * sdy] - buffer[k] * s;
+        store_value(dx, (first + k) * sdx, at(dy, (first + k) * sdy) - buffer[k] * s);
     }
     return;
   }
   double sum = 0.0;
   for (std::int64_t first = 0; first < n; first += line_chunk) {
     const std::int64_t count = std::min(line_chunk, n - first);
+#pragma omp simd
     for (std::int64_t k = 0; k < count; ++k)
-      buffer[k] = dy[(first + k) * sdy] * y[(first + k) * sy];
+      buffer[k] = at(dy, (first + k) * sdy) * at(y, (first + k) * sy);
     sum += reduce_row<SumCombine<T>>(buffer, count, 1);
   }
   const T s = static_cast<T>(sum);
-  for (std::int64_t k = 0; k < n; ++k) dx[k * sdx] = y[k * sy] * (dy[k * sdy] - s);
+  // Each dx[k] is written after its own dy[k] and y[k] are read, so dx may be dy itself.
+#pragma omp simd
+  for (std::int64_t k = 0; k < n; ++k)
+    store_value(dx, k * sdx, at(y, k * sy) * (at(dy, k * sdy) - s));
 }
 
-template <typename T>
-void softmax_backward_columns(T* dx, const T* dy, const T* y, std::int64_t n, std::int64_t sdx,
-                              std::int64_t sdy, std::int64_t sy, std::int64_t width, bool log) {
+template <typename S, typename T = compute_t<S>>
+NORMGRAD_ROW_KERNEL void softmax_backward_columns(S* dx, const S* dy, const S* y, std::int64_t n,
+                                                  std::int64_t sdx, std::int64_t sdy,
+                                                  std::int64_t sy, std::int64_t width, bool log) {
+  const auto at = [](const S* values, std::int64_t index) { return static_cast<T>(values[index]); };
   double sum[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) sum[j] = 0.0;
   for (std::int64_t k = 0; k < n; ++k) {
 #pragma omp simd
     for (std::int64_t j = 0; j < width; ++j)
-      sum[j] += log ? dy[k * sdy + j] : dy[k * sdy + j] * y[k * sy + j];
+      sum[j] += log ? at(dy, k * sdy + j) : at(dy, k * sdy + j) * at(y, k * sy + j);
   }
   T s[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) s[j] = static_cast<T>(sum[j]);
   T exps[softmax_column_block];
   for (std::int64_t k = 0; k < n; ++k) {
     if (log) {
-      std::copy(y + k * sy, y + k * sy + width, exps);
+#pragma omp simd
+      for (std::int64_t j = 0; j < width; ++j) exps[j] = at(y, k * sy + j);
       exp_in_place(exps, width);
 #pragma omp simd
-      for (std::int64_t j = 0; j < width; ++j) dx[k * sdx + j] = dy[k * sdy + j] - exps[j] * s[j];
+      for (std::int64_t j = 0; j < width; ++j)
+        store_value(dx, k * sdx + j, at(dy, k * sdy + j) - exps[j] * s[j]);
     } else {
 #pragma omp simd
       for (std::int64_t j = 0; j < width; ++j)
-        dx[k * sdx + j] = y[k * sy + j] * (dy[k * sdy + j] - s[j]);
+        store_value(dx, k * sdx + j, at(y, k * sy + j) * (at(dy, k * sdy + j) - s[j]));
     }
   }
 }
 
-template <typename T>
+template <typename S>
 void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
                             bool log) {
   const auto plan = make_line_plan<3>({&dx, &dy, &y}, dim, "cpu softmax_backward");
@@ -285,11 +339,13 @@ void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const Tens
                      sy = plan.strides[2];
   for_each_line<3>(
       plan, {&dx, &dy, &y}, [&](const std::array<char*, 3>& pointers, std::int64_t width) {
-        T* grad_in = reinterpret_cast<T*>(pointers[0]);
-        const T* grad_out = reinterpret_cast<const T*>(pointers[1]);
-        const T* out = reinterpret_cast<const T*>(pointers[2]);
-        if (width == 1)
-          softmax_backward_line(grad_in, grad_out, out, n, sdx, sdy, sy, log);
+        S* grad_in = reinterpret_cast<S*>(pointers[0]);
+        const S* grad_out = reinterpret_cast<const S*>(pointers[1]);
+        const S* out = reinterpret_cast<const S*>(pointers[2]);
+        if (width == 1 && sdx == 1 && sdy == 1 && sy == 1)
+          softmax_backward_line<true>(grad_in, grad_out, out, n, sdx, sdy, sy, log);
+        else if (width == 1)
+          softmax_backward_line<false>(grad_in, grad_out, out, n, sdx, sdy, sy, log);
         else
           softmax_backward_columns(grad_in, grad_out, out, n, sdx, sdy, sy, width, log);
       });
@@ -298,19 +354,17 @@ void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const Tens
 }  // namespace
 
 void CpuBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
-  if (any_bfloat16({&out, &in})) return widened::softmax(*this, out, in, dim, log);
   NG_CHECK(out.dtype == in.dtype, "cpu softmax", "out is ", out.dtype, " but in is ", in.dtype);
-  dispatch_floating(in.dtype, "cpu softmax", [&](auto tag) {
+  dispatch_floating_or_bfloat16(in.dtype, "cpu softmax", [&](auto tag) {
     softmax_forward<typename decltype(tag)::type>(out, in, dim, log);
   });
 }
 
 void CpuBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
                                   int dim, bool log) {
-  if (any_bfloat16({&dx, &dy, &y})) return widened::softmax_backward(*this, dx, dy, y, dim, log);
   NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cpu softmax_backward",
            "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
-  dispatch_floating(dx.dtype, "cpu softmax_backward", [&](auto tag) {
+  dispatch_floating_or_bfloat16(dx.dtype, "cpu softmax_backward", [&](auto tag) {
     softmax_backward_typed<typename decltype(tag)::type>(dx, dy, y, dim, log);
   });
 }
