@@ -7,11 +7,12 @@
 // stores bfloat16 gives, at the price of the copies' memory traffic.
 //
 //   Float32Copies copies(backend);
-//   backend.binary(op, copies.output(out), copies.input(a), copies.input(b), alpha);  // float32
-//   copies.finish();                                                  // rounds `out` back
+//   backend.avg_pool2d(copies.output(out), copies.input(in), window);  // the float32 kernel
+//   copies.finish();                                                    // rounds `out` back
 //
 // The `widened` functions below do this for each op that takes bfloat16 without a kernel of its
-// own: the CPU backend's matrix products, recurrent steps, images and indexing. CUDA's kernels
+// own: the CPU backend's matrix products, recurrent steps, convolutions, pooling, batch norm
+// and accumulating indexing ops. CUDA's kernels
 // all take bfloat16 natively (compute_type.h), as do the CPU's elementwise ops, reductions,
 // softmax and norms (cpu/bfloat16_rows.h). A backend's method hands over to them when an
 // operand is bfloat16:

@@ -5,12 +5,12 @@
 //
 // dispatch_floating throws normgrad::Error for int64, so float-only kernels (exp, softmax, ...)
 // fail with a message instead of being instantiated for integers. Neither instantiates a kernel
-// for bfloat16, a storage type: the ops that take it convert it to float32 around their float32
-// kernels (bfloat16_widening.h), and the rest refuse it here. dispatch_storage adds bfloat16 for
-// the kernels that only move or convert values (copy, fill) and for those that compute in
-// compute_t of the stored type (compute_type.h: CUDA's elementwise ops and reductions), as
-// dispatch_floating_or_bfloat16 does for the float-only ones; dispatch_bits gives the kernels
-// that move elements an unsigned type of their size.
+// for bfloat16, a storage type: kernels without a bfloat16 form take it through float32 copies
+// (bfloat16_widening.h), and the rest refuse it here. dispatch_storage adds bfloat16 for the
+// kernels that only move or convert values (copy, fill) and for those that compute in compute_t
+// of the stored type (compute_type.h: all of CUDA's; the CPU's elementwise ops and reductions),
+// as dispatch_floating_or_bfloat16 does for the float-only ones (softmax, the norms);
+// dispatch_bits gives the kernels that move elements an unsigned type of their size.
 
 #include <cstdint>
 #include <utility>

@@ -47,7 +47,8 @@ Operand view_of(const Tensor& bfloat16_base, const View& view) {
 
 // The layouts the elementwise kernels tell apart, each of shape [rows, cols]: contiguous
 // (4-element vectors, then a tail), a transposed view (the strided kernel), every other column
-// of a wider tensor (one strided dim), and a row broadcast down the rows (stride 0).
+// of a wider tensor (one strided dim), a row broadcast down the rows and a column broadcast
+// along them (stride 0 outside, and inside, the rows).
 struct Layout {
   const char* name;
   View view;  // from a base of shape [rows, 2 * cols]
@@ -61,6 +62,10 @@ std::vector<Layout> layouts(std::int64_t rows, std::int64_t cols) {
       {"broadcast row",
        [=](const Tensor& t) {
          return t.narrow(0, 0, 1).narrow(1, 0, cols).expand({rows, cols});
+       }},
+      {"broadcast column",
+       [=](const Tensor& t) {
+         return t.narrow(1, 0, 1).expand({rows, cols});
        }},
   };
 }
@@ -214,6 +219,25 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("bfloat16 kernels: elementwise ops in place read each value before they write it") {
+  // out is an operand itself, as in x.add_(y) or x.exp_(): the same results as out of place.
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(47);
+    const Tensor a = to_bfloat16(randn({33, 70}, generator)).to(device);
+    const Tensor b = to_bfloat16(randn({33, 70}, generator)).to(device);
+    Tensor sum = a.clone(), product = a.clone(), exps = a.clone();
+    backend_of(a).binary(BinaryOp::Add, detail::ref(sum), detail::ref(sum), detail::ref(b), 0);
+    backend_of(a).binary(BinaryOp::Mul, detail::ref(product), detail::ref(b), detail::ref(product),
+                         0);
+    backend_of(a).unary(UnaryOp::Exp, detail::ref(exps), detail::ref(exps), 0, 0);
+    CHECK_NO_MISMATCH(bits_mismatch(sum, binary(BinaryOp::Add, a, b, 0, DType::BFloat16), "a + b"));
+    CHECK_NO_MISMATCH(
+        bits_mismatch(product, binary(BinaryOp::Mul, b, a, 0, DType::BFloat16), "b a"));
+    CHECK_NO_MISMATCH(bits_mismatch(exps, unary(UnaryOp::Exp, a, 0, 0), "exp(a)"));
+  }
+}
+
 TEST_CASE(
     "bfloat16 kernels: sums, extremes and their indices are the float32 reductions, "
     "rounded") {
@@ -257,25 +281,37 @@ TEST_CASE(
     struct Case {
       Shape shape;
       int dim;
+      bool every_other = false;  // x and dy are every other column of wider tensors
     };
     // The warp kernels (contiguous lines up to 1024), the block kernels (longer lines), and lines
-    // across memory: a warp per line for few, a thread per line for many adjacent ones.
+    // across memory: a warp per line for few, a thread per line for many adjacent ones. On the
+    // CPU: strided lines (every other column), which take other code than contiguous ones, and
+    // columns too many to widen at once (600 x 300 over dim 0), split over threads.
     const std::vector<Case> cases = {
-        {{50, 37}, 1}, {{9, 1000}, 1}, {{6, 3000}, 1}, {{20, 100}, 0}, {{20, 1100}, 0}};
+        {{50, 37}, 1},        {{9, 1000}, 1},       {{6, 3000}, 1},
+        {{20, 100}, 0},       {{20, 1100}, 0},      {{50, 37}, 1, true},
+        {{9, 1000}, 1, true}, {{20, 100}, 0, true}, {{600, 300}, 0}};
     for (const Case& c : cases) {
       for (const bool log : {false, true}) {
         CAPTURE(c.shape);
         CAPTURE(c.dim);
+        CAPTURE(c.every_other);
         CAPTURE(log);
-        const Operand x = view_of(to_bfloat16(randn(c.shape, generator) * 2.0).to(device),
-                                  [](const Tensor& t) { return t; });
+        const auto draw = [&](double scale) {
+          const Shape wide = {c.shape[0], (c.every_other ? 2 : 1) * c.shape[1]};
+          return to_bfloat16(randn(wide, generator) * scale).to(device);
+        };
+        const View view = [&c](const Tensor& t) {
+          return c.every_other ? t.slice(1, 0, t.size(1), 2) : t;
+        };
+        const Operand x = view_of(draw(2.0), view);
         const Tensor y = log ? log_softmax(x.stored, c.dim) : softmax(x.stored, c.dim);
         const Tensor y_wide = log ? log_softmax(x.widened, c.dim) : softmax(x.widened, c.dim);
         CHECK_NO_MISMATCH(bits_mismatch(y, to_bfloat16(y_wide)));
         // Backward from the rounded forward output, as a bfloat16 graph runs it.
-        const Tensor dy = to_bfloat16(randn(c.shape, generator)).to(device);
-        const Tensor dx = softmax_backward(dy, y, c.dim, log);
-        const Tensor dx_wide = softmax_backward(to_float32(dy), to_float32(y), c.dim, log);
+        const Operand dy = view_of(draw(1.0), view);
+        const Tensor dx = softmax_backward(dy.stored, y, c.dim, log);
+        const Tensor dx_wide = softmax_backward(dy.widened, to_float32(y), c.dim, log);
         CHECK_NO_MISMATCH(bits_mismatch(dx, to_bfloat16(dx_wide)));
       }
     }

@@ -1,16 +1,17 @@
 #pragma once
 // bfloat16 in the CPU kernels. A kernel is templated on the type S it stores and computes in
 // T = compute_t<S> (backends/compute_type.h), so that for bfloat16 it gives, bit for bit, what
-// its float32 instantiation gives on the same values, rounded once, while memory sees only
-// bfloat16: 2 bytes a value each way instead of float32 copies of whole tensors. For float32
-// and float64 everything below hands values through untouched.
+// its float32 instantiation gives on the same values, rounded once. The tensors are read and
+// written as bfloat16, 2 bytes a value, with no float32 copies of them; what a kernel needs in
+// float32 lies in a buffer of its own, sized to stay in cache. For float32 and float64
+// everything below hands values through untouched.
 //
 // Elementwise kernels wrap their function (on_stored): each value is widened as it is loaded
-// and the result rounded as it is stored.
+// and the result rounded as it is stored (store_value).
 //
-// Kernels that work a row at a time widen each row they read into a float32 buffer of their
-// own, a few rows long, that stays in cache; run their float32 loops on it; and round each
-// output row back once:
+// Kernels that work a row at a time (the norms, softmax's forward) widen each row they read
+// into a float32 buffer of their own, run their float32 loops on it, and round each output row
+// back once:
 //
 //   const T* x = row_values(x_row, n, buffer);      // widened into buffer, or x_row itself
 //   T* y = output_row(y_row, buffer + n);           // buffer + n, or y_row itself
@@ -28,19 +29,12 @@ namespace normgrad::backend::cpu {
 // Whether a kernel storing S widens it: true for bfloat16 alone.
 template <typename S> constexpr bool widens = !std::is_same_v<S, compute_t<S>>;
 
-inline void widen_row(const bfloat16* in, std::int64_t n, float* out) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
-}
-
-// Rounds to nearest, ties to even, as bfloat16's conversion does, through its bits
-// (bfloat16::round_bits) so that the loop vectorises.
-inline void round_row(const float* in, std::int64_t n, bfloat16* out) {
-  auto* bits = reinterpret_cast<std::uint16_t*>(out);
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i)
-    bits[i] = bfloat16::round_bits(std::bit_cast<std::uint32_t>(in[i]));
-}
+// The conversions of a unit-stride row, out of line (bfloat16_rows.cpp) and compiled for AVX2
+// and baseline x86-64 as the row kernels are (row_kernel.h): baseline SSE2 has no instruction
+// that packs 32-bit lanes into unsigned 16-bit ones, so rounding stays scalar there.
+void widen_row(const bfloat16* in, std::int64_t n, float* out);
+// Rounds to nearest, ties to even, as bfloat16's conversion does (bfloat16::round_bits).
+void round_row(const float* in, std::int64_t n, bfloat16* out);
 
 // `rows` rows of `width` values, their starts `stride` values apart, widened into a dense
 // [rows, width] buffer; and back, rounded.
@@ -80,14 +74,17 @@ template <typename S> void store_row(S* row, const compute_t<S>* values, std::in
   if constexpr (widens<S>) round_row(values, n, row);
 }
 
-// out[index] = value, rounded to S. bfloat16 goes through its bits: GCC vectorises a loop of
-// such stores, where it leaves a loop that stores the struct scalar.
-template <typename S> inline void store_value(S* out, std::int64_t index, compute_t<S> value) {
-  if constexpr (widens<S>)
+// out[index] = value as S. A compute-type value for a bfloat16 out is rounded through its bits:
+// GCC vectorises a loop of such stores, where it leaves a loop that stores the struct scalar.
+// Any other value is converted as an assignment would; a bfloat16 one is stored as it is, bits
+// and all (a copy must not quieten a signalling NaN).
+template <typename S, typename Value>
+inline void store_value(S* out, std::int64_t index, Value value) {
+  if constexpr (widens<S> && std::is_same_v<Value, compute_t<S>>)
     reinterpret_cast<std::uint16_t*>(out)[index] =
         bfloat16::round_bits(std::bit_cast<std::uint32_t>(value));
   else
-    out[index] = value;
+    out[index] = static_cast<S>(value);
 }
 
 // An elementwise function of compute-type values as a function of stored values: for bfloat16

@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
+#include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {
 
@@ -107,11 +108,20 @@ template <typename Dst, typename Src> void copy_typed(const TensorRef& dst, cons
   run_layout(layout, {dst_data, src_data},
              [](const std::array<char*, 2>& pointers, const std::int64_t* strides,
                 std::int64_t count, std::int64_t) {
+               const bool unit = strides[0] == 1 && strides[1] == 1;
                if constexpr (std::is_same_v<Dst, Src>) {
-                 if (strides[0] == 1 && strides[1] == 1) {
+                 if (unit) {
                    std::memcpy(pointers[0], pointers[1], count * sizeof(Dst));
                    return;
                  }
+               } else if constexpr (std::is_same_v<Dst, bfloat16> && std::is_same_v<Src, float>) {
+                 if (unit)  // the vectorised rounding (bfloat16_rows.h)
+                   return round_row(reinterpret_cast<const float*>(pointers[1]), count,
+                                    reinterpret_cast<bfloat16*>(pointers[0]));
+               } else if constexpr (std::is_same_v<Dst, float> && std::is_same_v<Src, bfloat16>) {
+                 if (unit)
+                   return widen_row(reinterpret_cast<const bfloat16*>(pointers[1]), count,
+                                    reinterpret_cast<float*>(pointers[0]));
                }
                unary_row<Dst, Src>(pointers[0], pointers[1], strides[0], strides[1], count,
                                    [](Src x) { return static_cast<Dst>(x); });

@@ -226,6 +226,39 @@ void softmax_block(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64
 // Scratch memory (kept_scratch.h): a bfloat16 block's lines, widened.
 enum class Buffer { WidenedLines };
 
+// The values of x and y a bfloat16 block widens at most, together: a piece of a block of
+// columns that fits L2 (each column is computed on its own, so pieces give the same results).
+// A line is widened whole, however long (kept_scratch.h allocates past its kept size).
+constexpr std::int64_t widened_values = std::int64_t{1} << 16;
+
+// A bfloat16 block, widened into float32 lines, computed and rounded back: a line as the
+// float32 kernel computes a line of the same layout (contiguous or strided code), columns a
+// piece of at most widened_values at a time.
+void softmax_widened(bfloat16* y, const bfloat16* x, std::int64_t n, std::int64_t so,
+                     std::int64_t sx, std::int64_t width, bool log) {
+  const std::int64_t piece = std::clamp<std::int64_t>(widened_values / (2 * n), 1, width);
+  std::vector<float> fallback;
+  float* xs =
+      kept_scratch<float, Buffer::WidenedLines>(static_cast<std::size_t>(2 * n * piece), fallback);
+  if (width == 1) {
+    float* ys = xs + n;
+    widen_rows(x, n, 1, sx, xs);
+    if (so == 1 && sx == 1)
+      softmax_contiguous_row(ys, xs, n, log);
+    else
+      softmax_line(ys, xs, n, std::int64_t{1}, std::int64_t{1}, log);
+    round_rows(ys, n, 1, y, so);
+    return;
+  }
+  for (std::int64_t first = 0; first < width; first += piece) {
+    const std::int64_t columns = std::min(piece, width - first);
+    float* ys = xs + n * columns;
+    widen_rows(x + first, n, columns, sx, xs);
+    softmax_columns(ys, xs, n, columns, columns, columns, log);
+    round_rows(ys, n, columns, y + first, so);
+  }
+}
+
 // bfloat16 blocks are widened into a float32 buffer of the thread's, computed as float32 and
 // rounded back once (bfloat16_rows.h). The block is computed as the float32 kernel computes
 // the same layout: a contiguous line takes the contiguous-row code, a strided one the strided
@@ -241,19 +274,7 @@ void softmax_forward(const TensorRef& out, const TensorRef& in, int dim, bool lo
                      S* y = reinterpret_cast<S*>(pointers[0]);
                      const S* x = reinterpret_cast<const S*>(pointers[1]);
                      if constexpr (widens<S>) {
-                       std::vector<float> fallback;
-                       float* xs = kept_scratch<float, Buffer::WidenedLines>(
-                           static_cast<std::size_t>(2 * n * width), fallback);
-                       float* ys = xs + n * width;
-                       // As dense lines, unit stride along the line for width 1, `width` apart
-                       // otherwise.
-                       const std::int64_t dense = width == 1 ? 1 : width;
-                       widen_rows(x, n, width, sx, xs);
-                       if (width == 1 && (so != 1 || sx != 1))
-                         softmax_line(ys, xs, n, std::int64_t{1}, std::int64_t{1}, log);
-                       else
-                         softmax_block(ys, xs, n, dense, dense, width, log);
-                       round_rows(ys, n, width, y, so);
+                       softmax_widened(y, x, n, so, sx, width, log);
                      } else {
                        softmax_block(y, x, n, so, sx, width, log);
                      }
@@ -294,7 +315,8 @@ NORMGRAD_ROW_KERNEL void softmax_backward_line(S* dx, const S* dy, const S* y, s
     sum += reduce_row<SumCombine<T>>(buffer, count, 1);
   }
   const T s = static_cast<T>(sum);
-  // Each dx[k] is written after its own dy[k] and y[k] are read, so dx may be dy itself.
+  // Each dx[k] is written after its own dy[k] and y[k] are read, so dx may be dy itself (the
+  // same memory with the same strides).
 #pragma omp simd
   for (std::int64_t k = 0; k < n; ++k)
     store_value(dx, k * sdx, at(y, k * sy) * (at(dy, k * sdy) - s));
