@@ -11,6 +11,7 @@
 #include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/op_names.h"
@@ -34,11 +35,30 @@ void run_binary(const TensorRef& out, const TensorRef& a, const TensorRef& b, Fu
                       });
 }
 
+// A bfloat16 row, compiled for AVX2 as well (row_kernel.h): baseline x86-64 has no instruction
+// that packs rounded 32-bit lanes into 16-bit ones, so there the loop stays scalar.
+template <typename Function>
+NORMGRAD_ROW_KERNEL void bfloat16_binary_row(char* out, const char* a, const char* b,
+                                             const std::int64_t* strides, std::int64_t count,
+                                             Function function) {
+  binary_row<bfloat16, bfloat16, bfloat16>(out, a, b, strides, count, function);
+}
+
 // out = function(a, b) over S values; the function computes in compute_t<S> (bfloat16_rows.h).
 template <typename S, typename Function>
 void run_arithmetic(const TensorRef& out, const TensorRef& a, const TensorRef& b,
                     Function function) {
-  run_binary<S, S>(out, a, b, on_stored<S>(function));
+  const auto stored = on_stored<S>(function);
+  if constexpr (widens<S>) {
+    for_each_element<3>({&out, &a, &b}, "cpu binary",
+                        [&](const std::array<char*, 3>& pointers, const std::int64_t* strides,
+                            std::int64_t count, std::int64_t) {
+                          bfloat16_binary_row(pointers[0], pointers[1], pointers[2], strides, count,
+                                              stored);
+                        });
+  } else {
+    run_binary<S, S>(out, a, b, stored);
+  }
 }
 
 // Comparisons of In values (bfloat16 compares as float32) into 1 or 0 of Out.

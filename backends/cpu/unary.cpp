@@ -15,6 +15,7 @@
 #include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/cpu/vector_exp.h"
 #include "backends/dtype_dispatch.h"
@@ -24,16 +25,28 @@ namespace normgrad::backend::cpu {
 
 namespace {
 
+// A bfloat16 row, compiled for AVX2 as well (row_kernel.h): baseline x86-64 has no instruction
+// that packs rounded 32-bit lanes into 16-bit ones, so there the loop stays scalar.
+template <typename Function>
+NORMGRAD_ROW_KERNEL void bfloat16_unary_row(char* out, const char* in, std::int64_t out_stride,
+                                            std::int64_t in_stride, std::int64_t count,
+                                            Function function) {
+  unary_row<bfloat16, bfloat16>(out, in, out_stride, in_stride, count, function);
+}
+
 // out = function(in) over S values; the function computes in compute_t<S> (bfloat16_rows.h).
 template <typename S, typename Function>
 void run_unary(const TensorRef& out, const TensorRef& in, Function function) {
   const auto stored = on_stored<S>(function);
-  for_each_element<2>({&out, &in}, "cpu unary",
-                      [&](const std::array<char*, 2>& pointers, const std::int64_t* strides,
-                          std::int64_t count, std::int64_t) {
-                        unary_row<S, S>(pointers[0], pointers[1], strides[0], strides[1], count,
-                                        stored);
-                      });
+  for_each_element<2>(
+      {&out, &in}, "cpu unary",
+      [&](const std::array<char*, 2>& pointers, const std::int64_t* strides, std::int64_t count,
+          std::int64_t) {
+        if constexpr (widens<S>)
+          bfloat16_unary_row(pointers[0], pointers[1], strides[0], strides[1], count, stored);
+        else
+          unary_row<S, S>(pointers[0], pointers[1], strides[0], strides[1], count, stored);
+      });
 }
 
 using FloatRowFunction = void (*)(float*, const float*, std::int64_t, VectorPath);
