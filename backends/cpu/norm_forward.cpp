@@ -82,7 +82,7 @@ void forward_rows(const NormProblem<S>& problem, S* y, std::int64_t y_stride, co
 }
 
 // Scratch memory (kept_scratch.h): the rows of a bfloat16 call, widened.
-enum class Buffer { WidenedRows };
+enum class ForwardScratch { WidenedRows };
 
 // Rows [begin, end), the flags turned into template arguments inside the clone.
 template <typename S>
@@ -92,7 +92,7 @@ NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<S>& problem, S* y, std:
   using T = compute_t<S>;
   // A bfloat16 row and its output row in float32.
   std::vector<T> fallback;
-  T* buffer = widens<S> ? kept_scratch<T, Buffer::WidenedRows>(
+  T* buffer = widens<S> ? kept_scratch<T, ForwardScratch::WidenedRows>(
                               static_cast<std::size_t>(2 * problem.n), fallback)
                         : nullptr;
   const bool column = problem.channels == 0;

@@ -224,7 +224,7 @@ void softmax_block(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64
 }
 
 // Scratch memory (kept_scratch.h): a bfloat16 block's lines, widened.
-enum class Buffer { WidenedLines };
+enum class SoftmaxScratch { WidenedLines };
 
 // The values of x and y a bfloat16 block widens at most, together: a piece of a block of
 // columns that fits L2 (each column is computed on its own, so pieces give the same results).
@@ -238,8 +238,8 @@ void softmax_widened(bfloat16* y, const bfloat16* x, std::int64_t n, std::int64_
                      std::int64_t sx, std::int64_t width, bool log) {
   const std::int64_t piece = std::clamp<std::int64_t>(widened_values / (2 * n), 1, width);
   std::vector<float> fallback;
-  float* xs =
-      kept_scratch<float, Buffer::WidenedLines>(static_cast<std::size_t>(2 * n * piece), fallback);
+  float* xs = kept_scratch<float, SoftmaxScratch::WidenedLines>(
+      static_cast<std::size_t>(2 * n * piece), fallback);
   if (width == 1) {
     float* ys = xs + n;
     widen_rows(x, n, 1, sx, xs);
