@@ -3,8 +3,8 @@
 // T = compute_t<S> (backends/compute_type.h), so that for bfloat16 it gives, bit for bit, what
 // its float32 instantiation gives on the same values, rounded once. The tensors are read and
 // written as bfloat16, 2 bytes a value, with no float32 copies of them; what a kernel needs in
-// float32 lies in a buffer of its own, sized to stay in cache. For float32 and float64
-// everything below hands values through untouched.
+// float32 lies in a buffer of its own, a row or a piece of rows (only a very long row outgrows
+// the cache). For float32 and float64 everything below hands values through untouched.
 //
 // Elementwise kernels wrap their function (on_stored): each value is widened as it is loaded
 // and the result rounded as it is stored (store_value).

@@ -165,13 +165,8 @@ inline void check_affine(std::initializer_list<const TensorRef*> operands, DType
 template <typename S>
 const compute_t<S>* affine_values(const TensorRef* operand, std::vector<compute_t<S>>& storage) {
   if (operand == nullptr) return nullptr;
-  if constexpr (widens<S>) {
-    storage.resize(static_cast<std::size_t>(operand->numel()));
-    widen_row(operand->ptr<const S>(), operand->numel(), storage.data());
-    return storage.data();
-  } else {
-    return operand->ptr<const S>();
-  }
+  if constexpr (widens<S>) storage.resize(static_cast<std::size_t>(operand->numel()));
+  return row_values(operand->ptr<const S>(), operand->numel(), storage.data());
 }
 
 // The float32 copies of a bfloat16 gain and bias, which a problem points into: they must
