@@ -5,7 +5,7 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/primitives.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad {
 namespace autograd {

@@ -17,7 +17,7 @@
 #include "autograd/autograd_meta.h"
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad::autograd {

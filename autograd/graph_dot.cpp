@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "autograd/autograd_meta.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad {
 

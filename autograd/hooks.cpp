@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "autograd/autograd_meta.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::autograd {
 

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "autograd/autograd_meta.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad::autograd {

@@ -1,6 +1,6 @@
 #include "autograd/primitives.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad::autograd::primitive {

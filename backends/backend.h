@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/shape.h"
+#include "base/device.h"
+#include "base/dtype.h"
+#include "base/shape.h"
 
 namespace normgrad::backend {
 

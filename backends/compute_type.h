@@ -10,7 +10,7 @@
 // So a kernel instantiated for bfloat16 gives exactly what its float32 instantiation gives on
 // the rounded inputs, rounded once, without float32 copies of its operands in memory.
 
-#include "core/bfloat16.h"
+#include "base/bfloat16.h"
 
 namespace normgrad::backend {
 

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

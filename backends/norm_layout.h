@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

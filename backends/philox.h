@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "backends/host_device.h"
-#include "core/bfloat16.h"
+#include "base/bfloat16.h"
 
 namespace normgrad::philox {
 

@@ -3,7 +3,7 @@
 // offset, which both backends check the same way before reading it.
 
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

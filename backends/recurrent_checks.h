@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

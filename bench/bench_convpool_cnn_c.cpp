@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         tensors["batch." + std::to_string(i) + ".images"] = images[static_cast<std::size_t>(i)];
         tensors["batch." + std::to_string(i) + ".labels"] = labels[static_cast<std::size_t>(i)];
       }
-      nn::save_tensors(tensors, write_inputs, {{"batches", std::to_string(batches)}});
+      io::save_tensors(tensors, write_inputs, {{"batches", std::to_string(batches)}});
       return 0;
     }
     for (auto& t : images) t = t.to(device);

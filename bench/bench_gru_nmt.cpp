@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     const std::int64_t rss_before = bench::resident_bytes();
     gru_nmt::RnnSearch model(config, generator);
     if (!device.is_cpu()) model.to(device);
-    if (!flags.weights_path.empty()) nn::save(model, flags.weights_path);
+    if (!flags.weights_path.empty()) io::save(model, flags.weights_path);
     optim::Adam adam(model.parameters(), {.lr = settings.training.learning_rate});
     const bench::TimedSteps timed =
         bench::time_steps(first, flags.warmup, flags.steps, device, [&](const auto& batch) {

@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     const std::int64_t rss_before = bench::resident_bytes();
     transformer_nmt::TransformerNmt model(config, generator);
     if (!device.is_cpu()) model.to(device);
-    if (!flags.weights_path.empty()) nn::save(model, flags.weights_path);
+    if (!flags.weights_path.empty()) io::save(model, flags.weights_path);
     optim::Adam adam(model.parameters(), {.lr = settings.training.learning_rate,
                                           .beta2 = settings.training.adam_beta2,
                                           .eps = 1e-9});

@@ -57,7 +57,7 @@ def conv_section(report, run_lines):
     lines += ["", "GFLOP/s count 2 N O K L flops for a forward pass (K = C kh kw, L = OH OW) and three "
               "times that for forward + backward; the ceiling is the forward pass's flops as one bare "
               "`cblas_sgemm` (OpenBLAS) over the whole batch in the same run; on CPUs with AVX-512, where "
-              "normgrad's float32 GEMMs are its own (backends/cpu/sgemm_avx512.h), they can beat it. "
+              "normgrad's float32 GEMMs are its own (backends/cpu/gemm/sgemm_avx512.h), they can beat it. "
               "Pooling's bytes include the int64 indices.", ""]
     lines += conv_table(results)
     lines += [""]

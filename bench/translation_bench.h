@@ -122,7 +122,7 @@ inline std::pair<std::vector<std::vector<std::int32_t>>, std::int64_t> dev_sourc
 // .source_lengths, .target_input, .target_output, .target_lengths; `metadata` besides the
 // batch count and the pad and bos ids.
 inline void write_batches(const std::vector<data::TranslationBatch>& batches,
-                          const std::string& path, nn::Metadata metadata) {
+                          const std::string& path, io::Metadata metadata) {
   nn::StateDict tensors;
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const std::string prefix = "batch." + std::to_string(i) + ".";
@@ -136,7 +136,7 @@ inline void write_batches(const std::vector<data::TranslationBatch>& batches,
   metadata["batches"] = std::to_string(batches.size());
   metadata["pad_id"] = std::to_string(data::pad_id);
   metadata["bos_id"] = std::to_string(data::bos_id);
-  nn::save_tensors(tensors, path, metadata);
+  io::save_tensors(tensors, path, metadata);
 }
 
 // The first batches of a seeded training order, and their token counts.

@@ -13,7 +13,7 @@ include(NormgradSentencepiece)  # defines normgrad::sentencepiece
 find_package(nlohmann_json 3 REQUIRED)
 # zlib reads the gzip-compressed IDX files of MNIST-format datasets (data/idx.cpp).
 find_package(ZLIB REQUIRED)
-# xxHash checksums each tensor of a checkpoint (nn/checkpoint.cpp). It is used header-only
+# xxHash checksums each tensor of a checkpoint (io/checkpoint.cpp). It is used header-only
 # (XXH_INLINE_ALL), so the library links nothing more.
 find_path(NORMGRAD_XXHASH_INCLUDE_DIR xxhash.h)
 if(NOT NORMGRAD_XXHASH_INCLUDE_DIR)

@@ -27,7 +27,7 @@ install(TARGETS normgrad EXPORT normgradTargets
 # Every library header, at its folder under include/normgrad/ (one install per file, so that
 # folders without headers are not created empty).
 file(GLOB_RECURSE NORMGRAD_HEADERS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS
-     core/*.h backends/*.h autograd/*.h nn/*.h optim/*.h data/*.h decoding/*.h distributed/*.h)
+     base/*.h core/*.h backends/*.h autograd/*.h nn/*.h optim/*.h io/*.h data/*.h decoding/*.h distributed/*.h)
 foreach(header ${NORMGRAD_HEADERS})
   get_filename_component(folder ${header} DIRECTORY)
   install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/normgrad/${folder})

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/graph_draws.h"
 #include "core/tensor.h"
 

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "backends/backend.h"
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 #include "core/generator.h"
 #include "core/graph_draws.h"
 #include "core/tensor.h"

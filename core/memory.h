@@ -7,7 +7,7 @@
 // to free every block at once instead, e.g. when hunting memory errors.
 
 #include "backends/backend.h"
-#include "core/device.h"
+#include "base/device.h"
 
 namespace normgrad {
 

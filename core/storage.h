@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/device.h"
+#include "base/device.h"
 
 namespace normgrad {
 

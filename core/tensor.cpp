@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "backends/dispatch.h"
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/shape.h"
+#include "base/device.h"
+#include "base/dtype.h"
+#include "base/shape.h"
 #include "core/storage.h"
 
 namespace normgrad {

@@ -8,7 +8,7 @@
 namespace normgrad::detail {
 
 // A new contiguous tensor, uninitialised. A shape whose byte count overflows or passes
-// max_tensor_bytes (core/checked.h), and an allocation that fails, throw Error naming `op`,
+// max_tensor_bytes (base/checked.h), and an allocation that fails, throw Error naming `op`,
 // the shape and the bytes asked for.
 Tensor make_tensor(const Shape& shape, DType dtype, Device device, const char* op = "empty");
 

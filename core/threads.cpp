@@ -3,7 +3,7 @@
 #include <omp.h>
 
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/unicode_text.h"
 
 namespace normgrad::data {

@@ -1,6 +1,6 @@
 #include "data/bleu_tokenizer.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/unicode_text.h"
 
 namespace normgrad::data {

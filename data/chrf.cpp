@@ -2,7 +2,7 @@
 
 #include <unordered_map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/unicode_text.h"
 
 namespace normgrad::data {

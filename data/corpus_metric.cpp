@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::data {
 

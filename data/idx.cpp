@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::data {
 

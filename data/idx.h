@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/shape.h"
+#include "base/shape.h"
 
 namespace normgrad::data {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::data {
 

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 #include "data/idx.h"
 
 namespace normgrad::data {

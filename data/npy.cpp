@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.h"
-#include "nn/atomic_file.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 
 namespace normgrad::data {
 
@@ -151,7 +151,7 @@ Tensor read_npy(const std::string& path) {
   NG_CHECK(!std::filesystem::is_directory(path, error), "read_npy", "'", path,
            "' is a directory, not a .npy file");
   const File file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  NG_CHECK(file != nullptr, "read_npy", nn::file_error("cannot open", path));
+  NG_CHECK(file != nullptr, "read_npy", io::file_error("cannot open", path));
   std::uint8_t start[kMagicSize + 2];
   read_exactly(file.get(), start, sizeof start, path, "magic number");
   NG_CHECK(std::memcmp(start, kMagic, kMagicSize) == 0, "read_npy", "'", path,
@@ -225,7 +225,7 @@ void write_npy(const std::string& path, const Tensor& values) {
       value = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<std::uint32_t>(value)));
     data = swapped.data();
   }
-  nn::write_atomically(path, "write_npy", [&](const nn::FileWriter& out) {
+  io::write_atomically(path, "write_npy", [&](const io::FileWriter& out) {
     const std::uint8_t start[] = {0x93,
                                   'N',
                                   'U',

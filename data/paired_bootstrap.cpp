@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::data {
 namespace {

@@ -3,7 +3,7 @@
 #include <exception>
 #include <filesystem>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/text_file.h"
 #include "data/token_cache.h"
 

@@ -12,10 +12,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/text_file.h"
 #include "data/unicode_text.h"
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace normgrad::data {
 
@@ -175,7 +175,7 @@ SubwordTokenizer SubwordTokenizer::load(const std::string& path) {
 }
 
 void SubwordTokenizer::save(const std::string& path) const {
-  nn::write_atomically(path, "SubwordTokenizer::save", [&](const nn::FileWriter& out) {
+  io::write_atomically(path, "SubwordTokenizer::save", [&](const io::FileWriter& out) {
     out.write(serialized_.data(), serialized_.size());
   });
 }

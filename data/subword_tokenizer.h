@@ -27,7 +27,7 @@ inline constexpr std::int32_t unk_id = 1;
 inline constexpr std::int32_t bos_id = 2;  // begin of sentence
 inline constexpr std::int32_t eos_id = 3;  // end of sentence
 
-// The checkpoint metadata key (nn::Metadata) under which a model records the fingerprint of
+// The checkpoint metadata key (io::Metadata) under which a model records the fingerprint of
 // the tokenizer it was trained with.
 inline constexpr const char* tokenizer_metadata_key = "normgrad.tokenizer_fingerprint";
 
@@ -80,7 +80,7 @@ class SubwordTokenizer {
   // An Error unless this tokenizer's fingerprint is `expected`; `what` names the other side
   // ("checkpoint model/weights.safetensors").
   void check_fingerprint(std::string_view expected, std::string_view what) const;
-  // The same against a checkpoint's metadata (nn::load_tensors fills it): an Error naming
+  // The same against a checkpoint's metadata (io::load_tensors fills it): an Error naming
   // `checkpoint` when it records no tokenizer or another one.
   void check_checkpoint(const std::map<std::string, std::string>& metadata,
                         std::string_view checkpoint) const;

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/unicode_text.h"
 
 namespace normgrad::data {

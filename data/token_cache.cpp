@@ -8,8 +8,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "core/error.h"
-#include "nn/atomic_file.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 
 namespace normgrad::data {
 namespace {
@@ -84,8 +84,8 @@ void write_token_cache(const std::string& path, const TokenCacheKey& key,
   append(out, corpus.source_ids.data(), corpus.source_ids.size());
   append(out, corpus.target_ids.data(), corpus.target_ids.size());
   append(out, xxh64_of(out));
-  nn::write_atomically(path, "write_token_cache",
-                       [&](const nn::FileWriter& writer) { writer.write(out.data(), out.size()); });
+  io::write_atomically(path, "write_token_cache",
+                       [&](const io::FileWriter& writer) { writer.write(out.data(), out.size()); });
 }
 
 std::optional<EncodedCorpus> read_token_cache(const std::string& path, const TokenCacheKey& key,

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/subword_tokenizer.h"
 
 namespace normgrad::data {

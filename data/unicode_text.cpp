@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/unicode_tables.h"
 
 namespace normgrad::data {

@@ -6,8 +6,8 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "backends/cpu/lapack_eigen.h"
-#include "core/error.h"
+#include "backends/lapack.h"
+#include "base/error.h"
 
 namespace normgrad::data {
 
@@ -62,7 +62,7 @@ ZcaWhitening ZcaWhitening::fit(const Tensor& samples, double regularization) {
   // dsyevd leaves the eigenvectors in the columns of a column-major matrix: read row-major,
   // the buffer holds U^T, eigenvector j in row j.
   std::vector<double> eigenvalues(static_cast<std::size_t>(d));
-  backend::cpu::symmetric_eigen(covariance.data_ptr<double>(), static_cast<int>(d),
+  lapack::symmetric_eigen(covariance.data_ptr<double>(), static_cast<int>(d),
                                 eigenvalues.data());
   std::vector<double> scales(eigenvalues.size());
   for (std::size_t j = 0; j < scales.size(); ++j)

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "nn/checkpoint.h"
+#include "io/checkpoint.h"
 
 namespace normgrad::data {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "autograd/grad_mode.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "decoding/sentence_beam.h"
 #include "decoding/top_tokens.h"
 

@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "core/device.h"
+#include "base/device.h"
 #include "core/tensor.h"
 
 namespace normgrad::decoding {

@@ -9,7 +9,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/hooks.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "distributed/collectives.h"
 
 namespace normgrad::distributed {

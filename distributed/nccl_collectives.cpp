@@ -15,7 +15,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_guard.h"
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 #include "distributed/nccl.h"
 #include "distributed/process_group.h"

@@ -1,7 +1,7 @@
 // Collectives on CUDA tensors in a build without NCCL: none. The process group refuses CUDA
 // tensors before it gets here (available() is false).
 
-#include "core/error.h"
+#include "base/error.h"
 #include "distributed/nccl.h"
 
 namespace normgrad::distributed::nccl {

@@ -1,7 +1,7 @@
 #include "nn/additive_attention.h"
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/mixed_precision.h"

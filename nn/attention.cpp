@@ -5,7 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/dropout.h"
 
 namespace normgrad::nn {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/init.h"
 #include "nn/mixed_precision.h"
 

@@ -2,7 +2,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

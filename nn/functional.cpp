@@ -1,7 +1,7 @@
 #include "nn/functional.h"
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/mixed_precision.h"
 
 namespace normgrad::nn::functional {

@@ -1,7 +1,7 @@
 #include "nn/gru.h"
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/gru_sequence.h"
 
 namespace normgrad::nn {

@@ -10,7 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 #include "nn/mixed_precision.h"
 #include "nn/recurrent_kernel_args.h"

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "backends/cpu/lapack_qr.h"
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "backends/lapack.h"
+#include "base/error.h"
 
 namespace normgrad::nn::init {
 
@@ -111,7 +111,7 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator& generator) {
   Tensor gaussian = randn({rows, cols}, generator, {.dtype = DType::Float64});
   Tensor buffer = (wide ? gaussian : gaussian.t()).contiguous();  // row-major [n, m]
   std::vector<double> r_diagonal(static_cast<std::size_t>(n));
-  backend::cpu::thin_qr(buffer.data_ptr<double>(), static_cast<int>(m), static_cast<int>(n),
+  lapack::thin_qr(buffer.data_ptr<double>(), static_cast<int>(m), static_cast<int>(n),
                         r_diagonal.data());
   // Column j of Q (row j of the buffer) times sign(R_jj) makes the factorisation unique.
   std::vector<double> signs(r_diagonal.size());

@@ -1,7 +1,7 @@
 #include "nn/lstm.h"
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/lstm_sequence.h"
 
 namespace normgrad::nn {

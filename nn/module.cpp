@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "autograd/grad_mode.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

@@ -1,7 +1,7 @@
 #include "nn/ranking_losses.h"
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

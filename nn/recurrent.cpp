@@ -8,7 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/norms/batch_norm.h"

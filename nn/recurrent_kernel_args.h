@@ -11,7 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
 #include "nn/mixed_precision.h"

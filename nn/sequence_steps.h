@@ -9,7 +9,7 @@
 
 #include "autograd/primitives.h"
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
 #include "nn/sequence_options.h"

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/dropout.h"
 
 namespace normgrad::nn {

@@ -788,14 +788,14 @@ TEST_CASE("checkpoints keep bfloat16 tensors as safetensors BF16") {
   CHECK(stored.weight.dtype() == DType::BFloat16);
   const Tensor rounded = bf16(randn({2, 3}));
   stored.weight.detach().copy_(rounded);
-  nn::save(stored, path);
+  io::save(stored, path);
   nn::Linear loaded(3, 2, {.dtype = DType::BFloat16});
-  nn::load(loaded, path);
+  io::load(loaded, path);
   CHECK(same_bits(loaded.weight.detach(), rounded));
   CHECK(same_bits(loaded.bias.detach(), stored.bias.detach()));
   // A float32 model refuses the bfloat16 file rather than converting silently.
   nn::Linear wide(3, 2);
-  const std::string message = error_of([&] { nn::load(wide, path); });
+  const std::string message = error_of([&] { io::load(wide, path); });
   CAPTURE(message);
   CHECK(!message.empty());
 }

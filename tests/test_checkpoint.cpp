@@ -1,4 +1,4 @@
-// Checkpoints (nn/checkpoint.h): round trips, a file written by Python's safetensors, atomic
+// Checkpoints (io/checkpoint.h): round trips, a file written by Python's safetensors, atomic
 // writes (also when the writer is killed mid-save), and refusal of broken or mismatched files.
 
 #include <signal.h>
@@ -69,13 +69,13 @@ TEST_CASE("save and load round-trip a model's parameters and buffers, and metada
   TemporaryFolder folder;
   auto model = small_model(1);
   model->forward(randn({8, 4}));  // moves BatchNorm's running statistics off their start
-  nn::save(*model, folder.file("model.safetensors"), {{"step", "10"}});
+  io::save(*model, folder.file("model.safetensors"), {{"step", "10"}});
   auto other = small_model(2);
   CHECK_FALSE(same_state(*model, *other));
-  nn::load(*other, folder.file("model.safetensors"));
+  io::load(*other, folder.file("model.safetensors"));
   CHECK(same_state(*model, *other));
-  nn::Metadata metadata;
-  const auto tensors = nn::load_tensors(folder.file("model.safetensors"), &metadata);
+  io::Metadata metadata;
+  const auto tensors = io::load_tensors(folder.file("model.safetensors"), &metadata);
   CHECK(tensors.count("1.running_mean") == 1);
   CHECK(metadata.at("step") == "10");
   // Nothing but the checkpoint is left in the folder, and others may read it.
@@ -85,9 +85,9 @@ TEST_CASE("save and load round-trip a model's parameters and buffers, and metada
 }
 
 TEST_CASE("a file written by Python's safetensors loads with its dtypes, shapes and values") {
-  nn::Metadata metadata;
+  io::Metadata metadata;
   const auto tensors =
-      nn::load_tensors(std::string(NORMGRAD_FIXTURES_DIR) + "/interop.safetensors", &metadata);
+      io::load_tensors(std::string(NORMGRAD_FIXTURES_DIR) + "/interop.safetensors", &metadata);
   REQUIRE(tensors.size() == 4);
   const Tensor& weight = tensors.at("layer.weight");
   CHECK(weight.dtype() == DType::Float32);
@@ -107,16 +107,16 @@ TEST_CASE("a writer killed mid-save leaves a whole checkpoint, the old one or th
   const std::string path = folder.file("big.safetensors");
   const nn::StateDict old_state{{"w", full({1 << 20}, 1.0)}},
       new_state{{"w", full({1 << 20}, 2.0)}};
-  nn::save_tensors(old_state, path);
+  io::save_tensors(old_state, path);
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    for (;;) nn::save_tensors(new_state, path);  // killed from outside
+    for (;;) io::save_tensors(new_state, path);  // killed from outside
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  const Tensor w = nn::load_tensors(path).at("w");
+  const Tensor w = io::load_tensors(path).at("w");
   const double first = w.select(0, 0).item();
   CHECK((first == 1.0 || first == 2.0));
   CHECK(all_close(w, full({1 << 20}, first), 0, 0));
@@ -125,37 +125,37 @@ TEST_CASE("a writer killed mid-save leaves a whole checkpoint, the old one or th
 TEST_CASE("broken files are refused with a message that says what is wrong") {
   TemporaryFolder folder;
   const std::string good = folder.file("good.safetensors"), bad = folder.file("bad.safetensors");
-  nn::save_tensors({{"a", ones({2, 2})}, {"b", zeros({3}, {.dtype = DType::Int64})}}, good);
+  io::save_tensors({{"a", ones({2, 2})}, {"b", zeros({3}, {.dtype = DType::Int64})}}, good);
   const std::string bytes = read_bytes(good);
   std::uint64_t header_size = 0;
   std::memcpy(&header_size, bytes.data(), 8);
   const std::string header = bytes.substr(8, header_size);
 
   write_bytes(bad, bytes.substr(0, bytes.size() - 4));
-  CHECK_ERROR(nn::load_tensors(bad), "load", "bad.safetensors", "outside", "truncated");
+  CHECK_ERROR(io::load_tensors(bad), "load", "bad.safetensors", "outside", "truncated");
   write_bytes(bad, bytes.substr(0, 5));
-  CHECK_ERROR(nn::load_tensors(bad), "load", "truncated", "5 bytes");
+  CHECK_ERROR(io::load_tensors(bad), "load", "truncated", "5 bytes");
   std::string huge = bytes;
   huge[7] = '\x7f';  // a header length far past the end of the file
   write_bytes(bad, huge);
-  CHECK_ERROR(nn::load_tensors(bad), "load", "header length");
+  CHECK_ERROR(io::load_tensors(bad), "load", "header length");
   std::string garbled = bytes;
   garbled[8] = '#';
   write_bytes(bad, garbled);
-  CHECK_ERROR(nn::load_tensors(bad), "load", "not valid JSON");
+  CHECK_ERROR(io::load_tensors(bad), "load", "not valid JSON");
   std::string wrong_dtype = bytes;
   wrong_dtype.replace(wrong_dtype.find("\"F32\""), 5, "\"BF9\"");
   write_bytes(bad, wrong_dtype);
-  CHECK_ERROR(nn::load_tensors(bad), "load", "tensor 'a'", "BF9", "F32, F64, I64");
+  CHECK_ERROR(io::load_tensors(bad), "load", "tensor 'a'", "BF9", "F32, F64, I64");
   std::string wrong_shape = bytes;
   wrong_shape.replace(wrong_shape.find("[2,2]"), 5, "[2,3]");
   write_bytes(bad, wrong_shape);
-  CHECK_ERROR(nn::load_tensors(bad), "load", "tensor 'a'", "[2, 3]", "needs 24 bytes", "span 16");
+  CHECK_ERROR(io::load_tensors(bad), "load", "tensor 'a'", "[2, 3]", "needs 24 bytes", "span 16");
   write_bytes(bad, bytes + "extra");
-  CHECK_ERROR(nn::load_tensors(bad), "load", "5 bytes of data follow the last tensor");
-  CHECK_ERROR(nn::load_tensors(folder.file("missing.safetensors")), "load", "cannot open",
+  CHECK_ERROR(io::load_tensors(bad), "load", "5 bytes of data follow the last tensor");
+  CHECK_ERROR(io::load_tensors(folder.file("missing.safetensors")), "load", "cannot open",
               "missing.safetensors");
-  CHECK_ERROR(nn::save_tensors({{"a", ones({1})}}, folder.file("no/such/folder/x.safetensors")),
+  CHECK_ERROR(io::save_tensors({{"a", ones({1})}}, folder.file("no/such/folder/x.safetensors")),
               "save", "temporary file");
 }
 
@@ -167,22 +167,22 @@ TEST_CASE("a checkpoint that does not fit the module is refused, and the module 
   for (const auto& [name, tensor] : before) state[name] = tensor.clone();
 
   state.erase("0.bias");
-  nn::save_tensors(state, folder.file("missing.safetensors"));
-  CHECK_ERROR(nn::load(*model, folder.file("missing.safetensors")), "load", "missing.safetensors",
+  io::save_tensors(state, folder.file("missing.safetensors"));
+  CHECK_ERROR(io::load(*model, folder.file("missing.safetensors")), "load", "missing.safetensors",
               "missing entry \"0.bias\"");
 
   state["0.bias"] = zeros({5});
-  nn::save_tensors(state, folder.file("shape.safetensors"));
-  CHECK_ERROR(nn::load(*model, folder.file("shape.safetensors")), "load", "0.bias", "[5]");
+  io::save_tensors(state, folder.file("shape.safetensors"));
+  CHECK_ERROR(io::load(*model, folder.file("shape.safetensors")), "load", "0.bias", "[5]");
 
   state["0.bias"] = zeros({3}, {.dtype = DType::Float64});
-  nn::save_tensors(state, folder.file("dtype.safetensors"));
-  CHECK_ERROR(nn::load(*model, folder.file("dtype.safetensors")), "load", "0.bias", "float64");
+  io::save_tensors(state, folder.file("dtype.safetensors"));
+  CHECK_ERROR(io::load(*model, folder.file("dtype.safetensors")), "load", "0.bias", "float64");
 
   state["0.bias"] = zeros({3});
   state["extra"] = zeros({1});
-  nn::save_tensors(state, folder.file("extra.safetensors"));
-  CHECK_ERROR(nn::load(*model, folder.file("extra.safetensors")), "load",
+  io::save_tensors(state, folder.file("extra.safetensors"));
+  CHECK_ERROR(io::load(*model, folder.file("extra.safetensors")), "load",
               "unexpected entry \"extra\"");
 
   for (const auto& [name, tensor] : model->state_dict())
@@ -229,12 +229,12 @@ TEST_CASE("a resumed run continues with exactly the losses of an uninterrupted o
   {
     Run first_half;
     for (int step = 0; step < 5; ++step) CHECK(first_half.train_step() == expected[step]);
-    optim::save_training_state(folder.file("run.safetensors"), *first_half.model, *first_half.adam,
+    io::save_training_state(folder.file("run.safetensors"), *first_half.model, *first_half.adam,
                                first_half.generator, 5);
   }
   Run resumed;
   resumed.generator.manual_seed(999);  // different, until the state is loaded
-  const std::int64_t step = optim::load_training_state(
+  const std::int64_t step = io::load_training_state(
       folder.file("run.safetensors"), *resumed.model, *resumed.adam, resumed.generator);
   CHECK(step == 5);
   CHECK(resumed.adam->step_count(0) == 5);
@@ -245,25 +245,25 @@ TEST_CASE("a training state that does not fit changes neither the model nor the 
   TemporaryFolder folder;
   Run run;
   run.train_step();
-  optim::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
+  io::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
                              1);
-  auto state = nn::load_tensors(folder.file("run.safetensors"));
+  auto state = io::load_tensors(folder.file("run.safetensors"));
   state.erase("model.4.bias");
-  nn::save_tensors(state, folder.file("broken.safetensors"));
+  io::save_tensors(state, folder.file("broken.safetensors"));
   Run other;
   other.train_step();
   other.train_step();
   const auto model_before = other.model->state_dict();
   const auto optimizer_before = other.adam->state_dict();
-  CHECK_ERROR(optim::load_training_state(folder.file("broken.safetensors"), *other.model,
+  CHECK_ERROR(io::load_training_state(folder.file("broken.safetensors"), *other.model,
                                          *other.adam, other.generator),
               "load_training_state", "broken.safetensors", "4.bias");
   for (const auto& [name, tensor] : other.model->state_dict())
     CHECK(all_close(tensor, model_before.at(name), 0, 0));
   for (const auto& [name, tensor] : other.adam->state_dict())
     CHECK(all_close(tensor, optimizer_before.at(name), 0, 0));
-  nn::save_tensors({{"w", ones({1})}}, folder.file("plain.safetensors"));
-  CHECK_ERROR(optim::load_training_state(folder.file("plain.safetensors"), *other.model,
+  io::save_tensors({{"w", ones({1})}}, folder.file("plain.safetensors"));
+  CHECK_ERROR(io::load_training_state(folder.file("plain.safetensors"), *other.model,
                                          *other.adam, other.generator),
               "load_training_state", "training state");
 }
@@ -290,15 +290,15 @@ TEST_CASE("a training state carries the loop's own metadata, and keeps its own k
   TemporaryFolder folder;
   Run run;
   run.train_step();
-  const nn::Metadata loop{{"batch_position", "3 17"}, {"best_bleu", "21.5"}};
-  optim::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
+  const io::Metadata loop{{"batch_position", "3 17"}, {"best_bleu", "21.5"}};
+  io::save_training_state(folder.file("run.safetensors"), *run.model, *run.adam, run.generator,
                              1, loop);
   Run resumed;
-  nn::Metadata restored{{"stale", "x"}};
-  CHECK(optim::load_training_state(folder.file("run.safetensors"), *resumed.model, *resumed.adam,
+  io::Metadata restored{{"stale", "x"}};
+  CHECK(io::load_training_state(folder.file("run.safetensors"), *resumed.model, *resumed.adam,
                                    resumed.generator, &restored) == 1);
   CHECK(restored == loop);
-  CHECK_ERROR(optim::save_training_state(folder.file("other.safetensors"), *run.model, *run.adam,
+  CHECK_ERROR(io::save_training_state(folder.file("other.safetensors"), *run.model, *run.adam,
                                          run.generator, 1, {{"content", "mine"}}),
               "save_training_state", "\"content\"");
 }

@@ -15,11 +15,11 @@
 #include <numeric>
 #include <vector>
 
-#include "backends/cpu/philox_avx2.h"
-#include "backends/cpu/vector_exp.h"
+#include "backends/cpu/simd/philox_avx2.h"
+#include "backends/cpu/simd/vector_exp.h"
 #include "backends/dispatch.h"
 #include "backends/philox.h"
-#include "core/error.h"
+#include "base/error.h"
 
 using namespace normgrad;
 using backend::BinaryOp;

@@ -66,10 +66,10 @@ TEST_CASE("the hand-written regressions are refused for the reason they were wri
     nn::Linear model(3, 2);
     optim::Adam adam(model.parameters(), {.lr = 1e-3});
     Generator generator(1);
-    optim::load_training_state((root / "training_state" / name).string(), model, adam, generator);
+    io::load_training_state((root / "training_state" / name).string(), model, adam, generator);
   };
   CHECK_ERROR(load_state("adam-steps-at-int64-max"), "load_training_state", "Adam", "steps");
-  CHECK_ERROR(nn::load_tensors((root / "safetensors" / "shape-bytes-wrap-to-8").string()), "load",
+  CHECK_ERROR(io::load_tensors((root / "safetensors" / "shape-bytes-wrap-to-8").string()), "load",
               "2305843009213693953");
   CHECK_ERROR(data::read_idx((root / "idx" / "dims-wrap-to-zero").string()), "read_idx",
               "2^64 or more");

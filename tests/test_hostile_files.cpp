@@ -21,7 +21,7 @@
 #include <xxhash.h>
 
 #include "helpers.h"
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 #include "sanitizer.h"
 
 using namespace normgrad;
@@ -97,20 +97,20 @@ TEST_CASE("safetensors shapes whose byte count overflows are refused, naming the
   write_bytes(path, safetensors_file(
                         R"({"t":{"dtype":"F64","shape":[2305843009213693953],"data_offsets":[0,8]}})",
                         std::string(8, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "shape.safetensors", "tensor 't'",
+  CHECK_ERROR(io::load_tensors(path), "load", "shape.safetensors", "tensor 't'",
               "2305843009213693953", "2^48");
   // [2^62 + 1, 4] float32: the element count itself wraps.
   write_bytes(path,
               safetensors_file(
                   R"({"t":{"dtype":"F32","shape":[4611686018427387905,4],"data_offsets":[0,16]}})",
                   std::string(16, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "tensor 't'", "more elements than an int64 can count");
+  CHECK_ERROR(io::load_tensors(path), "load", "tensor 't'", "more elements than an int64 can count");
   // Sizes outside [0, 2^63): negative, above int64, above uint64 (parsed as a float).
   for (const char* shape : {"[-1]", "[9223372036854775808]", "[1e30]", "[2.5]"}) {
     write_bytes(path, safetensors_file(std::string(R"({"t":{"dtype":"F32","shape":)") + shape +
                                            R"(,"data_offsets":[0,0]}})",
                                        ""));
-    CHECK_ERROR(nn::load_tensors(path), "load", "tensor 't'", "not an integer in [0, 2^63)");
+    CHECK_ERROR(io::load_tensors(path), "load", "tensor 't'", "not an integer in [0, 2^63)");
   }
 }
 
@@ -120,14 +120,14 @@ TEST_CASE("safetensors headers with repeated or empty names, or too long, are re
   const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
   write_bytes(path, safetensors_file(R"({"a":)" + entry + R"(,"a":)" + entry + "}",
                                      std::string(4, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "names.safetensors", "names 'a' twice");
+  CHECK_ERROR(io::load_tensors(path), "load", "names.safetensors", "names 'a' twice");
   write_bytes(path, safetensors_file(R"({"a":)" + entry +
                                          R"(,"__metadata__":{"k":"1","k":"2"}})",
                                      std::string(4, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "names 'k' twice");
+  CHECK_ERROR(io::load_tensors(path), "load", "names 'k' twice");
   write_bytes(path, safetensors_file(R"({"":)" + entry + "}", std::string(4, '\0')));
-  CHECK_ERROR(nn::load_tensors(path), "load", "empty name");
-  CHECK_ERROR(nn::save_tensors({{"", ones({1})}}, path), "save", "empty name");
+  CHECK_ERROR(io::load_tensors(path), "load", "empty name");
+  CHECK_ERROR(io::save_tensors({{"", ones({1})}}, path), "save", "empty name");
 
   // A header of 150 MB (a sparse file: nothing is written but its length) is refused before
   // it is read.
@@ -136,17 +136,17 @@ TEST_CASE("safetensors headers with repeated or empty names, or too long, are re
   std::memcpy(prefix.data(), &length, 8);
   write_bytes(path, prefix);
   fs::resize_file(path, 8 + length);
-  CHECK_ERROR(nn::load_tensors(path), "load", "150000000 bytes", "100000000 bytes allowed");
+  CHECK_ERROR(io::load_tensors(path), "load", "150000000 bytes", "100000000 bytes allowed");
 }
 
 TEST_CASE("directories are refused by every reader and writer with an Error") {
   Folder folder;
   const std::string dir = folder.file("a.safetensors");
   fs::create_directories(dir);
-  CHECK_ERROR(nn::load_tensors(dir), "load", "a.safetensors", "is a directory");
+  CHECK_ERROR(io::load_tensors(dir), "load", "a.safetensors", "is a directory");
   auto model = std::make_shared<nn::Linear>(2, 2);
-  CHECK_ERROR(nn::load(*model, dir), "load", "is a directory");
-  CHECK_ERROR(nn::save(*model, dir), "save", "a.safetensors", "is a directory");
+  CHECK_ERROR(io::load(*model, dir), "load", "is a directory");
+  CHECK_ERROR(io::save(*model, dir), "save", "a.safetensors", "is a directory");
   CHECK_ERROR(data::read_idx(dir), "read_idx", "a.safetensors", "is a directory");
 }
 
@@ -154,12 +154,12 @@ TEST_CASE("checksums catch a flipped bit in the data, and an option skips them")
   Folder folder;
   const std::string path = folder.file("sum.safetensors");
   const Tensor a = arange(0, 16, 1, {.dtype = DType::Float32}), b = full({3}, 2.5);
-  nn::save_tensors({{"a", a}, {"b", b}}, path, {{"note", "kept"}});
+  io::save_tensors({{"a", a}, {"b", b}}, path, {{"note", "kept"}});
 
   // The stored checksum is XXH64 (seed 0) of the tensor's bytes, as 16 hex digits.
-  nn::Metadata metadata;
-  nn::load_tensors(path, &metadata);
-  CHECK(metadata == nn::Metadata{{"note", "kept"}});  // checksums are not handed back
+  io::Metadata metadata;
+  io::load_tensors(path, &metadata);
+  CHECK(metadata == io::Metadata{{"note", "kept"}});  // checksums are not handed back
   const std::string bytes = read_bytes(path);
   char expected[17];
   std::snprintf(expected, sizeof expected, "%016llx",
@@ -169,9 +169,9 @@ TEST_CASE("checksums catch a flipped bit in the data, and an option skips them")
   std::string flipped = bytes;
   flipped[flipped.size() - 30] ^= 0x04;  // a bit inside a's data
   write_bytes(path, flipped);
-  CHECK_ERROR(nn::load_tensors(path), "load", "sum.safetensors", "tensor 'a'",
+  CHECK_ERROR(io::load_tensors(path), "load", "sum.safetensors", "tensor 'a'",
               "do not match its checksum", "corrupted");
-  const nn::StateDict unchecked = nn::load_tensors(path, nullptr, {.verify_checksums = false});
+  const nn::StateDict unchecked = io::load_tensors(path, nullptr, {.verify_checksums = false});
   CHECK_FALSE(all_close(unchecked.at("a"), a, 0, 0));
   CHECK(all_close(unchecked.at("b"), b, 0, 0));
 
@@ -179,31 +179,31 @@ TEST_CASE("checksums catch a flipped bit in the data, and an option skips them")
   std::string renamed = bytes;
   renamed.replace(renamed.find("normgrad.xxh64.b"), 16, "normgrad.xxh64.z");
   write_bytes(path, renamed);
-  CHECK_ERROR(nn::load_tensors(path), "load", "checksum for 'z'", "does not hold");
+  CHECK_ERROR(io::load_tensors(path), "load", "checksum for 'z'", "does not hold");
   std::string dropped = bytes;
   dropped.replace(dropped.find("normgrad.xxh64.b"), 16, "normgrad_xxh64_b");
   write_bytes(path, dropped);
-  CHECK_ERROR(nn::load_tensors(path), "load", "1 checksums for 2 tensors");
-  CHECK_ERROR(nn::save_tensors({{"a", a}}, path, {{"normgrad.xxh64.a", "0"}}), "save",
+  CHECK_ERROR(io::load_tensors(path), "load", "1 checksums for 2 tensors");
+  CHECK_ERROR(io::save_tensors({{"a", a}}, path, {{"normgrad.xxh64.a", "0"}}), "save",
               "'normgrad.xxh64.a' is reserved");
 
   // A file without checksums (another writer's) loads.
   write_bytes(path, safetensors_file(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
                                      std::string(4, '\0')));
-  CHECK(nn::load_tensors(path).at("x").item() == 0.0);
+  CHECK(io::load_tensors(path).at("x").item() == 0.0);
 }
 
 TEST_CASE("a saved file has 0666 less the umask from its creation") {
   Folder folder;
   const std::string path = folder.file("mode.safetensors");
   const mode_t previous = ::umask(022);
-  nn::save_tensors({{"a", ones({2})}}, path);
+  io::save_tensors({{"a", ones({2})}}, path);
   struct stat info {};
   REQUIRE(::stat(path.c_str(), &info) == 0);
   CHECK((info.st_mode & 0777) == 0644);
   ::umask(077);
   fs::remove(path);
-  nn::save_tensors({{"a", ones({2})}}, path);
+  io::save_tensors({{"a", ones({2})}}, path);
   REQUIRE(::stat(path.c_str(), &info) == 0);
   CHECK((info.st_mode & 0777) == 0600);
   ::umask(previous);
@@ -212,23 +212,23 @@ TEST_CASE("a saved file has 0666 less the umask from its creation") {
 TEST_CASE("saves killed mid-write leave at most one temporary, removed by the next save") {
   Folder folder;
   const std::string path = folder.file("killed.safetensors");
-  const std::string prefix = nn::temporary_prefix(path);
+  const std::string prefix = io::temporary_prefix(path);
   CHECK(prefix == ".killed.safetensors.tmp-");
   const nn::StateDict state{{"w", full({1 << 21}, 1.0)}};  // 8 MB
   for (int kill = 0; kill < 12; ++kill) {
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
-      for (;;) nn::save_tensors(state, path);  // killed from outside
+      for (;;) io::save_tensors(state, path);  // killed from outside
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + 7 * kill));
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     CHECK(count_with_prefix(folder.path, prefix) <= 1);
   }
-  nn::save_tensors(state, path);
+  io::save_tensors(state, path);
   CHECK(count_with_prefix(folder.path, prefix) == 0);
-  CHECK(nn::load_tensors(path).at("w").numel() == 1 << 21);
+  CHECK(io::load_tensors(path).at("w").numel() == 1 << 21);
 }
 
 TEST_CASE("only temporaries of exited writers on this host are removed") {
@@ -238,7 +238,7 @@ TEST_CASE("only temporaries of exited writers on this host are removed") {
   REQUIRE(child >= 0);
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);  // its pid now names no process
-  const std::string host = host_name(), prefix = nn::temporary_prefix(path);
+  const std::string host = host_name(), prefix = io::temporary_prefix(path);
   const std::string dead = folder.file(prefix + host + "-" + std::to_string(child) +
                                        "-0123456789abcdef"),
                     live = folder.file(prefix + host + "-" + std::to_string(::getpid()) +
@@ -247,7 +247,7 @@ TEST_CASE("only temporaries of exited writers on this host are removed") {
                                             "-0123456789abcdef"),
                     unrelated = folder.file(prefix + "notes");
   for (const std::string& file : {dead, live, elsewhere, unrelated}) write_bytes(file, "x");
-  nn::save_tensors({{"a", ones({1})}}, path);
+  io::save_tensors({{"a", ones({1})}}, path);
   CHECK_FALSE(fs::exists(dead));
   CHECK(fs::exists(live));
   CHECK(fs::exists(elsewhere));
@@ -267,7 +267,7 @@ TEST_CASE("a save that fails while writing removes its temporary") {
     const rlimit limit{1 << 16, 1 << 16};
     ::setrlimit(RLIMIT_FSIZE, &limit);
     const std::string message =
-        testing::error_of([&] { nn::save_tensors(state, path); });
+        testing::error_of([&] { io::save_tensors(state, path); });
     ::_exit(message.find("save: cannot write") != std::string::npos ? 0 : 1);
   }
   int status = 0;

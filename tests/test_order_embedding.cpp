@@ -187,8 +187,8 @@ TEST_CASE("Trainer: a resumed run ends exactly as an uninterrupted one, history 
   REQUIRE(resumed.size() == 2);
   CHECK(resumed[1].train_loss == whole[1].train_loss);
   CHECK(data::image_recall_sum(resumed[1].dev) == data::image_recall_sum(whole[1].dev));
-  const auto a = nn::load_tensors(folder / "whole/state.safetensors");
-  const auto b = nn::load_tensors(folder / "half/state.safetensors");
+  const auto a = io::load_tensors(folder / "whole/state.safetensors");
+  const auto b = io::load_tensors(folder / "half/state.safetensors");
   for (const auto& [name, tensor] : a)
     if (name.find("encoder") != std::string::npos) CHECK(all_close(tensor, b.at(name), 0, 0));
 

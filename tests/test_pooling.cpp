@@ -153,8 +153,8 @@ TEST_CASE("max_pool2d: a window with several NaNs sends its gradient to the firs
   }
 }
 
-// The 2x2, stride-2 pool without padding has a path of its own (max_plane_2x2 in
-// backends/cpu/pool.cpp). The general kernel computes the same windows on the input with one
+// The 2x2, stride-2 pool without padding has a path of its own (max_pool_2x2_plane in
+// backends/cpu/simd/max_pool_2x2.h). The general kernel computes the same windows on the input with one
 // extra row above and column to the left and padding 1: its output (oh + 1, ow + 1) reads
 // the block of (oh, ow). Both must agree bit for bit, ties (small integers) and NaNs
 // included, at even and odd sizes, values and gradients.

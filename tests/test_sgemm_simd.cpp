@@ -1,4 +1,4 @@
-// normgrad's float32 GEMMs (backends/cpu/sgemm_packed.h, with the AVX-512 and the AVX2
+// normgrad's float32 GEMMs (backends/cpu/gemm/sgemm_packed.h, with the AVX-512 and the AVX2
 // micro-kernels) against a float64 product computed here term by term: every operand layout,
 // edge tiles, several blocks along each dimension, an A too large to pack whole, accumulation,
 // C inside a larger matrix, and the same bits on 1 and 2 threads. Then their convolution
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/sgemm_avx2.h"
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/gemm/sgemm_avx2.h"
+#include "backends/cpu/gemm/sgemm_avx512.h"
 #include "core/threads.h"
 
 using normgrad::backend::cpu::StridedMatrix;

@@ -1,5 +1,5 @@
 // Sizes from users never wrap around: element counts, strides and byte counts are checked
-// (core/checked.h), and what cannot be held is refused with an Error naming the op and the
+// (base/checked.h), and what cannot be held is refused with an Error naming the op and the
 // shape, before any memory is touched.
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 
 #include "data/subword_tokenizer.h"
 #include "helpers.h"
-#include "nn/checkpoint.h"
+#include "io/checkpoint.h"
 #include "parallel_text_fixture.h"
 
 using namespace normgrad;
@@ -118,15 +118,15 @@ TEST_CASE("a checkpoint records its tokenizer, and another tokenizer is refused"
   const auto path =
       (std::filesystem::temp_directory_path() / "normgrad_test_tokenizer_checkpoint.safetensors")
           .string();
-  nn::save_tensors({{"embedding", zeros({4, 2})}}, path,
+  io::save_tensors({{"embedding", zeros({4, 2})}}, path,
                    {{data::tokenizer_metadata_key, tokenizer.fingerprint()}});
-  nn::Metadata metadata;
-  nn::load_tensors(path, &metadata);
+  io::Metadata metadata;
+  io::load_tensors(path, &metadata);
   CHECK_NOTHROW(tokenizer.check_checkpoint(metadata, path));
   CHECK_ERROR(other.check_checkpoint(metadata, path), "is not the one checkpoint", path.c_str(),
               tokenizer.fingerprint().c_str(), other.fingerprint().c_str());
-  nn::save_tensors({{"embedding", zeros({4, 2})}}, path);
-  nn::load_tensors(path, &metadata);
+  io::save_tensors({{"embedding", zeros({4, 2})}}, path);
+  io::load_tensors(path, &metadata);
   CHECK_ERROR(tokenizer.check_checkpoint(metadata, path), "records no tokenizer", path.c_str());
   std::filesystem::remove(path);
 }

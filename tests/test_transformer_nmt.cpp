@@ -305,8 +305,8 @@ TEST_CASE("average_model_weights: the mean of training states' model tensors, or
   config.dtype = DType::Float32;
   transformer_nmt::TransformerNmt a(config, generator), b(config, generator);
   optim::Adam adam_a(a.parameters()), adam_b(b.parameters());
-  optim::save_training_state(scratch / "a.safetensors", a, adam_a, generator, 1);
-  optim::save_training_state(scratch / "b.safetensors", b, adam_b, generator, 2);
+  io::save_training_state(scratch / "a.safetensors", a, adam_a, generator, 1);
+  io::save_training_state(scratch / "b.safetensors", b, adam_b, generator, 2);
   const auto mean =
       nmt::average_model_weights({scratch / "a.safetensors", scratch / "b.safetensors"}, "test");
   REQUIRE(mean.size() == a.state_dict().size());
@@ -319,11 +319,11 @@ TEST_CASE("average_model_weights: the mean of training states' model tensors, or
   config.model_size = 12;
   transformer_nmt::TransformerNmt wider(config, generator);
   optim::Adam adam_wider(wider.parameters());
-  optim::save_training_state(scratch / "wider.safetensors", wider, adam_wider, generator, 3);
+  io::save_training_state(scratch / "wider.safetensors", wider, adam_wider, generator, 3);
   CHECK_ERROR(nmt::average_model_weights({scratch / "a.safetensors", scratch / "wider.safetensors"},
                                          "test"),
               "wider.safetensors", "but");
-  nn::save(a, scratch / "weights.safetensors");
+  io::save(a, scratch / "weights.safetensors");
   CHECK_ERROR(nmt::average_model_weights({scratch / "weights.safetensors"}, "test"),
               "holds no model weights");
   CHECK_ERROR(nmt::average_model_weights({}, "test"), "no checkpoints");

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/lapack_eigen.h"
+#include "backends/lapack.h"
 #include "data/zca.h"
 #include "fixture_helpers.h"
 #include "helpers.h"
@@ -47,7 +47,7 @@ TEST_CASE("symmetric_eigen: eigenvalues ascending, orthonormal eigenvectors, A V
   // [[2, 1], [1, 2]]: eigenvalues 1 and 3, eigenvectors (1, -1) / sqrt 2 and (1, 1) / sqrt 2.
   std::vector<double> small{2, 1, 1, 2};
   std::vector<double> values(2);
-  backend::cpu::symmetric_eigen(small.data(), 2, values.data());
+  lapack::symmetric_eigen(small.data(), 2, values.data());
   CHECK(values[0] == doctest::Approx(1.0).epsilon(1e-14));
   CHECK(values[1] == doctest::Approx(3.0).epsilon(1e-14));
   const double half_root = std::sqrt(0.5);
@@ -62,16 +62,16 @@ TEST_CASE("symmetric_eigen: eigenvalues ascending, orthonormal eigenvectors, A V
   a = (a + a.t()).contiguous();
   Tensor v = a.clone();
   std::vector<double> w(n);
-  backend::cpu::symmetric_eigen(v.data_ptr<double>(), static_cast<int>(n), w.data());
+  lapack::symmetric_eigen(v.data_ptr<double>(), static_cast<int>(n), w.data());
   CHECK(std::is_sorted(w.begin(), w.end()));
   const Tensor vectors = v.t();  // column j: eigenvector j
   CHECK(all_close(matmul(a, vectors), vectors * from_vector(w, {1, n}), 1e-12, 1e-12));
   CHECK(all_close(matmul(vectors.t(), vectors), identity(n), 1e-12, 1e-12));
 
   std::vector<double> bad{1, std::numeric_limits<double>::quiet_NaN(), 0, 1};
-  CHECK_ERROR(backend::cpu::symmetric_eigen(bad.data(), 2, values.data()), "symmetric_eigen", "nan",
+  CHECK_ERROR(lapack::symmetric_eigen(bad.data(), 2, values.data()), "symmetric_eigen", "nan",
               "row 1, column 0");
-  CHECK_ERROR(backend::cpu::symmetric_eigen(bad.data(), 0, values.data()), "symmetric_eigen",
+  CHECK_ERROR(lapack::symmetric_eigen(bad.data(), 0, values.data()), "symmetric_eigen",
               "n = 0");
 }
 

@@ -25,7 +25,7 @@
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "backends/conv_by_columns.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad {

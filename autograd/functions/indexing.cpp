@@ -5,8 +5,8 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
+#include "base/error.h"
 #include "core/cuda.h"
-#include "core/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad {

@@ -6,7 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad {

@@ -18,8 +18,8 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 
 namespace normgrad {

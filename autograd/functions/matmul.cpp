@@ -6,7 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad {
 

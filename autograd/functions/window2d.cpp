@@ -1,7 +1,7 @@
 #include "autograd/functions/window2d.h"
 
 #include "autograd/primitives.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::autograd {
 

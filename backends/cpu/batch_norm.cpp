@@ -43,7 +43,7 @@
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

@@ -16,8 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

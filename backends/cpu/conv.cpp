@@ -6,8 +6,8 @@
 #include "backends/bfloat16_widening.h"
 #include "backends/conv_by_columns.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/sgemm_avx2.h"
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/gemm/sgemm_avx2.h"
+#include "backends/cpu/gemm/sgemm_avx512.h"
 
 namespace normgrad::backend::cpu {
 

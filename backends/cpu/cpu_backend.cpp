@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

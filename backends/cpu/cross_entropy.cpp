@@ -10,10 +10,10 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/dtype_dispatch.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/cpu/vector_exp.h"
-#include "core/error.h"
+#include "backends/cpu/simd/vector_exp.h"
+#include "backends/dtype_dispatch.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

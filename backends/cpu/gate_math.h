@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backends/cpu/vector_exp.h"
+#include "backends/cpu/simd/vector_exp.h"
 
 namespace normgrad::backend::cpu {
 

@@ -17,7 +17,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

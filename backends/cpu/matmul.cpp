@@ -24,8 +24,8 @@
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/row_kernel.h"
-#include "backends/cpu/sgemm_avx2.h"
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/gemm/sgemm_avx2.h"
+#include "backends/cpu/gemm/sgemm_avx512.h"
 #include "backends/cpu/strided_loop.h"
 
 namespace normgrad::backend::cpu {

@@ -51,7 +51,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/bfloat16_rows.h"
 #include "backends/norm_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 
 // Internal to the CPU backend's norm kernels.
 namespace normgrad::backend::cpu::norm_rows {

@@ -15,7 +15,7 @@
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/recurrent_checks.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace normgrad::backend::cpu {
 

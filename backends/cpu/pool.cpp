@@ -15,10 +15,10 @@
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/max_pool_2x2.h"
+#include "backends/cpu/simd/max_pool_2x2.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

@@ -16,7 +16,7 @@
 
 #include "backends/compute_type.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/philox_avx2.h"
+#include "backends/cpu/simd/philox_avx2.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/philox.h"

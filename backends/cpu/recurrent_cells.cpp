@@ -15,7 +15,7 @@
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/recurrent_checks.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

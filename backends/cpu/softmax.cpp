@@ -30,7 +30,7 @@
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/cpu/vector_exp.h"
+#include "backends/cpu/simd/vector_exp.h"
 #include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {

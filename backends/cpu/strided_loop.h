@@ -25,7 +25,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/bfloat16_rows.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

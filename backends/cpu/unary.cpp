@@ -17,7 +17,7 @@
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
-#include "backends/cpu/vector_exp.h"
+#include "backends/cpu/simd/vector_exp.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/op_names.h"
 

@@ -13,7 +13,7 @@
 #include "backends/cuda/adam.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

@@ -48,7 +48,7 @@
 #include "backends/cuda/batch_norm.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

@@ -22,7 +22,7 @@
 #include "backends/cuda/cross_entropy.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

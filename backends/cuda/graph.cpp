@@ -21,7 +21,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_guard.h"
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

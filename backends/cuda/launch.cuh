@@ -12,7 +12,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_check.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

@@ -39,7 +39,7 @@
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/matmul.h"
 #include "backends/dtype_dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

@@ -2,7 +2,7 @@
 // CUDA. Every request for a CUDA device fails with an error that says how to get one.
 
 #include "backends/dispatch.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend {
 

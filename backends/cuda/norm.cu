@@ -46,7 +46,7 @@
 #include "backends/cuda/norm.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/norm_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cuda {
 

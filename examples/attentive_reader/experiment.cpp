@@ -193,7 +193,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
                          .other_cpu = meter.fraction()};
     const RunConfig stored = folder.read_config();
     AttentiveReader model(stored.model);
-    ng::nn::load(model, folder.file("model.safetensors"));
+    ng::io::load(model, folder.file("model.safetensors"));
     model.to(device);
     result.test = evaluate_questions(model, test,
                                      ReaderVocabulary::load(folder.file("vocabulary.txt")), device);

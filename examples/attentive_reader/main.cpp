@@ -125,7 +125,7 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
       load_questions(o.data.empty() ? run.data.folder : o.data, o.split, o.questions);
   if (common.threads > 0) ng::set_num_threads(common.threads);
   AttentiveReader model(run.model);
-  ng::nn::load(model, folder.file("model.safetensors"));
+  ng::io::load(model, folder.file("model.safetensors"));
   model.to(device);
   const Evaluation result = evaluate_questions(model, questions, vocabulary, device);
   std::printf("%s, %s split: error %.2f%% (loss %.4f) on %lld questions\n", o.model.c_str(),

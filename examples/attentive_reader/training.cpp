@@ -185,21 +185,21 @@ const ValidationRecord* Trainer::best() const {
 }
 
 void Trainer::save_state(const std::string& path) const {
-  ng::optim::save_training_state(
+  ng::io::save_training_state(
       path, *model_, *adam_, model_->noise_generator(), steps_done_,
       {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
 }
 
 void Trainer::load_state(const std::string& path) {
-  ng::nn::Metadata metadata;
-  ng::nn::load_tensors(path, &metadata);
+  ng::io::Metadata metadata;
+  ng::io::load_tensors(path, &metadata);
   const auto model = metadata.find(model_key);
   NG_CHECK(model != metadata.end(), "attentive_reader", "'", path,
            "' is not an attentive_reader training state");
   NG_CHECK(model->second == describe(model_->config()), "attentive_reader", "'", path,
            "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
   const std::int64_t steps =
-      ng::optim::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
+      ng::io::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
   const auto found = metadata.find(history_key);
   NG_CHECK(found != metadata.end(), "attentive_reader", "'", path,
            "' is a training state without attentive_reader's history");

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace examples {
 
@@ -12,7 +12,7 @@ void write_text_file(const std::string& path, const std::string& text, const std
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code ignored;  // a folder that cannot be made fails the write below, with its path
   if (!folder.empty()) std::filesystem::create_directories(folder, ignored);
-  normgrad::nn::write_atomically(path, program.c_str(), [&](const normgrad::nn::FileWriter& out) {
+  normgrad::io::write_atomically(path, program.c_str(), [&](const normgrad::io::FileWriter& out) {
     out.write(text.data(), text.size());
   });
 }

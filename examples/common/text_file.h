@@ -1,6 +1,6 @@
 #pragma once
 // A text file written whole or not at all: the programs' reports, tables and CSV files go
-// through normgrad's atomic writer (nn/atomic_file.h), so an interrupted program never leaves
+// through normgrad's atomic writer (io/atomic_file.h), so an interrupted program never leaves
 // half a file behind.
 
 #include <string>

@@ -170,7 +170,7 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   if (common.threads > 0) ng::set_num_threads(common.threads);
   const PreparedData data = prepare_data(run.data, load_whitening(folder));
   ConvPoolCnnC model(run.model);
-  ng::nn::load(model, folder.file("model.safetensors"));
+  ng::io::load(model, folder.file("model.safetensors"));
   model.to(device);
   const double error = classification_error(model, data.test, device);
   std::printf("test error %.2f%% on %lld %s test images (%s)\n", 100 * error,

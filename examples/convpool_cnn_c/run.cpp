@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 ng::data::ZcaWhitening load_whitening(const ModelFolder& folder) {
   return ng::data::ZcaWhitening::from_state(
-      ng::nn::load_tensors(folder.file("whitening.safetensors")));
+      ng::io::load_tensors(folder.file("whitening.safetensors")));
 }
 
 std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunConfig& run,
@@ -36,7 +36,7 @@ std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunCon
   Trainer trainer(run.model, run.training, data, device, shard);
   if (writes && !folder.has_config()) folder.write_config(run);
   if (writes && !whitening)
-    ng::nn::save_tensors(data.whitening->state(), folder.file("whitening.safetensors"));
+    ng::io::save_tensors(data.whitening->state(), folder.file("whitening.safetensors"));
   if (fs::exists(folder.file("state.safetensors"))) {
     trainer.load_state(folder.file("state.safetensors"));
     if (writes)
@@ -55,7 +55,7 @@ std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunCon
     const EpochRecord r = trainer.run_epoch([&](const StepReport& step) { progress.update(step); });
     if (writes) {
       trainer.save_state(folder.file("state.safetensors"));
-      ng::nn::save(trainer.model(), folder.file("model.safetensors"));
+      ng::io::save(trainer.model(), folder.file("model.safetensors"));
       folder.write_text("train.csv", history_csv(trainer.history()));
     }
     progress.clear();

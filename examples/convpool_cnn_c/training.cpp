@@ -208,7 +208,7 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
 }
 
 void Trainer::save_state(const std::string& path) const {
-  ng::optim::save_training_state(
+  ng::io::save_training_state(
       path, *model_, *adam_, model_->noise_generator(), epochs_done(),
       {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
 }
@@ -216,15 +216,15 @@ void Trainer::save_state(const std::string& path) const {
 void Trainer::load_state(const std::string& path) {
   // The model's description first: two norms can have the same tensors (LayerNorm's and an
   // RMSNorm with a bias), and nothing may change when the state is not this model's.
-  ng::nn::Metadata metadata;
-  ng::nn::load_tensors(path, &metadata);
+  ng::io::Metadata metadata;
+  ng::io::load_tensors(path, &metadata);
   const auto model = metadata.find(model_key);
   NG_CHECK(model != metadata.end(), "convpool_cnn_c", "'", path,
            "' is not a convpool_cnn_c training state");
   NG_CHECK(model->second == describe(model_->config()), "convpool_cnn_c", "'", path,
            "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
   const std::int64_t epochs =
-      ng::optim::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
+      ng::io::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
   const auto found = metadata.find(history_key);
   NG_CHECK(found != metadata.end(), "convpool_cnn_c", "'", path,
            "' is a training state without convpool_cnn_c's history");

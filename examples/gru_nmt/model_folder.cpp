@@ -21,8 +21,8 @@ LoadedModel load_model_folder(const ModelFolder& folder, ng::Generator& generato
   auto tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
   const std::string weights = folder.weights_file();
   auto model = std::make_unique<RnnSearch>(settings.model, generator);
-  ng::nn::Metadata metadata;
-  const ng::nn::StateDict state = ng::nn::load_tensors(weights, &metadata);
+  ng::io::Metadata metadata;
+  const ng::nn::StateDict state = ng::io::load_tensors(weights, &metadata);
   tokenizer.check_checkpoint(metadata, weights);
   model->load_state_dict(state, /*strict=*/true);
   return LoadedModel{std::move(settings), std::move(tokenizer), std::move(model), weights};

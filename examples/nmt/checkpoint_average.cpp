@@ -11,7 +11,7 @@ const std::string model_prefix = "model.";
 // The model's tensors of one training state, by their names in the model.
 ng::nn::StateDict model_tensors(const std::string& path, const std::string& program) {
   ng::nn::StateDict model;
-  for (auto& [name, tensor] : ng::nn::load_tensors(path))
+  for (auto& [name, tensor] : ng::io::load_tensors(path))
     if (name.rfind(model_prefix, 0) == 0) model.emplace(name.substr(model_prefix.size()), tensor);
   NG_CHECK(!model.empty(), program, path, " holds no model weights (not a training state)");
   return model;

@@ -12,7 +12,7 @@
 
 namespace nmt {
 
-// The mean of the "model.*" tensors of training states (optim::save_training_state's files),
+// The mean of the "model.*" tensors of training states (io::save_training_state's files),
 // computed in float64 and returned in each tensor's dtype, with the prefix removed: a state
 // dict for Module::load_state_dict. An Error naming the first file that is missing, holds no
 // model, or whose tensor names, shapes or dtypes differ from the first file's. Buffers average

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "data/text_file.h"
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace nmt {
 
@@ -31,9 +31,9 @@ void ModelFolder::write_config_json(nlohmann::json settings,
                                     const std::string& tokenizer_fingerprint) const {
   settings["tokenizer"] = tokenizer_fingerprint;
   const std::string text = settings.dump(2) + "\n";
-  ng::nn::write_atomically(
+  ng::io::write_atomically(
       file("config.json"), program_.c_str(),
-      [&](const ng::nn::FileWriter& out) { out.write(text.data(), text.size()); });
+      [&](const ng::io::FileWriter& out) { out.write(text.data(), text.size()); });
 }
 
 nlohmann::json ModelFolder::read_config_json(std::string* fingerprint) const {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "data/text_file.h"
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 
 namespace nmt {
 
@@ -37,14 +37,14 @@ std::string optional_number(double value, const char* format) {
 }
 
 void write_text(const std::string& path, const std::string& program, const std::string& text) {
-  ng::nn::write_atomically(path, program.c_str(), [&](const ng::nn::FileWriter& out) {
+  ng::io::write_atomically(path, program.c_str(), [&](const ng::io::FileWriter& out) {
     out.write(text.data(), text.size());
   });
 }
 
 }  // namespace
 
-ng::nn::Metadata LoopState::to_metadata(const std::string& tokenizer_fingerprint) const {
+ng::io::Metadata LoopState::to_metadata(const std::string& tokenizer_fingerprint) const {
   return {{"position", std::to_string(position.epoch) + " " + std::to_string(position.batch)},
           {"best_bleu", std::to_string(best_bleu)},
           {"evaluations_without_best", std::to_string(evaluations_without_best)},
@@ -52,7 +52,7 @@ ng::nn::Metadata LoopState::to_metadata(const std::string& tokenizer_fingerprint
           {ng::data::tokenizer_metadata_key, tokenizer_fingerprint}};
 }
 
-LoopState LoopState::from_metadata(const ng::nn::Metadata& metadata, const std::string& path,
+LoopState LoopState::from_metadata(const ng::io::Metadata& metadata, const std::string& path,
                                    const std::string& program) {
   LoopState state;
   try {

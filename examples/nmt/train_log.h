@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "data/translation_batches.h"
-#include "nn/checkpoint.h"
+#include "io/checkpoint.h"
 
 namespace nmt {
 
@@ -28,9 +28,9 @@ struct LoopState {
   std::int64_t evaluations_without_best = 0;
   double wall_seconds = 0;  // of all invocations so far
 
-  normgrad::nn::Metadata to_metadata(const std::string& tokenizer_fingerprint) const;
+  normgrad::io::Metadata to_metadata(const std::string& tokenizer_fingerprint) const;
   // An Error naming `path` and `program` when the metadata holds no loop state.
-  static LoopState from_metadata(const normgrad::nn::Metadata& metadata, const std::string& path,
+  static LoopState from_metadata(const normgrad::io::Metadata& metadata, const std::string& path,
                                  const std::string& program);
 };
 

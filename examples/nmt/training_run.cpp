@@ -79,8 +79,8 @@ void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
                               const examples::DistributedRun& job) {
   callbacks.save_training_state = [&model, &optimizer, &generator, job](
                                       const std::string& path, std::int64_t step,
-                                      const ng::nn::Metadata& metadata) {
-    ng::nn::Metadata with_ranks = metadata;
+                                      const ng::io::Metadata& metadata) {
+    ng::io::Metadata with_ranks = metadata;
     if (job.several()) {
       const auto states = ng::distributed::all_gather_text(
           ng::distributed::ProcessGroup::world(),
@@ -90,13 +90,13 @@ void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
         with_ranks[kRankGeneratorKey + std::to_string(r)] = states[r];
     }
     if (job.writes())
-      ng::optim::save_training_state(path, model, optimizer, generator, step, with_ranks);
+      ng::io::save_training_state(path, model, optimizer, generator, step, with_ranks);
   };
   callbacks.load_training_state = [&model, &optimizer, &generator, job](
-                                      const std::string& path, ng::nn::Metadata* metadata) {
-    ng::nn::Metadata stored;
+                                      const std::string& path, ng::io::Metadata* metadata) {
+    ng::io::Metadata stored;
     const std::int64_t step =
-        ng::optim::load_training_state(path, model, optimizer, generator, &stored);
+        ng::io::load_training_state(path, model, optimizer, generator, &stored);
     const auto ranks = stored.find(kRanksKey);
     const std::string saved_by = ranks == stored.end() ? "1" : ranks->second;
     NG_CHECK(saved_by == std::to_string(job.size), "train --resume", "'", path,
@@ -114,8 +114,8 @@ void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
     return step;
   };
   callbacks.save_weights = [&model, job](const std::string& path,
-                                         const ng::nn::Metadata& metadata) {
-    if (job.writes()) ng::nn::save(model, path, metadata);
+                                         const ng::io::Metadata& metadata) {
+    if (job.writes()) ng::io::save(model, path, metadata);
   };
 }
 
@@ -153,7 +153,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
     const auto steps = folder.checkpoint_steps();
     NG_CHECK(!steps.empty(), op, "--resume: ", folder.path(), " holds no training state");
     const std::string path = folder.checkpoint(steps.back());
-    ng::nn::Metadata metadata;
+    ng::io::Metadata metadata;
     step = model.load_training_state(path, &metadata);
     tokenizer.check_checkpoint(metadata, path);
     loop = LoopState::from_metadata(metadata, path, folder.program());
@@ -164,8 +164,8 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
   if (log) log->start(step);
   summary.first_step = step;
   summary.best_bleu = loop.best_bleu;
-  const ng::nn::Metadata fingerprint{{ng::data::tokenizer_metadata_key, tokenizer.fingerprint()}};
-  const auto with_step = [&](ng::nn::Metadata metadata) {
+  const ng::io::Metadata fingerprint{{ng::data::tokenizer_metadata_key, tokenizer.fingerprint()}};
+  const auto with_step = [&](ng::io::Metadata metadata) {
     metadata["step"] = std::to_string(step);
     return metadata;
   };
@@ -212,7 +212,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
       if (dev_bleu > loop.best_bleu) {
         loop.best_bleu = dev_bleu;
         loop.evaluations_without_best = 0;
-        ng::nn::Metadata metadata = with_step(fingerprint);
+        ng::io::Metadata metadata = with_step(fingerprint);
         metadata["dev_bleu"] = evaluation.text;
         model.save_weights(folder.file("best.safetensors"), metadata);
       } else {

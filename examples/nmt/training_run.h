@@ -95,15 +95,15 @@ struct LoopCallbacks {
   std::function<BleuEvaluation()> dev_bleu;
   // The model, its optimizer and the run's generator to and from a training state.
   std::function<void(const std::string& path, std::int64_t step,
-                     const normgrad::nn::Metadata& metadata)>
+                     const normgrad::io::Metadata& metadata)>
       save_training_state;
-  std::function<std::int64_t(const std::string& path, normgrad::nn::Metadata* metadata)>
+  std::function<std::int64_t(const std::string& path, normgrad::io::Metadata* metadata)>
       load_training_state;
   // The model's weights alone (model.safetensors, best.safetensors).
-  std::function<void(const std::string& path, const normgrad::nn::Metadata& metadata)> save_weights;
+  std::function<void(const std::string& path, const normgrad::io::Metadata& metadata)> save_weights;
 };
 
-// Fills the callbacks that save and load: training states through optim::save_training_state
+// Fills the callbacks that save and load: training states through io::save_training_state
 // and load_training_state (model, optimizer and generator), weights through nn::save. In
 // data-parallel training every rank calls them: a training state then holds every rank's
 // generator (each draws its own dropout masks) and the number of ranks, rank 0 alone writes

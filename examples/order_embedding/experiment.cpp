@@ -214,7 +214,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
                          .test_captions = static_cast<std::int64_t>(test.captions.size())};
     const RunConfig stored = folder.read_config();
     OrderEmbeddingModel model(stored.model);
-    ng::nn::load(model, folder.file("model.safetensors"));
+    ng::io::load(model, folder.file("model.safetensors"));
     model.to(device);
     result.test = evaluate_retrieval(model, Vocabulary::load(folder.file("vocabulary.txt")), test,
                                      device, std::min(settings.fold_images, test.image_count()));

@@ -139,7 +139,7 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
       load_split(o.data.empty() ? run.data.folder : o.data, o.split, run.data.features, o.images);
   if (common.threads > 0) ng::set_num_threads(common.threads);
   OrderEmbeddingModel model(run.model);
-  ng::nn::load(model, folder.file("model.safetensors"));
+  ng::io::load(model, folder.file("model.safetensors"));
   model.to(device);
   const std::int64_t folds = std::max<std::int64_t>(1, split.image_count() / o.fold);
   const ng::data::RetrievalScores scores =

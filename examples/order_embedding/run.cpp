@@ -106,7 +106,7 @@ std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConf
   while (!trainer.finished()) {
     const ValidationRecord r =
         trainer.run_to_validation([&](const StepReport& step) { progress.update(step); });
-    if (trainer.improved()) ng::nn::save(trainer.model(), folder.file("model.safetensors"));
+    if (trainer.improved()) ng::io::save(trainer.model(), folder.file("model.safetensors"));
     trainer.save_state(folder.file("state.safetensors"));
     folder.write_text("train.csv", history_csv(trainer.history()));
     progress.clear();

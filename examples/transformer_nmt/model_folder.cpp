@@ -41,8 +41,8 @@ LoadedModel load_model_folder(const ModelFolder& folder, ng::Generator& generato
   auto tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
   const std::string weights = weights_path(folder, weights_name);
   auto model = std::make_unique<TransformerNmt>(settings.model, generator);
-  ng::nn::Metadata metadata;
-  const ng::nn::StateDict state = ng::nn::load_tensors(weights, &metadata);
+  ng::io::Metadata metadata;
+  const ng::nn::StateDict state = ng::io::load_tensors(weights, &metadata);
   tokenizer.check_checkpoint(metadata, weights);
   model->load_state_dict(state, /*strict=*/true);
   model->eval();
@@ -72,7 +72,7 @@ std::vector<std::int64_t> average_checkpoints(const ModelFolder& folder, std::in
   ng::Generator generator(0);
   TransformerNmt model(settings.model, generator);
   model.load_state_dict(mean, /*strict=*/true);
-  ng::nn::save(model, folder.file(output),
+  ng::io::save(model, folder.file(output),
                {{ng::data::tokenizer_metadata_key, fingerprint}, {"averaged_steps", names}});
   return chosen;
 }

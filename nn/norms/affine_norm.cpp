@@ -1,6 +1,6 @@
 #include "nn/norms/affine_norm.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

@@ -1,6 +1,6 @@
 #include "nn/norms/batch_norm.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/mixed_precision.h"
 
 namespace normgrad::nn {

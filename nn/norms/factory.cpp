@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/norms/batch_norm.h"
 #include "nn/norms/l2_norm.h"
 #include "nn/norms/layer_norm.h"

@@ -6,7 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
 #include "nn/mixed_precision.h"
 #include "nn/norms/fused.h"

@@ -1,6 +1,6 @@
 #include "nn/norms/rms_norm.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::nn {
 

@@ -4,7 +4,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/norms/fused.h"
 
 namespace normgrad::nn {

@@ -1,4 +1,4 @@
-// The bytes as a safetensors checkpoint: nn::load_tensors, checksums verified, then the same
+// The bytes as a safetensors checkpoint: io::load_tensors, checksums verified, then the same
 // file loaded into a module, the path a user's nn::load takes.
 
 #include "harness_support.h"
@@ -9,8 +9,8 @@ namespace normgrad::fuzz {
 int fuzz_safetensors(const std::uint8_t* data, std::size_t size) {
   const std::string path = write_scratch_file("input.safetensors", data, size);
   accept_errors([&] {
-    nn::Metadata metadata;
-    const nn::StateDict tensors = nn::load_tensors(path, &metadata);
+    io::Metadata metadata;
+    const nn::StateDict tensors = io::load_tensors(path, &metadata);
     for (const auto& entry : tensors) {
       require(!entry.first.empty(), "a loaded tensor has an empty name");
       require(entry.second.defined(), "a loaded tensor is undefined");
@@ -18,7 +18,7 @@ int fuzz_safetensors(const std::uint8_t* data, std::size_t size) {
   });
   accept_errors([&] {
     nn::Linear layer(3, 2);
-    nn::load(layer, path);
+    io::load(layer, path);
   });
   return 0;
 }

@@ -1,5 +1,5 @@
 // The bytes as a training state for a Linear(3, 2) trained with Adam:
-// optim::load_training_state, then, if it loaded, one training step with what was loaded.
+// io::load_training_state, then, if it loaded, one training step with what was loaded.
 
 #include "harness_support.h"
 #include "harnesses.h"
@@ -13,7 +13,7 @@ int fuzz_training_state(const std::uint8_t* data, std::size_t size) {
     nn::Linear model(3, 2);
     optim::Adam adam(model.parameters(), {.lr = 1e-3});
     Generator generator(1);
-    optim::load_training_state(path, model, adam, generator);
+    io::load_training_state(path, model, adam, generator);
     // A state that loads must also train.
     model.forward(ones({2, 3})).sum().backward();
     adam.step();

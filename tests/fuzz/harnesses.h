@@ -17,10 +17,10 @@ namespace normgrad::fuzz {
 
 using Harness = int (*)(const std::uint8_t* data, std::size_t size);
 
-// The bytes as a safetensors file: nn::load_tensors with its checksums verified, and nn::load
+// The bytes as a safetensors file: io::load_tensors with its checksums verified, and nn::load
 // into a Linear(3, 2).
 int fuzz_safetensors(const std::uint8_t* data, std::size_t size);
-// The bytes as a training state for a Linear(3, 2) and Adam: optim::load_training_state.
+// The bytes as a training state for a Linear(3, 2) and Adam: io::load_training_state.
 int fuzz_training_state(const std::uint8_t* data, std::size_t size);
 // The bytes as an IDX file, plain or (when they start with gzip's magic) compressed.
 int fuzz_idx(const std::uint8_t* data, std::size_t size);

@@ -32,14 +32,14 @@ data::IdxArray small_images(std::int64_t count, std::int64_t side) {
 }
 
 void safetensors_seeds(const fs::path& folder) {
-  nn::save_tensors({{"weight", randn({3, 4})},
+  io::save_tensors({{"weight", randn({3, 4})},
                     {"double", full({2}, 0.5, {.dtype = DType::Float64})},
                     {"index", arange(0, 5, 1, {.dtype = DType::Int64})},
                     {"empty", zeros({0, 3})},
                     {"scalar", full({}, 2.0)}},
                    (folder / "tensors.safetensors").string(), {{"note", "seed"}});
   nn::Linear layer(3, 2);  // what fuzz_safetensors loads into
-  nn::save(layer, (folder / "linear.safetensors").string());
+  io::save(layer, (folder / "linear.safetensors").string());
 }
 
 void training_state_seeds(const fs::path& folder) {
@@ -49,7 +49,7 @@ void training_state_seeds(const fs::path& folder) {
   model.forward(randn({4, 3})).square().sum().backward();
   adam.step();
   Generator generator(7);
-  optim::save_training_state((folder / "state.safetensors").string(), model, adam, generator, 1);
+  io::save_training_state((folder / "state.safetensors").string(), model, adam, generator, 1);
 }
 
 // IDX files written by data::write_idx, plain and compressed, for the two IDX harnesses, and

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/bleu.h"
 #include "data/chrf.h"
 #include "data/paired_bootstrap.h"

@@ -1,13 +1,13 @@
 // float32 GEMM with AVX-512: the micro-kernel and B's packing for the loops of
 // sgemm_packed.h (sgemm_avx512.h says why it is here).
 
-#include "backends/cpu/sgemm_avx512.h"
+#include "backends/cpu/gemm/sgemm_avx512.h"
 
 #include <algorithm>
 
-#include "backends/cpu/sgemm_conv.h"
-#include "backends/cpu/sgemm_packed.h"
-#include "core/error.h"
+#include "backends/cpu/gemm/sgemm_conv.h"
+#include "backends/cpu/gemm/sgemm_packed.h"
+#include "base/error.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 intrinsics fill don't-care operands from a variable initialised with

@@ -1,9 +1,9 @@
-#include "core/shape.h"
+#include "base/shape.h"
 
 #include <algorithm>
 
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 
 namespace normgrad {
 

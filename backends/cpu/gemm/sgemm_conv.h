@@ -30,8 +30,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backends/cpu/avx2_registers.h"
-#include "backends/cpu/sgemm_packed.h"
+#include "backends/cpu/gemm/avx2_registers.h"
+#include "backends/cpu/gemm/sgemm_packed.h"
 
 namespace normgrad::backend::cpu {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/shape.h"
+#include "base/shape.h"
 
 namespace normgrad {
 

@@ -6,7 +6,7 @@
 // avx2_exp_available() has said yes. Vector helpers carry the same attribute so that they
 // inline into the loops.
 
-#include "backends/cpu/vector_exp.h"
+#include "backends/cpu/simd/vector_exp.h"
 
 #include <cstring>
 #include <limits>

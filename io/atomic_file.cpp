@@ -1,4 +1,4 @@
-#include "nn/atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 
-namespace normgrad::nn {
+namespace normgrad::io {
 
 namespace fs = std::filesystem;
 
@@ -147,4 +147,4 @@ std::string file_error(const char* what, const std::string& path) {
   return ::normgrad::detail::concat(what, " '", path, "': ", std::strerror(errno));
 }
 
-}  // namespace normgrad::nn
+}  // namespace normgrad::io

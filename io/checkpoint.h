@@ -4,10 +4,10 @@
 // little-endian data. Python's safetensors and PyTorch (safetensors.torch.load_file) open the
 // files normgrad writes, and normgrad opens theirs when the dtypes are among those four.
 //
-//   nn::save(model, "model.safetensors");    // parameters and buffers by their dotted names
-//   nn::load(model, "model.safetensors");    // every name present, with its shape and dtype
+//   io::save(model, "model.safetensors");    // parameters and buffers by their dotted names
+//   io::load(model, "model.safetensors");    // every name present, with its shape and dtype
 //
-// Writing is atomic (nn/atomic_file.h): the file is written beside the target under a
+// Writing is atomic (io/atomic_file.h): the file is written beside the target under a
 // temporary name, flushed to disk and renamed over the target, so a crash leaves the previous
 // checkpoint whole; temporaries of killed writers are removed by the next save of the same
 // file.
@@ -35,7 +35,9 @@
 #include "core/tensor.h"
 #include "nn/module.h"
 
-namespace normgrad::nn {
+namespace normgrad::io {
+
+using nn::StateDict;
 
 using Metadata = std::map<std::string, std::string>;
 
@@ -52,8 +54,8 @@ void save_tensors(const StateDict& tensors, const std::string& path, const Metad
 StateDict load_tensors(const std::string& path, Metadata* metadata = nullptr,
                        const LoadOptions& options = {});
 
-void save(const Module& module, const std::string& path, const Metadata& metadata = {});
+void save(const nn::Module& module, const std::string& path, const Metadata& metadata = {});
 // Strict: the file must hold exactly the module's names (see Module::load_state_dict).
-void load(Module& module, const std::string& path, const LoadOptions& options = {});
+void load(nn::Module& module, const std::string& path, const LoadOptions& options = {});
 
-}  // namespace normgrad::nn
+}  // namespace normgrad::io

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "backends/cpu/sgemm_packed.h"
+#include "backends/cpu/gemm/sgemm_packed.h"
 
 namespace normgrad::backend::cpu {
 

@@ -1,6 +1,6 @@
 // The 2x2, stride-2 max-pool (max_pool_2x2.h gives the contract and the order of candidates).
 
-#include "backends/cpu/max_pool_2x2.h"
+#include "backends/cpu/simd/max_pool_2x2.h"
 
 #include <algorithm>
 #include <limits>

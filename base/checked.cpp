@@ -1,6 +1,6 @@
-#include "core/checked.h"
+#include "base/checked.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad {
 

@@ -4,9 +4,7 @@
 // block of rows 2 oh, 2 oh + 1 and columns 2 ow, 2 ow + 1 (an odd last row or column is in
 // no window). pool.cpp's general loop spends most of its time on window bounds and on
 // branches that random data mispredicts; here a block is four loads and three
-// compare-and-selects, four blocks at a time with SSE2 on x86-64. On [32, 96, 32, 32] float32
-// activations, one thread, forward went from 13.5 ms (1.2 GB/s) to 0.95 ms (16 GB/s counting x
-// and y, 23 GB/s with the int64 indices), forward and backward from 15.6 ms to 2.6 ms.
+// compare-and-selects, four blocks at a time with SSE2 on x86-64 (what that gains: README.md).
 //
 // The results are the same bits as the general kernel's (backend.h gives the contract): the
 // candidates are taken row by row, (0, 0), (0, 1), (1, 0), (1, 1); a later one wins only if

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
+#include "base/dtype.h"
+#include "base/shape.h"
 
-namespace normgrad::nn::safetensors {
+namespace normgrad::io::safetensors {
 
 // The largest header read: 100 MB, the limit of the reference implementation. A header is a
 // few hundred bytes per tensor, so this leaves room for hundreds of thousands of tensors.
@@ -49,4 +49,4 @@ Header parse(std::string_view text, std::uint64_t data_size, const std::string& 
 std::string format(const std::vector<Entry>& entries,
                    const std::map<std::string, std::string>& metadata);
 
-}  // namespace normgrad::nn::safetensors
+}  // namespace normgrad::io::safetensors

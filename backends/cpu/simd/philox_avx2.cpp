@@ -1,4 +1,4 @@
-#include "backends/cpu/philox_avx2.h"
+#include "backends/cpu/simd/philox_avx2.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "nn/safetensors_format.h"
+#include "io/safetensors_format.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/checked.h"
-#include "core/error.h"
+#include "base/checked.h"
+#include "base/error.h"
 
-namespace normgrad::nn::safetensors {
+namespace normgrad::io::safetensors {
 
 namespace {
 
@@ -72,10 +72,11 @@ Entry parse_entry(const std::string& name, const json& info, std::uint64_t data_
   for (const json& size : info["shape"]) {
     // A size above int64's range arrives as an unsigned number, or as a float when it does
     // not fit uint64 either; both are refused.
-    NG_CHECK(size.is_number_unsigned() && size.get<std::uint64_t>() <=
-                                              std::uint64_t(std::numeric_limits<std::int64_t>::max()),
-             "load", where(), ": shape ", info["shape"].dump(),
-             " has a size that is not an integer in [0, 2^63)");
+    NG_CHECK(
+        size.is_number_unsigned() &&
+            size.get<std::uint64_t>() <= std::uint64_t(std::numeric_limits<std::int64_t>::max()),
+        "load", where(), ": shape ", info["shape"].dump(),
+        " has a size that is not an integer in [0, 2^63)");
     entry.shape.push_back(static_cast<std::int64_t>(size.get<std::uint64_t>()));
   }
   std::uint64_t size = 0;
@@ -163,4 +164,4 @@ std::string format(const std::vector<Entry>& entries,
   return bytes + text;
 }
 
-}  // namespace normgrad::nn::safetensors
+}  // namespace normgrad::io::safetensors

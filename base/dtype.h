@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string_view>
 
-#include "core/bfloat16.h"
+#include "base/bfloat16.h"
 
 namespace normgrad {
 

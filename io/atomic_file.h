@@ -22,7 +22,7 @@
 #include <functional>
 #include <string>
 
-namespace normgrad::nn {
+namespace normgrad::io {
 
 // Appends bytes to the temporary file being written; throws Error (naming `op` and the file)
 // when the system refuses.
@@ -54,4 +54,4 @@ std::string temporary_prefix(const std::string& path);
 // right after the call that failed.
 std::string file_error(const char* what, const std::string& path);
 
-}  // namespace normgrad::nn
+}  // namespace normgrad::io

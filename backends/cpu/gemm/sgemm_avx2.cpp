@@ -1,14 +1,14 @@
 // float32 GEMM with AVX2 and FMA: the micro-kernel and B's packing for the loops of
 // sgemm_packed.h (sgemm_avx2.h says why it is here).
 
-#include "backends/cpu/sgemm_avx2.h"
+#include "backends/cpu/gemm/sgemm_avx2.h"
 
 #include <algorithm>
 
-#include "backends/cpu/avx2_registers.h"
-#include "backends/cpu/sgemm_conv.h"
-#include "backends/cpu/sgemm_packed.h"
-#include "core/error.h"
+#include "backends/cpu/gemm/avx2_registers.h"
+#include "backends/cpu/gemm/sgemm_conv.h"
+#include "backends/cpu/gemm/sgemm_packed.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

@@ -1,13 +1,13 @@
-#include "optim/training_state.h"
+#include "io/training_state.h"
 
 #include <bit>
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "nn/checkpoint.h"
+#include "base/error.h"
+#include "io/checkpoint.h"
 
-namespace normgrad::optim {
+namespace normgrad::io {
 
 namespace {
 
@@ -24,8 +24,8 @@ nn::StateDict with_prefix_removed(const nn::StateDict& state, const std::string&
 }  // namespace
 
 void save_training_state(const std::string& path, const nn::Module& model,
-                         const Optimizer& optimizer, const Generator& generator, std::int64_t step,
-                         const nn::Metadata& metadata) {
+                         const optim::Optimizer& optimizer, const Generator& generator,
+                         std::int64_t step, const Metadata& metadata) {
   NG_CHECK(metadata.count("content") == 0, "save_training_state",
            "the metadata key \"content\" is the format's own");
   nn::StateDict state;
@@ -37,15 +37,16 @@ void save_training_state(const std::string& path, const nn::Module& model,
                                             std::bit_cast<std::int64_t>(generator.offset())},
                   {2});
   state["step"] = from_vector(std::vector<std::int64_t>{step}, {});
-  nn::Metadata all_metadata = metadata;
+  Metadata all_metadata = metadata;
   all_metadata["content"] = "normgrad training state";
-  nn::save_tensors(state, path, all_metadata);
+  save_tensors(state, path, all_metadata);
 }
 
-std::int64_t load_training_state(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                                 Generator& generator, nn::Metadata* metadata) {
-  nn::Metadata stored;
-  const nn::StateDict state = nn::load_tensors(path, &stored);
+std::int64_t load_training_state(const std::string& path, nn::Module& model,
+                                 optim::Optimizer& optimizer, Generator& generator,
+                                 Metadata* metadata) {
+  Metadata stored;
+  const nn::StateDict state = load_tensors(path, &stored);
   for (const char* key : {"rng", "step"})
     NG_CHECK(state.count(key) && state.at(key).dtype() == DType::Int64, "load_training_state", "'",
              path, "' has no int64 \"", key, "\" entry: is it a training state?");
@@ -79,4 +80,4 @@ std::int64_t load_training_state(const std::string& path, nn::Module& model, Opt
   return state.at("step").item<std::int64_t>();
 }
 
-}  // namespace normgrad::optim
+}  // namespace normgrad::io

@@ -13,7 +13,7 @@ using Shape = std::vector<std::int64_t>;    // sizes, outermost first
 using Strides = std::vector<std::int64_t>;  // in elements, not bytes
 
 // The element count. Checked: a negative size, or a product that does not fit in int64, throws
-// "numel: ..." naming the shape (see core/checked.h), so no count ever wraps around.
+// "numel: ..." naming the shape (see base/checked.h), so no count ever wraps around.
 std::int64_t numel(const Shape& shape);
 
 // Row-major strides: the last dimension moves fastest. Checked like numel.

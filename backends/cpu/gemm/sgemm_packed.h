@@ -36,7 +36,7 @@
 #include <memory>
 
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
 

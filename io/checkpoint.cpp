@@ -1,4 +1,4 @@
-#include "nn/checkpoint.h"
+#include "io/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,12 +16,12 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/atomic_file.h"
-#include "nn/safetensors_format.h"
+#include "io/atomic_file.h"
+#include "io/safetensors_format.h"
 
-namespace normgrad::nn {
+namespace normgrad::io {
 
 namespace {
 
@@ -96,8 +96,8 @@ void verify_checksums(const StateDict& tensors, Metadata& metadata, const std::s
     if (verify) {
       const std::string actual = checksum(tensor->second);
       NG_CHECK(actual == it->second, "load", "'", path, "', tensor '", name,
-               "': the data do not match its checksum (xxh64 ", actual, ", expected ",
-               it->second, "): the file is corrupted");
+               "': the data do not match its checksum (xxh64 ", actual, ", expected ", it->second,
+               "): the file is corrupted");
     }
     ++count;
     it = metadata.erase(it);
@@ -169,15 +169,16 @@ StateDict load_tensors(const std::string& path, Metadata* metadata, const LoadOp
     tensors[entry.name] = t;
   }
   verify_checksums(tensors, header.metadata, path, options.verify_checksums);
-  if (metadata != nullptr) *metadata = std::move(header.metadata);  // the file's, not merged with old
+  if (metadata != nullptr)
+    *metadata = std::move(header.metadata);  // the file's, not merged with old
   return tensors;
 }
 
-void save(const Module& module, const std::string& path, const Metadata& metadata) {
+void save(const nn::Module& module, const std::string& path, const Metadata& metadata) {
   save_tensors(module.state_dict(), path, metadata);
 }
 
-void load(Module& module, const std::string& path, const LoadOptions& options) {
+void load(nn::Module& module, const std::string& path, const LoadOptions& options) {
   const StateDict state = load_tensors(path, nullptr, options);
   try {
     module.load_state_dict(state, /*strict=*/true);
@@ -187,4 +188,4 @@ void load(Module& module, const std::string& path, const LoadOptions& options) {
   }
 }
 
-}  // namespace normgrad::nn
+}  // namespace normgrad::io
