@@ -7,7 +7,7 @@
 // Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"
-#include "backends/cpu/caching_allocator.h"
+#include "backends/caching_allocator.h"
 
 namespace normgrad::backend::cpu {
 

@@ -10,7 +10,8 @@
 #include <initializer_list>
 
 #include "backends/adam_scalars.h"
-#include "backends/cuda/adam.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "base/error.h"
@@ -30,8 +31,11 @@ __global__ void adam_kernel(std::int64_t count, T* __restrict__ w, const T* __re
 
 }  // namespace
 
-void adam_update(const Context& context, const AdamParams& params, const TensorRef& weight,
-                 const TensorRef& grad, const TensorRef& exp_avg, const TensorRef& exp_avg_sq) {
+void CudaBackend::adam_update(const AdamParams& params, const TensorRef& weight,
+                              const TensorRef& grad, const TensorRef& exp_avg,
+                              const TensorRef& exp_avg_sq) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda adam_update";
   for (const TensorRef* operand : {&grad, &exp_avg, &exp_avg_sq}) {
     NG_CHECK(operand->dtype == weight.dtype, op, "dtypes differ: weight ", weight.dtype, ", got ",

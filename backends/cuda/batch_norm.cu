@@ -45,7 +45,8 @@
 #include <limits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/batch_norm.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "base/error.h"
@@ -423,8 +424,10 @@ void check_operands(const TensorRef& x, std::initializer_list<const TensorRef*> 
 
 }  // namespace
 
-void batch_norm_statistics(const Context& context, const TensorRef& mean, const TensorRef& variance,
-                           const TensorRef& rstd, const TensorRef& x, double eps) {
+void CudaBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
+                                        const TensorRef& rstd, const TensorRef& x, double eps) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda batch_norm_statistics";
   check_operands(x, {}, {}, {&mean, &variance, &rstd}, op);
   const Geometry g = geometry_of(x);
@@ -443,9 +446,11 @@ void batch_norm_statistics(const Context& context, const TensorRef& mean, const 
   });
 }
 
-void batch_norm_forward(const Context& context, const TensorRef& y, const TensorRef& x,
-                        const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
-                        const TensorRef* bias) {
+void CudaBackend::batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
+                                     const TensorRef& rstd, const TensorRef* gain,
+                                     const TensorRef* bias) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda batch_norm_forward";
   check_operands(x, {&y}, {gain, bias}, {&mean, &rstd}, op);
   const Geometry g = geometry_of(x);
@@ -465,10 +470,13 @@ void batch_norm_forward(const Context& context, const TensorRef& y, const Tensor
   });
 }
 
-void batch_norm_backward(const Context& context, const TensorRef& dx, const TensorRef* dgain,
-                         const TensorRef* dbias, const TensorRef& dy, const TensorRef& x,
-                         const TensorRef& mean, const TensorRef& rstd, const TensorRef* gain,
-                         bool batch_statistics) {
+void CudaBackend::batch_norm_backward(const TensorRef& dx, const TensorRef* dgain,
+                                      const TensorRef* dbias, const TensorRef& dy,
+                                      const TensorRef& x, const TensorRef& mean,
+                                      const TensorRef& rstd, const TensorRef* gain,
+                                      bool batch_statistics) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda batch_norm_backward";
   check_operands(x, {&dx, &dy}, {gain, dgain, dbias}, {&mean, &rstd}, op);
   const Geometry g = geometry_of(x);

@@ -9,7 +9,7 @@
 //
 // Targets are checked on the device, in the same kernels: a row whose target is neither a class
 // nor ignore_index writes its row number into a flag with an integer atomicMin, so the flag ends
-// as the first bad row whatever the schedule. The launcher copies the flag back (one wait for the
+// as the first bad row whatever the schedule. The method copies the flag back (one wait for the
 // stream) and throws an Error naming that row and its target.
 
 #include <cuda_runtime.h>
@@ -19,7 +19,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "backends/cuda/cross_entropy.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "base/error.h"
@@ -215,9 +216,11 @@ void report_bad_target(const Context& context, const unsigned long long* flag,
 
 }  // namespace
 
-void cross_entropy_forward(const Context& context, const CrossEntropyParams& params,
-                           const TensorRef& loss, const TensorRef& log_normaliser,
-                           const TensorRef& logits, const TensorRef& targets) {
+void CudaBackend::cross_entropy_forward(const CrossEntropyParams& params, const TensorRef& loss,
+                                        const TensorRef& log_normaliser, const TensorRef& logits,
+                                        const TensorRef& targets) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda cross_entropy_forward";
   check_shapes(logits, targets, op);
   NG_CHECK(loss.dtype == logits.dtype && log_normaliser.dtype == logits.dtype, op,
@@ -255,10 +258,12 @@ void cross_entropy_forward(const Context& context, const CrossEntropyParams& par
   report_bad_target(context, flag.as<unsigned long long>(), targets, n, params.ignore_index, op);
 }
 
-void cross_entropy_backward(const Context& context, const CrossEntropyParams& params,
-                            const TensorRef& dlogits, const TensorRef& dloss,
-                            const TensorRef& logits, const TensorRef& targets,
-                            const TensorRef& log_normaliser) {
+void CudaBackend::cross_entropy_backward(const CrossEntropyParams& params, const TensorRef& dlogits,
+                                         const TensorRef& dloss, const TensorRef& logits,
+                                         const TensorRef& targets,
+                                         const TensorRef& log_normaliser) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda cross_entropy_backward";
   check_shapes(logits, targets, op);
   NG_CHECK(dlogits.dtype == logits.dtype && dloss.dtype == logits.dtype &&

@@ -3,6 +3,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -54,7 +55,62 @@ Workspace::~Workspace() {
   }
 }
 
-CudaBackend::CudaBackend(int device) : allocator_(std::make_unique<CachingAllocator>(device)) {
+namespace {
+
+constexpr std::size_t small_granule = 512;
+constexpr std::size_t large_granule = std::size_t{2} << 20;
+constexpr std::size_t large_threshold = std::size_t{1} << 20;
+
+// 512-byte blocks below 1 MiB, 2 MiB ones above; a cached block serves its own size only.
+std::size_t rounded_size(std::size_t nbytes) {
+  const std::size_t granule = nbytes < large_threshold ? small_granule : large_granule;
+  return std::max<std::size_t>((nbytes + granule - 1) / granule * granule, granule);
+}
+
+double mib(std::size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// One GPU's memory, through cudaMalloc and cudaFree on that device.
+class DeviceMemory final : public BlockSource {
+ public:
+  explicit DeviceMemory(int device) : device_(device) {}
+  std::string name() const override { return detail::concat("cuda:", device_); }
+  void* allocate(std::size_t bytes) override {
+    DeviceGuard guard(device_);
+    void* block = nullptr;
+    const cudaError_t status = cudaMalloc(&block, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear the sticky-until-read error
+      return nullptr;
+    }
+    check_cuda(status, "cudaMalloc", __FILE__, __LINE__);
+    return block;
+  }
+  void free(void* block) override {
+    DeviceGuard guard(device_);
+    NG_CUDA_CHECK(cudaFree(block));
+  }
+  std::string out_of_memory(std::size_t requested, std::size_t bytes,
+                            const MemoryStats& stats) const override {
+    DeviceGuard guard(device_);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    return detail::concat("cuda:", device_, ": out of memory allocating ", mib(bytes), " MiB (",
+                          requested, " bytes requested); allocated by tensors ",
+                          mib(stats.allocated_bytes), " MiB, peak ", mib(stats.peak_allocated_bytes),
+                          " MiB, cached ", mib(stats.cached_bytes), " MiB; the device has ",
+                          mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB");
+  }
+
+ private:
+  int device_;
+};
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device)
+    : allocator_(std::make_unique<CachingAllocator>(
+          std::make_unique<DeviceMemory>(device),
+          CachePolicy{.rounded_size = rounded_size, .environment_switch = "NORMGRAD_CUDA_CACHING"})) {
   context_.device = device;
   context_.allocator = allocator_.get();
   context_.host_waits = &host_waits_;

@@ -1,10 +1,11 @@
 #pragma once
 // CudaBackend: the Backend interface on one GPU. Its memory comes from a caching allocator;
 // its work goes to one stream of its own, in order; GEMMs go to cuBLAS and everything else to
-// the kernels of this folder, one op family per .cu file, each with a small header of
-// launchers (elementwise.h, random.h, reduce.h, matmul.h, softmax.h, norm.h, batch_norm.h,
-// cross_entropy.h, adam.h, recurrent_cells.h, im2col.h, pool.h, indexing.h). The methods
-// below only make the device current and call those launchers. Obtain an instance through
+// the kernels of this folder. Each op family's .cu file (elementwise.cu, random.cu, reduce.cu,
+// matmul.cu, softmax.cu, norm.cu, batch_norm.cu, cross_entropy.cu, adam.cu, recurrent_cells.cu,
+// normed_gru_cell.cu, lstm_step.cu, im2col.cu, conv.cu, pool.cu, indexing.cu) defines the
+// methods of its family below: each makes the device current, checks its operands, picks the
+// grid and queues its kernels on the stream. Obtain an instance through
 // backend_for(Device::cuda(i)).
 
 #include <atomic>
@@ -12,7 +13,7 @@
 #include <memory>
 
 #include "backends/backend.h"
-#include "backends/cuda/caching_allocator.h"
+#include "backends/caching_allocator.h"
 #include "backends/cuda/context.h"
 
 namespace normgrad::backend::cuda {
@@ -144,7 +145,7 @@ class CudaBackend final : public Backend {
   // The stream all of this device's work goes to, for libraries that queue work of their own
   // behind it (NCCL's collectives, distributed/).
   cudaStream_t stream() const { return context_.stream; }
-  // What the launchers get: for graph capture (graph.cpp).
+  // What the family methods and kernels get: for graph capture (graph.cpp).
   const Context& context() const { return context_; }
 
  private:

@@ -31,7 +31,8 @@
 #include <utility>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/elementwise.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "backends/op_names.h"
@@ -160,7 +161,7 @@ template <typename T> __device__ __forceinline__ T leaky_relu_slope(T x, T alpha
 // ---- the functions of each op -----------------------------------------------------------------
 
 // out = f(x) for one UnaryOp; alpha and beta are the op's scalars (backend.h). The float-only
-// branches are instantiated for float32 and float64 alone (the launcher sees to that).
+// branches are instantiated for float32 and float64 alone (the method sees to that).
 template <UnaryOp op, typename T> struct UnaryFunction {
   T alpha, beta;
   __device__ __forceinline__ T operator()(T x) const {
@@ -700,7 +701,9 @@ void binary_floating(const Context& context, BinaryOp op, const TensorRef& out, 
 
 }  // namespace
 
-void fill(const Context& context, const TensorRef& out, double value) {
+void CudaBackend::fill(const TensorRef& out, double value) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   dispatch_storage(out.dtype, "cuda fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T typed_value = static_cast<T>(value);
@@ -714,7 +717,9 @@ void fill(const Context& context, const TensorRef& out, double value) {
   });
 }
 
-void arange(const Context& context, const TensorRef& out, double start, double step) {
+void CudaBackend::arange(const TensorRef& out, double start, double step) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const std::int64_t n = out.numel();
   if (n == 0) return;
   const TensorRef* const operands[1] = {&out};
@@ -728,7 +733,9 @@ void arange(const Context& context, const TensorRef& out, double start, double s
   });
 }
 
-void copy(const Context& context, const TensorRef& dst, const TensorRef& src) {
+void CudaBackend::copy(const TensorRef& dst, const TensorRef& src) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   dispatch_storage(dst.dtype, "cuda copy", [&](auto dst_tag) {
     dispatch_storage(src.dtype, "cuda copy", [&](auto src_tag) {
       copy_typed<typename decltype(dst_tag)::type, typename decltype(src_tag)::type>(context, dst,
@@ -737,8 +744,10 @@ void copy(const Context& context, const TensorRef& dst, const TensorRef& src) {
   });
 }
 
-void unary(const Context& context, UnaryOp op, const TensorRef& out, const TensorRef& in,
-           double alpha, double beta) {
+void CudaBackend::unary(UnaryOp op, const TensorRef& out, const TensorRef& in, double alpha,
+                        double beta) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   NG_CHECK(out.dtype == in.dtype, "cuda unary", unary_name(op), ": out is ", out.dtype,
            " but in is ", in.dtype);
   dispatch_storage(out.dtype, "cuda unary", [&](auto tag) {
@@ -755,8 +764,10 @@ void unary(const Context& context, UnaryOp op, const TensorRef& out, const Tenso
   });
 }
 
-void binary(const Context& context, BinaryOp op, const TensorRef& out, const TensorRef& a,
-            const TensorRef& b, double alpha) {
+void CudaBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                         double alpha) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   NG_CHECK(a.dtype == b.dtype, "cuda binary", binary_name(op), ": a is ", a.dtype, " but b is ",
            b.dtype);
   if (is_comparison(op)) {
@@ -787,8 +798,10 @@ void binary(const Context& context, BinaryOp op, const TensorRef& out, const Ten
 }
 
 // out = cond != 0 ? a : b. cond may have any dtype; a, b and out share one.
-void where(const Context& context, const TensorRef& out, const TensorRef& cond, const TensorRef& a,
-           const TensorRef& b) {
+void CudaBackend::where(const TensorRef& out, const TensorRef& cond, const TensorRef& a,
+                        const TensorRef& b) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cuda where",
            "out, a and b must share a dtype, got ", out.dtype, ", ", a.dtype, " and ", b.dtype);
   dispatch_storage(out.dtype, "cuda where", [&](auto value_tag) {

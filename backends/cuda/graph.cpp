@@ -6,7 +6,7 @@
 // capture mode is relaxed, so that the allocator may still call cudaMalloc for a block the
 // capture needs; what a capture cannot record (waiting for the stream, a copy from pageable
 // host memory) still fails, and the library refuses it first with its own message. The caching
-// allocator routes the capture's memory to a pool of the graph's own (caching_allocator.h), so
+// allocator routes the capture's memory to a pool of the graph's own (backends/caching_allocator.h), so
 // that replays find the blocks the recorded kernels were given, and nothing else is handed
 // them while the graph lives. If the work throws, or did something a capture cannot record,
 // the capture is ended, its partial graph dropped and its pool released, and the error names
@@ -16,7 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "backends/cuda/caching_allocator.h"
+#include "backends/caching_allocator.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_guard.h"

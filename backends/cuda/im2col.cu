@@ -32,7 +32,8 @@
 #include <limits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/im2col.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 
@@ -182,13 +183,15 @@ void run(const Context& context, const TensorRef& image, const TensorRef& column
 
 }  // namespace
 
-void im2col(const Context& context, const TensorRef& columns, const TensorRef& image,
-            const Window2d& window) {
+void CudaBackend::im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   run<false>(context, image, columns, window, "cuda im2col");
 }
 
-void col2im(const Context& context, const TensorRef& image, const TensorRef& columns,
-            const Window2d& window) {
+void CudaBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   run<true>(context, image, columns, window, "cuda col2im");
 }
 

@@ -31,7 +31,8 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/indexing.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 
@@ -254,8 +255,10 @@ constexpr std::int64_t short_column = 64;
 
 }  // namespace
 
-void index_select(const Context& context, const TensorRef& out, const TensorRef& in, int dim,
-                  const TensorRef& index) {
+void CudaBackend::index_select(const TensorRef& out, const TensorRef& in, int dim,
+                               const TensorRef& index) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda index_select";
   NG_CHECK(out.dtype == in.dtype, op, "out is ", out.dtype, " but in is ", in.dtype);
   const std::int64_t total = out.numel();
@@ -277,8 +280,10 @@ void index_select(const Context& context, const TensorRef& out, const TensorRef&
   });
 }
 
-void index_add(const Context& context, const TensorRef& out, int dim, const TensorRef& index,
-               const TensorRef& src) {
+void CudaBackend::index_add(const TensorRef& out, int dim, const TensorRef& index,
+                            const TensorRef& src) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda index_add";
   NG_CHECK(out.dtype == src.dtype, op, "out is ", out.dtype, " but src is ", src.dtype);
   const Shape& shape = src.shape;
@@ -311,8 +316,10 @@ void index_add(const Context& context, const TensorRef& out, int dim, const Tens
   });
 }
 
-void gather(const Context& context, const TensorRef& out, const TensorRef& in, int dim,
-            const TensorRef& index) {
+void CudaBackend::gather(const TensorRef& out, const TensorRef& in, int dim,
+                         const TensorRef& index) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda gather";
   NG_CHECK(out.dtype == in.dtype, op, "out is ", out.dtype, " but in is ", in.dtype);
   const std::int64_t total = out.numel();
@@ -333,8 +340,10 @@ void gather(const Context& context, const TensorRef& out, const TensorRef& in, i
   });
 }
 
-void scatter_add(const Context& context, const TensorRef& out, int dim, const TensorRef& index,
-                 const TensorRef& src) {
+void CudaBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& index,
+                              const TensorRef& src) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda scatter_add";
   NG_CHECK(out.dtype == src.dtype, op, "out is ", out.dtype, " but src is ", src.dtype);
   const Shape& shape = index.shape;

@@ -17,9 +17,10 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/lstm_step.h"
 #include "backends/cuda/row_blocks.cuh"
 #include "backends/dtype_dispatch.h"
 #include "backends/fused_row_norm.h"
@@ -257,10 +258,13 @@ __global__ void lstm_step_backward_kernel(const BackwardArgs<S> args) {
 
 }  // namespace
 
-void lstm_step_forward(const Context& context, const LstmStepNorms& norms, const TensorRef& state,
-                       const TensorRef& activations, const TensorRef& cell,
-                       const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
-                       const TensorRef& h_prev, const TensorRef& c_prev, const TensorRef* mask) {
+void CudaBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& state,
+                                    const TensorRef& activations, const TensorRef& cell,
+                                    const TensorRef& statistics, const TensorRef& gx,
+                                    const TensorRef& gh, const TensorRef& h_prev,
+                                    const TensorRef& c_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda lstm_step_forward";
   const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
                                                  gx, gh, h_prev, c_prev, mask);
@@ -287,12 +291,15 @@ void lstm_step_forward(const Context& context, const LstmStepNorms& norms, const
   });
 }
 
-void lstm_step_backward(const Context& context, const LstmStepNorms& norms, const TensorRef& dgx,
-                        const TensorRef& dgh, const TensorRef& dh_prev, const TensorRef& dc_prev,
-                        const LstmStepNormGrads& affine, const TensorRef& dstate,
-                        const TensorRef& state, const TensorRef& activations, const TensorRef& cell,
-                        const TensorRef& statistics, const TensorRef& gh, const TensorRef& c_prev,
-                        const TensorRef* mask) {
+void CudaBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef& dgx,
+                                     const TensorRef& dgh, const TensorRef& dh_prev,
+                                     const TensorRef& dc_prev, const LstmStepNormGrads& affine,
+                                     const TensorRef& dstate, const TensorRef& state,
+                                     const TensorRef& activations, const TensorRef& cell,
+                                     const TensorRef& statistics, const TensorRef& gh,
+                                     const TensorRef& c_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda lstm_step_backward";
   const auto [rows, H] =
       check_lstm_step_backward(op, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,

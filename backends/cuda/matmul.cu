@@ -37,7 +37,8 @@
 #include <type_traits>
 
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/matmul.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/dtype_dispatch.h"
 #include "base/error.h"
 
@@ -191,8 +192,10 @@ void matmul_typed(const Context& context, const TensorRef& out, TensorRef a, Ten
 
 }  // namespace
 
-void matmul(const Context& context, const TensorRef& out, const TensorRef& a, const TensorRef& b,
-            bool accumulate) {
+void CudaBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
+                         bool accumulate) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda matmul";
   NG_CHECK(out.rank() >= 2 && a.rank() == out.rank() && b.rank() == out.rank(), op,
            "needs operands of one rank >= 2, got out ", out.shape, ", a ", a.shape, ", b ",

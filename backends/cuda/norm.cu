@@ -43,7 +43,8 @@
 #include <type_traits>
 
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/norm.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/norm_layout.h"
 #include "base/error.h"
@@ -693,9 +694,11 @@ void check_problem(const NormParams& params, std::int64_t n, const TensorRef& x,
 
 }  // namespace
 
-void norm_forward(const Context& context, const NormParams& params, const TensorRef& y,
-                  const TensorRef& mean, const TensorRef& rstd, const TensorRef& x,
-                  const TensorRef* gain, const TensorRef* bias) {
+void CudaBackend::norm_forward(const NormParams& params, const TensorRef& y, const TensorRef& mean,
+                               const TensorRef& rstd, const TensorRef& x, const TensorRef* gain,
+                               const TensorRef* bias) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda norm_forward";
   NG_CHECK(y.dtype == x.dtype && mean.dtype == compute_dtype(x.dtype) &&
                rstd.dtype == compute_dtype(x.dtype),
@@ -747,10 +750,12 @@ void norm_forward(const Context& context, const NormParams& params, const Tensor
   });
 }
 
-void norm_backward(const Context& context, const NormParams& params, const TensorRef& dx,
-                   const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
-                   const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
-                   const TensorRef* gain) {
+void CudaBackend::norm_backward(const NormParams& params, const TensorRef& dx,
+                                const TensorRef* dgain, const TensorRef* dbias, const TensorRef& dy,
+                                const TensorRef& x, const TensorRef& mean, const TensorRef& rstd,
+                                const TensorRef* gain) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda norm_backward";
   NG_CHECK(dx.dtype == x.dtype && dy.dtype == x.dtype && mean.dtype == compute_dtype(x.dtype) &&
                rstd.dtype == compute_dtype(x.dtype),

@@ -25,9 +25,10 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/normed_gru_cell.h"
 #include "backends/cuda/row_blocks.cuh"
 #include "backends/dtype_dispatch.h"
 #include "backends/fused_row_norm.h"
@@ -206,10 +207,13 @@ __global__ void normed_gru_backward_kernel(const BackwardArgs<S> args) {
 
 }  // namespace
 
-void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms, const TensorRef& h,
-                             const TensorRef& activations, const TensorRef& normalised,
-                             const TensorRef& statistics, const TensorRef& gx, const TensorRef& gh,
-                             const TensorRef& h_prev, const TensorRef* mask) {
+void CudaBackend::normed_gru_cell_forward(const GruStateNorms& norms, const TensorRef& h,
+                                          const TensorRef& activations, const TensorRef& normalised,
+                                          const TensorRef& statistics, const TensorRef& gx,
+                                          const TensorRef& gh, const TensorRef& h_prev,
+                                          const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda normed_gru_cell_forward";
   const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
                                                   gx, gh, h_prev, mask);
@@ -235,12 +239,15 @@ void normed_gru_cell_forward(const Context& context, const GruStateNorms& norms,
   });
 }
 
-void normed_gru_cell_backward(const Context& context, const GruStateNorms& norms,
-                              const TensorRef& dgx, const TensorRef& dgh, const TensorRef& dh_prev,
-                              const GruStateNormGrads& affine, const TensorRef& dh,
-                              const TensorRef& activations, const TensorRef& normalised,
-                              const TensorRef& statistics, const TensorRef& gh,
-                              const TensorRef& h_prev, const TensorRef* mask) {
+void CudaBackend::normed_gru_cell_backward(const GruStateNorms& norms, const TensorRef& dgx,
+                                           const TensorRef& dgh, const TensorRef& dh_prev,
+                                           const GruStateNormGrads& affine, const TensorRef& dh,
+                                           const TensorRef& activations,
+                                           const TensorRef& normalised, const TensorRef& statistics,
+                                           const TensorRef& gh, const TensorRef& h_prev,
+                                           const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda normed_gru_cell_backward";
   const auto [rows, H] =
       check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,

@@ -39,9 +39,9 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/elementwise.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/pool.h"
 #include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cuda {
@@ -199,7 +199,7 @@ __global__ void max_pool_backward_kernel(T* dx, const S* dy, const std::int64_t*
   }
 }
 
-// Checks shared by every pooling launcher (the CPU's, plus contiguity, which the CPU assumes).
+// Checks shared by every pooling method (the CPU's, plus contiguity, which the CPU assumes).
 void check_planes(const TensorRef& image, const TensorRef& out, const char* op) {
   NG_CHECK(image.rank() == 4 && out.rank() == 4 && image.shape[0] == out.shape[0] &&
                image.shape[1] == out.shape[1],
@@ -250,8 +250,10 @@ void with_index_type(const PoolGeometry<std::int64_t>& g, const TensorRef& image
 
 }  // namespace
 
-void max_pool2d(const Context& context, const TensorRef& out, const TensorRef& indices,
-                const TensorRef& in, const Window2d& window) {
+void CudaBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
+                             const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda max_pool2d";
   check_planes(in, out, op);
   check_indices(indices, out, op);
@@ -270,8 +272,10 @@ void max_pool2d(const Context& context, const TensorRef& out, const TensorRef& i
   });
 }
 
-void max_pool2d_backward(const Context& context, const TensorRef& dx, const TensorRef& dy,
-                         const TensorRef& indices) {
+void CudaBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                                      const TensorRef& indices) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda max_pool2d_backward";
   check_planes(dx, dy, op);
   check_indices(indices, dy, op);
@@ -293,13 +297,14 @@ void max_pool2d_backward(const Context& context, const TensorRef& dx, const Tens
       TensorRef float32_dx = dx;
       float32_dx.data = into;
       float32_dx.dtype = dtype_of<T>::value;
-      copy(context, dx, float32_dx);
+      copy(dx, float32_dx);
     }
   });
 }
 
-void avg_pool2d(const Context& context, const TensorRef& out, const TensorRef& in,
-                const Window2d& window) {
+void CudaBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda avg_pool2d";
   check_planes(in, out, op);
   const std::int64_t total = out.numel();
@@ -318,8 +323,10 @@ void avg_pool2d(const Context& context, const TensorRef& out, const TensorRef& i
   });
 }
 
-void avg_pool2d_backward(const Context& context, const TensorRef& dx, const TensorRef& dy,
-                         const Window2d& window) {
+void CudaBackend::avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
+                                      const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda avg_pool2d_backward";
   check_planes(dx, dy, op);
   const std::int64_t total = dx.numel();

@@ -24,8 +24,9 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/random.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/philox.h"
 #include "backends/random_counters.h"
@@ -147,14 +148,18 @@ void draw(const Context& context, const TensorRef& out, RandomKind kind, Counter
 
 }  // namespace
 
-void random(const Context& context, const TensorRef& out, RandomKind kind, std::uint64_t seed,
-            std::uint64_t offset, double alpha, double beta) {
+void CudaBackend::random(const TensorRef& out, RandomKind kind, std::uint64_t seed,
+                         std::uint64_t offset, double alpha, double beta) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   draw(context, out, kind, Counters{seed, offset}, alpha, beta);
 }
 
-void random_with_counters(const Context& context, const TensorRef& out, RandomKind kind,
-                          const TensorRef& counters, std::uint64_t offset, double alpha,
-                          double beta) {
+void CudaBackend::random_with_counters(const TensorRef& out, RandomKind kind,
+                                       const TensorRef& counters, std::uint64_t offset,
+                                       double alpha, double beta) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   check_random_counters(counters, "cuda random");
   draw(context, out, kind, Counters{0, offset, counters.ptr<const std::uint64_t>()}, alpha, beta);
 }

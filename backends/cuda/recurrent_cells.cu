@@ -14,9 +14,10 @@
 #include <utility>
 
 #include "backends/compute_type.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/gate_math.cuh"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/recurrent_cells.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/recurrent_checks.h"
 
@@ -123,9 +124,11 @@ __global__ void lstm_backward_kernel(S* dgates, S* dc_prev, const S* dc, const S
 
 }  // namespace
 
-void gru_cell_forward(const Context& context, const TensorRef& h, const TensorRef& activations,
-                      const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
-                      const TensorRef* mask) {
+void CudaBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
+                                   const TensorRef& gx, const TensorRef& gh,
+                                   const TensorRef& h_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda gru_cell_forward";
   const auto [rows, H] = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
   if (rows * H == 0) return;
@@ -138,9 +141,12 @@ void gru_cell_forward(const Context& context, const TensorRef& h, const TensorRe
   });
 }
 
-void gru_cell_backward(const Context& context, const TensorRef& dgx, const TensorRef& dgh,
-                       const TensorRef& dh_prev, const TensorRef& dh, const TensorRef& activations,
-                       const TensorRef& gh, const TensorRef& h_prev, const TensorRef* mask) {
+void CudaBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
+                                    const TensorRef& dh_prev, const TensorRef& dh,
+                                    const TensorRef& activations, const TensorRef& gh,
+                                    const TensorRef& h_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda gru_cell_backward";
   const auto [rows, H] =
       check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
@@ -154,8 +160,11 @@ void gru_cell_backward(const Context& context, const TensorRef& dgx, const Tenso
   });
 }
 
-void lstm_cell_forward(const Context& context, const TensorRef& c, const TensorRef& activations,
-                       const TensorRef& gates, const TensorRef& c_prev, const TensorRef* mask) {
+void CudaBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
+                                    const TensorRef& gates, const TensorRef& c_prev,
+                                    const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda lstm_cell_forward";
   const auto [rows, H] = check_lstm_forward(op, c, activations, gates, c_prev, mask);
   if (rows * H == 0) return;
@@ -168,9 +177,11 @@ void lstm_cell_forward(const Context& context, const TensorRef& c, const TensorR
   });
 }
 
-void lstm_cell_backward(const Context& context, const TensorRef& dgates, const TensorRef& dc_prev,
-                        const TensorRef& dc, const TensorRef& activations, const TensorRef& c_prev,
-                        const TensorRef* mask) {
+void CudaBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
+                                     const TensorRef& dc, const TensorRef& activations,
+                                     const TensorRef& c_prev, const TensorRef* mask) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* op = "cuda lstm_cell_backward";
   const auto [rows, H] = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
   if (rows * H == 0) return;

@@ -35,9 +35,9 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/elementwise.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/reduce.h"
 #include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cuda {
@@ -390,8 +390,10 @@ TensorRef restrict_dims(const TensorRef& ref, const Shape& shape, std::uint64_t 
 
 }  // namespace
 
-void reduce(const Context& context, ReduceOp op, const TensorRef& out, const TensorRef& in,
-            std::uint64_t reduced, double scale) {
+void CudaBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
+                         std::uint64_t reduced, double scale) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   const char* name = "cuda reduce";
   const int rank = static_cast<int>(in.rank());
   NG_CHECK(rank <= 64, name, "rank ", rank, " is above 64");
@@ -444,7 +446,7 @@ void reduce(const Context& context, ReduceOp op, const TensorRef& out, const Ten
   NG_CHECK(out.dtype == in.dtype, name, "out is ", out.dtype, " but in is ", in.dtype);
   if (layout.length == 0) {
     NG_CHECK(op == ReduceOp::Sum, name, "max/min over an empty dim of shape ", in.shape);
-    fill(context, out, 0.0);
+    fill(out, 0.0);
     return;
   }
   dispatch_storage(in.dtype, name, [&](auto tag) {

@@ -29,8 +29,9 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
-#include "backends/cuda/softmax.h"
 #include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cuda {
@@ -353,15 +354,19 @@ void softmax_backward_typed(const Context& context, const TensorRef& dx, const T
 
 }  // namespace
 
-void softmax(const Context& context, const TensorRef& out, const TensorRef& in, int dim, bool log) {
+void CudaBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   NG_CHECK(out.dtype == in.dtype, "cuda softmax", "out is ", out.dtype, " but in is ", in.dtype);
   dispatch_floating_or_bfloat16(in.dtype, "cuda softmax", [&](auto tag) {
     softmax_typed<typename decltype(tag)::type>(context, out, in, dim, log);
   });
 }
 
-void softmax_backward(const Context& context, const TensorRef& dx, const TensorRef& dy,
-                      const TensorRef& y, int dim, bool log) {
+void CudaBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, const TensorRef& y,
+                                   int dim, bool log) {
+  DeviceGuard guard(context_.device);
+  const Context& context = context_;
   NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cuda softmax_backward",
            "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
   dispatch_floating_or_bfloat16(dx.dtype, "cuda softmax_backward", [&](auto tag) {

@@ -1,3 +1,6 @@
+// The convolution on the GPU: conv2d and its weight gradient (backend.h's contract, bias
+// optional), by columns or as an implicit GEMM (the methods at the end choose).
+//
 // conv2d as an implicit GEMM: y = W X + b with W [O, K] the weight and X [K, N L] the batch's
 // im2col columns (backends/implicit_columns.h), where X is never written out. Each block
 // computes a 64 x 64 tile of the product (64 output channels by 64 output positions) and walks
@@ -30,7 +33,9 @@
 #include <type_traits>
 
 #include "backends/compute_type.h"
-#include "backends/cuda/implicit_conv.h"
+#include "backends/conv_by_columns.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "backends/implicit_columns.h"
@@ -213,8 +218,8 @@ std::int64_t weight_gradient_splits(std::int64_t tiles, std::int64_t columns) {
 
 constexpr std::int64_t limit = std::numeric_limits<std::int32_t>::max() / 2;
 
-// Both launchers' view of a call: the window's output size, the product's dimensions, and
-// whether 32-bit offsets reach every element.
+// Both implicit-GEMM entry points' view of a call: the window's output size, the product's
+// dimensions, and whether 32-bit offsets reach every element.
 struct Plan {
   std::int64_t out_h, out_w, out_channels, taps, columns;
   bool narrow;
@@ -261,8 +266,6 @@ template <typename Launch> void with_index(const Plan& plan, Launch&& launch) {
     launch(TypeTag<std::int64_t>{});
 }
 
-}  // namespace
-
 void conv2d_implicit_gemm(const Context& context, const TensorRef& y, const TensorRef& x,
                           const TensorRef& weight, const TensorRef* bias, const Window2d& window) {
   const char* const op = "cuda conv2d (implicit GEMM)";
@@ -285,6 +288,8 @@ void conv2d_implicit_gemm(const Context& context, const TensorRef& y, const Tens
   });
 }
 
+// dW = dY X^T over the outputs split into shares whose 64 x 64 tiles run side by side, the
+// shares' partial sums then added in order.
 void conv2d_weight_gradient_implicit_gemm(const Context& context, const TensorRef& dw,
                                           const TensorRef& x, const TensorRef& dy,
                                           const Window2d& window) {
@@ -329,6 +334,29 @@ void conv2d_weight_gradient_implicit_gemm(const Context& context, const TensorRe
       NG_CUDA_CHECK_LAUNCH();
     }
   });
+}
+
+}  // namespace
+
+// The backend's methods: im2col and cuBLAS GEMMs over chunks of samples
+// (backends/conv_by_columns.h), or the implicit-GEMM kernels above when chosen
+// (normgrad::cuda::set_conv_algorithm); both take bfloat16 natively, with float32 sums.
+void CudaBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
+                         const TensorRef* bias, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  if (implicit_gemm_convolutions())
+    conv2d_implicit_gemm(context_, y, x, weight, bias, window);
+  else
+    conv2d_by_columns(*this, y, x, weight, bias, window);
+}
+
+void CudaBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
+                                         const TensorRef& dy, const Window2d& window) {
+  DeviceGuard guard(context_.device);
+  if (implicit_gemm_convolutions())
+    conv2d_weight_gradient_implicit_gemm(context_, dw, x, dy, window);
+  else
+    conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);
 }
 
 }  // namespace normgrad::backend::cuda
