@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "decoding/beam_search.h"
 
 namespace {
 

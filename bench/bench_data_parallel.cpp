@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "distributed/data_parallel.h"
 #include "gru_nmt/model.h"
 #include "gru_nmt/settings.h"
@@ -109,7 +109,7 @@ nlohmann::json allreduce(const dist::ProcessGroup& group, int rounds) {
 
 // A batch of `rows` random sentence pairs of 10 to 30 subwords, as TranslationBatches makes
 // them (ids + eos, bos + ids, padding masks).
-ng::data::TranslationBatch random_batch(std::int64_t rows, std::int64_t vocabulary, int rank) {
+ng::text::TranslationBatch random_batch(std::int64_t rows, std::int64_t vocabulary, int rank) {
   // The same lengths on every rank, so that their steps take as long (what the bench
   // measures is communication, not the ranks' imbalance); other words.
   ng::Generator same(1000), own(2000 + static_cast<std::uint64_t>(rank));
@@ -118,21 +118,21 @@ ng::data::TranslationBatch random_batch(std::int64_t rows, std::int64_t vocabula
   const std::int64_t width = 31;
   const ng::Tensor words = ng::randint(4, vocabulary, {2, rows, width}, own);
   std::vector<std::int64_t> w = words.to_vector<std::int64_t>();
-  std::vector<std::int64_t> source(rows * width, ng::data::pad_id), source_padding(rows * width, 1);
-  std::vector<std::int64_t> input(rows * width, ng::data::pad_id),
-      output(rows * width, ng::data::pad_id), target_padding(rows * width, 1);
+  std::vector<std::int64_t> source(rows * width, ng::text::pad_id), source_padding(rows * width, 1);
+  std::vector<std::int64_t> input(rows * width, ng::text::pad_id),
+      output(rows * width, ng::text::pad_id), target_padding(rows * width, 1);
   std::vector<std::int64_t> source_lengths(rows), target_lengths(rows);
-  ng::data::TranslationBatch batch;
+  ng::text::TranslationBatch batch;
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t s = lengths[r], t = lengths[rows + r];
     for (std::int64_t i = 0; i < s; ++i) source[r * width + i] = w[r * width + i];
-    source[r * width + s] = ng::data::eos_id;
-    input[r * width] = ng::data::bos_id;
+    source[r * width + s] = ng::text::eos_id;
+    input[r * width] = ng::text::bos_id;
     for (std::int64_t i = 0; i < t; ++i) {
       input[r * width + i + 1] = w[(rows + r) * width + i];
       output[r * width + i] = w[(rows + r) * width + i];
     }
-    output[r * width + t] = ng::data::eos_id;
+    output[r * width + t] = ng::text::eos_id;
     std::fill_n(source_padding.begin() + r * width, s + 1, 0);
     std::fill_n(target_padding.begin() + r * width, t + 1, 0);
     source_lengths[r] = s + 1;
@@ -170,9 +170,9 @@ nlohmann::json overlap(const dist::ProcessGroup& group, const std::string& prese
   ng::optim::Adam adam_alone(alone.parameters(), {.lr = 1e-4});
   ng::optim::Adam adam_buckets(buckets.parameters(), {.lr = 1e-4});
   ng::optim::Adam adam_one(one_bucket.parameters(), {.lr = 1e-4});
-  const ng::data::TranslationBatch batch =
+  const ng::text::TranslationBatch batch =
       random_batch(rows, settings.model.vocabulary_size, group.rank());
-  const ng::data::TranslationBatch sorted = gru_nmt::sort_by_target_length(batch);
+  const ng::text::TranslationBatch sorted = gru_nmt::sort_by_target_length(batch);
   const auto step = [&batch](gru_nmt::RnnSearch& model, ng::optim::Adam& adam) {
     return std::function<void()>(
         [&model, &adam, &batch] { gru_nmt::train_step(model, adam, batch); });

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "data/parallel_dataset.h"
-#include "data/translation_batches.h"
+#include "text/parallel_dataset.h"
+#include "text/translation_batches.h"
 #include "gru_nmt/model.h"
 #include "gru_nmt/settings.h"
 #include "gru_nmt/training.h"
@@ -107,10 +107,10 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    const auto train = data::ParallelDataset::load(
+    const auto train = text::ParallelDataset::load(
         flags.corpus + "/train.en", flags.corpus + "/train.de", tokenizer,
         {.max_length = 80, .cache_path = tokenizer_path + ".train.ids"});
-    data::TranslationBatches batcher(train, {.max_sentences = batch_sentences, .seed = 1}, device);
+    text::TranslationBatches batcher(train, {.max_sentences = batch_sentences, .seed = 1}, device);
     const bench::FirstBatches first = bench::first_batches(batcher, flags.batch_count);
     if (!flags.batches_path.empty()) {
       bench::write_batches(first.batches, flags.batches_path,

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "data/parallel_dataset.h"
-#include "data/translation_batches.h"
+#include "text/parallel_dataset.h"
+#include "text/translation_batches.h"
 #include "nmt/sentence_batches.h"
 #include "process_memory.h"
 #include "transformer_nmt/model.h"
@@ -129,10 +129,10 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    const auto train = data::ParallelDataset::load(
+    const auto train = text::ParallelDataset::load(
         flags.corpus + "/train.en", flags.corpus + "/train.de", tokenizer,
         {.max_length = settings.training.max_length, .cache_path = tokenizer_path + ".train.ids"});
-    data::TranslationBatches batcher(train, {.max_tokens = batch_tokens, .seed = 1}, device);
+    text::TranslationBatches batcher(train, {.max_tokens = batch_tokens, .seed = 1}, device);
     const bench::FirstBatches first = bench::first_batches(batcher, flags.batch_count);
     if (!flags.batches_path.empty()) {
       bench::write_batches(first.batches, flags.batches_path,

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "data/bleu.h"
-#include "data/chrf.h"
-#include "data/parallel_dataset.h"
-#include "data/text_file.h"
-#include "data/translation_batches.h"
+#include "text/bleu.h"
+#include "text/chrf.h"
+#include "text/parallel_dataset.h"
+#include "text/text_file.h"
+#include "text/translation_batches.h"
 
 namespace {
 
@@ -85,50 +85,50 @@ int main(int argc, char** argv) {
 
   try {
     const double read_seconds = median_seconds(repeats, [&] {
-      data::read_file_bytes(train_en, "bench");
-      data::read_file_bytes(train_de, "bench");
+      text::read_file_bytes(train_en, "bench");
+      text::read_file_bytes(train_de, "bench");
     });
-    std::optional<data::SubwordTokenizer> tokenizer;
+    std::optional<text::SubwordTokenizer> tokenizer;
     const double train_seconds = seconds_of([&] {
       tokenizer =
-          data::SubwordTokenizer::train({train_en, train_de}, {.vocabulary_size = vocabulary});
+          text::SubwordTokenizer::train({train_en, train_de}, {.vocabulary_size = vocabulary});
     });
 
     std::size_t pairs = 0;
     const double encode_seconds = median_seconds(repeats, [&] {
       pairs =
-          data::ParallelDataset::load(train_en, train_de, *tokenizer, {.use_cache = false}).size();
+          text::ParallelDataset::load(train_en, train_de, *tokenizer, {.use_cache = false}).size();
     });
     const std::string cache = scratch + "/train.ids";
     std::filesystem::remove(cache);
-    data::ParallelDataset::load(train_en, train_de, *tokenizer,
+    text::ParallelDataset::load(train_en, train_de, *tokenizer,
                                 {.cache_path = cache});  // writes it
     std::string cache_state;
     const double cache_seconds = median_seconds(repeats, [&] {
       cache_state =
-          data::ParallelDataset::load(train_en, train_de, *tokenizer, {.cache_path = cache})
+          text::ParallelDataset::load(train_en, train_de, *tokenizer, {.cache_path = cache})
               .statistics()
               .cache;
     });
-    const auto dataset = data::ParallelDataset::load(train_en, train_de, *tokenizer,
+    const auto dataset = text::ParallelDataset::load(train_en, train_de, *tokenizer,
                                                      {.max_length = 80, .cache_path = cache});
 
-    data::TranslationBatches by_sentences(dataset, {.max_sentences = 80, .seed = 1});
-    data::TranslationBatches by_tokens(dataset, {.max_tokens = 25000, .seed = 1});
+    text::TranslationBatches by_sentences(dataset, {.max_sentences = 80, .seed = 1});
+    text::TranslationBatches by_tokens(dataset, {.max_tokens = 25000, .seed = 1});
     const double plan_seconds = median_seconds(repeats, [&] { by_sentences.epoch_plan(1); });
     double batch_seconds = median_seconds(repeats, [&] {
-      data::TranslationBatches batches(dataset, {.max_sentences = 80, .seed = 1});
+      text::TranslationBatches batches(dataset, {.max_sentences = 80, .seed = 1});
       for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) batches.next();
     });
 
-    const auto reference = data::strip_line_ends(data::read_text_lines(test_de));
+    const auto reference = text::strip_line_ends(text::read_text_lines(test_de));
     const auto hypothesis = degrade(reference);
     const std::vector<std::vector<std::string>> references{reference};
     std::string bleu_text, chrf_text;
     const double bleu_seconds = median_seconds(
-        repeats, [&] { bleu_text = data::Bleu().corpus_score(hypothesis, references).format(); });
+        repeats, [&] { bleu_text = text::Bleu().corpus_score(hypothesis, references).format(); });
     const double chrf_seconds = median_seconds(
-        repeats, [&] { chrf_text = data::Chrf().corpus_score(hypothesis, references).format(); });
+        repeats, [&] { chrf_text = text::Chrf().corpus_score(hypothesis, references).format(); });
 
     std::printf(
         "corpus %s: %zu training pairs, %zu test sentences, %d threads, median of %d runs\n\n",

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
-#include "data/text_file.h"
-#include "data/translation_batches.h"
+#include "text/subword_tokenizer.h"
+#include "text/text_file.h"
+#include "text/translation_batches.h"
 
 namespace normgrad::bench {
 
@@ -90,14 +90,14 @@ inline std::string default_tokenizer_path(std::int64_t vocabulary) {
 
 // The tokenizer of `vocabulary` pieces: loaded from `path`, or trained on the corpus's training
 // text (as the programs' train trains it) and saved there first. Training takes a minute or more.
-inline data::SubwordTokenizer tokenizer_at(const std::string& path, const std::string& corpus,
+inline text::SubwordTokenizer tokenizer_at(const std::string& path, const std::string& corpus,
                                            std::int64_t vocabulary, const std::string& program) {
   namespace fs = std::filesystem;
-  if (fs::exists(path)) return data::SubwordTokenizer::load(path);
+  if (fs::exists(path)) return text::SubwordTokenizer::load(path);
   std::cerr << program << ": training a " << vocabulary << "-piece tokenizer into " << path
             << " (once)\n";
   auto tokenizer =
-      data::SubwordTokenizer::train({corpus + "/train.en", corpus + "/train.de"},
+      text::SubwordTokenizer::train({corpus + "/train.en", corpus + "/train.de"},
                                     {.vocabulary_size = static_cast<std::int32_t>(vocabulary)});
   fs::create_directories(fs::path(path).parent_path());
   tokenizer.save(path);
@@ -106,10 +106,10 @@ inline data::SubwordTokenizer tokenizer_at(const std::string& path, const std::s
 
 // The first `count` non-empty lines of the dev sources, encoded, and their subword count.
 inline std::pair<std::vector<std::vector<std::int32_t>>, std::int64_t> dev_sources(
-    const data::SubwordTokenizer& tokenizer, const std::string& corpus, std::int64_t count) {
+    const text::SubwordTokenizer& tokenizer, const std::string& corpus, std::int64_t count) {
   std::vector<std::vector<std::int32_t>> sources;
   std::int64_t tokens = 0;
-  for (const auto& line : data::strip_line_ends(data::read_text_lines(corpus + "/dev.en"))) {
+  for (const auto& line : text::strip_line_ends(text::read_text_lines(corpus + "/dev.en"))) {
     if (line.empty()) continue;
     sources.push_back(tokenizer.encode(line));
     tokens += static_cast<std::int64_t>(sources.back().size());
@@ -121,7 +121,7 @@ inline std::pair<std::vector<std::vector<std::int32_t>>, std::int64_t> dev_sourc
 // The batches' token ids and lengths under the names the twins read: batch.<i>.source,
 // .source_lengths, .target_input, .target_output, .target_lengths; `metadata` besides the
 // batch count and the pad and bos ids.
-inline void write_batches(const std::vector<data::TranslationBatch>& batches,
+inline void write_batches(const std::vector<text::TranslationBatch>& batches,
                           const std::string& path, io::Metadata metadata) {
   nn::StateDict tensors;
   for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -134,18 +134,18 @@ inline void write_batches(const std::vector<data::TranslationBatch>& batches,
     tensors[prefix + "target_lengths"] = batch.target_lengths;
   }
   metadata["batches"] = std::to_string(batches.size());
-  metadata["pad_id"] = std::to_string(data::pad_id);
-  metadata["bos_id"] = std::to_string(data::bos_id);
+  metadata["pad_id"] = std::to_string(text::pad_id);
+  metadata["bos_id"] = std::to_string(text::bos_id);
   io::save_tensors(tensors, path, metadata);
 }
 
 // The first batches of a seeded training order, and their token counts.
 struct FirstBatches {
-  std::vector<data::TranslationBatch> batches;
+  std::vector<text::TranslationBatch> batches;
   std::int64_t target_tokens = 0, padded_tokens = 0;
 };
 
-inline FirstBatches first_batches(data::TranslationBatches& batcher, std::int64_t count) {
+inline FirstBatches first_batches(text::TranslationBatches& batcher, std::int64_t count) {
   FirstBatches first;
   for (std::int64_t i = 0; i < count; ++i) {
     first.batches.push_back(batcher.next());
@@ -201,7 +201,7 @@ inline void add_training_report(nlohmann::ordered_json& report, const FirstBatch
 // returns the n-best lists. The passes' seconds, their median, sentences per second and the
 // mean length of the best translations in subwords.
 template <class Translate>
-nlohmann::ordered_json time_decoding(const data::SubwordTokenizer& tokenizer,
+nlohmann::ordered_json time_decoding(const text::SubwordTokenizer& tokenizer,
                                      const std::vector<std::vector<std::int32_t>>& sources,
                                      int warmup, int passes, Translate&& translate) {
   std::vector<double> times;

@@ -2,11 +2,11 @@
 #   OpenMP (g++), OpenBLAS (libopenblas-dev; its OpenMP build libopenblas-openmp-dev is
 #   preferred, see NormgradBLAS.cmake), doctest (doctest-dev), CLI11 (libcli11-dev),
 #   Google Benchmark (libbenchmark-dev), nlohmann-json (nlohmann-json3-dev), xxHash
-#   (libxxhash-dev), sentencepiece (libsentencepiece-dev).
+#   (libxxhash-dev); sentencepiece (libsentencepiece-dev) for the text toolkit alone
+#   (NormgradText.cmake).
 
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 include(NormgradBLAS)  # defines normgrad::blas
-include(NormgradSentencepiece)  # defines normgrad::sentencepiece
 
 # nlohmann-json reads and writes the safetensors header of checkpoints (header-only, used
 # inside the library's .cpp files only).

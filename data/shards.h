@@ -6,7 +6,7 @@
 // an epoch are left out, and a new order each epoch leaves out different ones.
 //
 //   data::Shard shard{.count = group.size(), .index = group.rank()};
-//   data::TranslationBatches batches(train, {.max_sentences = 80, .seed = 1, .shard = shard});
+//   text::TranslationBatches batches(train, {.max_sentences = 80, .seed = 1, .shard = shard});
 
 #include <cstdint>
 #include <string>

@@ -29,11 +29,4 @@ Tensor linear(const Tensor& input, const Tensor& weight_in, const Tensor& bias_i
   return output.view(shape);
 }
 
-Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
-  NG_CHECK(prediction.defined() && target.defined(), "mse_loss", "inputs must be defined");
-  NG_CHECK(prediction.shape() == target.shape(), "mse_loss", "prediction of shape ",
-           prediction.shape(), " and target of shape ", target.shape(), " differ");
-  return square(prediction - target).mean();
-}
-
 }  // namespace normgrad::nn::functional

@@ -1,6 +1,6 @@
 #pragma once
 // Stateless building blocks of models, composed from the differentiable ops (so their
-// gradients come for free and are checked by the same gradcheck).
+// gradients come for free and are checked by the same gradcheck). Losses are in losses.h.
 
 #include "core/tensor.h"
 
@@ -9,8 +9,5 @@ namespace normgrad::nn::functional {
 // y = x W^T + b, with W of shape [out, in] (as in PyTorch) and b of shape [out] or undefined.
 // A bfloat16 input takes float32 W and b rounded to bfloat16 (nn/mixed_precision.h).
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
-
-// mean((prediction - target)^2); the shapes must match.
-Tensor mse_loss(const Tensor& prediction, const Tensor& target);
 
 }  // namespace normgrad::nn::functional

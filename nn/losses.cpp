@@ -107,4 +107,11 @@ Tensor nll_loss(const Tensor& log_probabilities, const Tensor& targets,
   return reduce(-picked * kept.to(log_probabilities.dtype()), targets, options);
 }
 
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  NG_CHECK(prediction.defined() && target.defined(), "mse_loss", "inputs must be defined");
+  NG_CHECK(prediction.shape() == target.shape(), "mse_loss", "prediction of shape ",
+           prediction.shape(), " and target of shape ", target.shape(), " differ");
+  return square(prediction - target).mean();
+}
+
 }  // namespace normgrad::nn

@@ -1,6 +1,7 @@
 #pragma once
-// Losses. Logits and log-probabilities have classes in their last dim, [..., C]; targets
-// are int64 class indices of the leading shape [...].
+// Losses, all in nn:: and named as torch.nn.functional names them (the ranking losses of order
+// embeddings are in ranking_losses.h). Logits and log-probabilities have classes in their last
+// dim, [..., C]; targets are int64 class indices of the leading shape [...].
 //
 // cross_entropy is fused: one backend pass forward (log-sum-exp and the loss per row) and one
 // backward (softmax minus the target distribution), with label smoothing in PyTorch's form
@@ -28,5 +29,8 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& targets,
 // The negative log-likelihood of log-probabilities (label_smoothing must be 0).
 Tensor nll_loss(const Tensor& log_probabilities, const Tensor& targets,
                 CrossEntropyOptions options = {});
+
+// mean((prediction - target)^2); the shapes must match.
+Tensor mse_loss(const Tensor& prediction, const Tensor& target);
 
 }  // namespace normgrad::nn

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "decoding/beam_search.h"
 #include "helpers.h"
 
 namespace testing {

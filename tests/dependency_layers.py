@@ -1,6 +1,6 @@
 """The library's layers, checked: no file includes a header of a layer above its own.
 
-Each folder of the library may include from the folders listed for it here and from its own;
+Each folder of the libraries may include from the folders listed for it here and from its own;
 nothing outside backends/ reaches into a backend's own folders (backends/cpu/, backends/cuda/)
 but the NCCL collectives, which are CUDA's. The same order is drawn in the README's layout
 table and in each folder's README. Run by ctest; prints each wrong include and fails."""
@@ -21,8 +21,10 @@ MAY_USE = {
     "optim": {"base", "backends", "core", "autograd", "nn"},
     "io": {"base", "backends", "core", "autograd", "nn", "optim"},
     "data": {"base", "backends", "core", "autograd", "nn", "optim", "io"},
-    "decoding": {"base", "backends", "core", "autograd", "nn"},
     "distributed": {"base", "backends", "core", "autograd", "nn", "optim"},
+    # The text toolkit, a library of its own (normgrad::text) over the core.
+    "decoding": {"base", "backends", "core", "autograd", "nn"},
+    "text": {"base", "backends", "core", "autograd", "nn", "optim", "io", "data"},
 }
 BACKEND_INSIDES = ("backends/cpu/", "backends/cuda/")
 # CUDA's own collectives use its streams and device guard.

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <vector>
 
+#include "decoding/top_tokens.h"
 #include "helpers.h"
 
 using namespace normgrad;

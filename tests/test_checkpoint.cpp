@@ -210,7 +210,7 @@ struct Run {
   double train_step() {
     const Tensor x = randn({16, 6}, generator);
     const Tensor y = x.sum({1}, true).tanh();
-    const Tensor loss = nn::functional::mse_loss(model->forward(x), y);
+    const Tensor loss = nn::mse_loss(model->forward(x), y);
     adam->zero_grad();
     loss.backward();
     adam->step();

@@ -417,7 +417,7 @@ TEST_CASE("Conv2d and pooling: a small ConvPool network fits its targets under S
   double first = 0, last = 0;
   for (int step = 0; step < 150; ++step) {
     sgd.zero_grad();
-    const Tensor loss = nn::functional::mse_loss(net.forward(x), target);
+    const Tensor loss = nn::mse_loss(net.forward(x), target);
     loss.backward();
     sgd.step();
     if (step == 0) first = loss.item();

@@ -37,9 +37,9 @@ gru_nmt::ModelConfig tiny_dropout_config(const char* norm) {
 
 // TinyBatch as a training batch: the targets y_1 .. y_T and eos, the second sentence ending
 // one step early (padding after it).
-data::TranslationBatch tiny_training_batch() {
+text::TranslationBatch tiny_training_batch() {
   const TinyBatch tiny;
-  data::TranslationBatch batch;
+  text::TranslationBatch batch;
   batch.pairs = {0, 1};
   batch.source = tiny.source;
   batch.source_lengths = tiny.source_lengths;
@@ -53,8 +53,8 @@ data::TranslationBatch tiny_training_batch() {
 }
 
 // The same batch with its rows the other way round: the shorter sentence first.
-data::TranslationBatch tiny_training_batch_reversed() {
-  data::TranslationBatch batch = tiny_training_batch();
+text::TranslationBatch tiny_training_batch_reversed() {
+  text::TranslationBatch batch = tiny_training_batch();
   const Tensor swap = from_vector<std::int64_t>({1, 0}, {2});
   batch.pairs = {1, 0};
   for (Tensor* rows :
@@ -155,7 +155,7 @@ TEST_CASE(
 TEST_CASE("train_step with dropout draws its masks from the given generator, and needs one") {
   auto config = tiny_config("layernorm");
   config.dropout_hidden = 0.5;
-  const data::TranslationBatch batch = tiny_training_batch();
+  const text::TranslationBatch batch = tiny_training_batch();
   const auto loss_with_seed = [&](std::uint64_t seed) {
     Generator init(34);
     gru_nmt::RnnSearch model(config, init);
@@ -196,7 +196,7 @@ TEST_CASE("RnnSearch in mixed precision stays within bfloat16's tolerance of flo
     config.embedding_size = 16;
     config.hidden_size = 24;
     config.dropout_hidden = 0.2;
-    const data::TranslationBatch batch = gru_nmt::sort_by_target_length(tiny_training_batch());
+    const text::TranslationBatch batch = gru_nmt::sort_by_target_length(tiny_training_batch());
     struct Run {
       double loss = 0;
       std::vector<Tensor> gradients;
@@ -389,10 +389,10 @@ TEST_CASE(
 TEST_CASE("RnnSearch learns the fixture corpus: its loss falls within a few Adam steps") {
   const auto corpus = testing::small_parallel_corpus("gru_nmt_learns", 200);
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 120});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 120});
   const auto dataset =
-      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
-  data::TranslationBatches batches(dataset, {.max_sentences = 16, .shuffle = false});
+      text::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+  text::TranslationBatches batches(dataset, {.max_sentences = 16, .shuffle = false});
   const auto batch = batches.make_batch(batches.epoch_plan(0)[3]);
   for (const std::string precision : {"float32", "bfloat16"}) {
     CAPTURE(precision);
@@ -419,7 +419,7 @@ TEST_CASE(
   gru_nmt::RnnSearch model(tiny_config("none"), generator);
   testing::randomise(model, 14);
   const TinyBatch tiny;
-  const data::TranslationBatch batch = tiny_training_batch();
+  const text::TranslationBatch batch = tiny_training_batch();
   const double loss = gru_nmt::batch_loss(model, batch, 0.0).item();
   NoGradGuard no_grad;
   const Tensor log_probs =
@@ -475,8 +475,8 @@ TEST_CASE("batch_loss does not depend on the order of a batch's rows, and wants 
   Generator generator(43);
   gru_nmt::RnnSearch model(tiny_config("rmsnorm"), generator);
   testing::randomise(model, 44);
-  const data::TranslationBatch reversed = tiny_training_batch_reversed();
-  const data::TranslationBatch sorted = gru_nmt::sort_by_target_length(reversed);
+  const text::TranslationBatch reversed = tiny_training_batch_reversed();
+  const text::TranslationBatch sorted = gru_nmt::sort_by_target_length(reversed);
   CHECK(sorted.pairs == std::vector<std::size_t>({0, 1}));
   CHECK(sorted.target_lengths.to_vector<std::int64_t>() == std::vector<std::int64_t>({3, 2}));
   CHECK(sorted.source.to_vector<std::int64_t>() ==
@@ -498,7 +498,7 @@ TEST_CASE(
   NoGradGuard no_grad;
   const auto encoded = model.encode(batch.source, batch.source_lengths, batch.source_padding);
   const auto before = model.forward(encoded, batch.target_input).to_vector<double>();
-  parameter(model, "target_embedding.weight").select(0, data::bos_id).fill_(7.0);
+  parameter(model, "target_embedding.weight").select(0, text::bos_id).fill_(7.0);
   CHECK(testing::all_close(model.forward(encoded, batch.target_input), before, 0, 0));
   parameter(model, "target_embedding.weight").select(0, 4).fill_(7.0);  // a real token: it matters
   CHECK_FALSE(testing::all_close(model.forward(encoded, batch.target_input), before, 1e-6, 1e-6));
@@ -509,9 +509,9 @@ TEST_CASE(
     "positions") {
   const auto corpus = testing::small_parallel_corpus("gru_nmt_table5", 40);
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 90});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 90});
   const auto dataset =
-      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+      text::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
   Generator generator(17);
   auto config = tiny_config("rmsnorm");
   config.vocabulary_size = tokenizer.vocabulary_size();
@@ -524,7 +524,7 @@ TEST_CASE(
   std::array<std::int64_t, 4> count{};
   double all_sum = 0;
   std::int64_t all_count = 0;
-  data::TranslationBatches batches(dataset, {.max_sentences = 1, .shuffle = false});
+  text::TranslationBatches batches(dataset, {.max_sentences = 1, .shuffle = false});
   NoGradGuard no_grad;
   for (std::size_t pair = 0; pair < dataset.size(); ++pair) {
     const auto batch = batches.make_batch(std::vector<std::size_t>{pair});

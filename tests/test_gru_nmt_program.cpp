@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "gru_nmt/model_folder.h"
 #include "gru_nmt/trainer.h"
 #include "helpers.h"
@@ -120,7 +120,7 @@ TEST_CASE(
               "holds no model to resume");
 
   // A tokenizer that is not the folder's.
-  const auto other = data::SubwordTokenizer::train({train.source}, {.vocabulary_size = 90});
+  const auto other = text::SubwordTokenizer::train({train.source}, {.vocabulary_size = 90});
   other.save(scratch / "c/tokenizer.model");
   Generator generator(0);
   CHECK_ERROR(gru_nmt::load_model_folder(gru_nmt::ModelFolder(scratch / "c"), generator),
@@ -187,8 +187,8 @@ TEST_CASE("gru_nmt translate and score work from the model folder alone, line fo
   INFO(shared.output);
   CHECK(shared.status == 0);
   CHECK(shared.output.find("training the tokenizer") == std::string::npos);
-  CHECK(data::read_file_bytes(scratch / "shared/tokenizer.model", "test") ==
-        data::read_file_bytes(folder + "/tokenizer.model", "test"));
+  CHECK(text::read_file_bytes(scratch / "shared/tokenizer.model", "test") ==
+        text::read_file_bytes(folder + "/tokenizer.model", "test"));
   const auto wrong_size =
       run_program(program + " train --model " + (scratch / "wrong") + data_flags +
                   " --vocabulary 90 --steps 1 --tokenizer " + folder + "/tokenizer.model");

@@ -23,10 +23,10 @@ TEST_CASE("linear computes x W^T + b and its gradients") {
 }
 
 TEST_CASE("mse_loss is the mean squared difference") {
-  CHECK(F::mse_loss(tensor({1, 2, 3}), tensor({1, 0, 0})).item() == doctest::Approx(13.0 / 3));
-  CHECK_GRADIENTS([](const Inputs& in) { return F::mse_loss(in[0], in[1]); },
+  CHECK(nn::mse_loss(tensor({1, 2, 3}), tensor({1, 0, 0})).item() == doctest::Approx(13.0 / 3));
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::mse_loss(in[0], in[1]); },
                   {leaf({3, 2}, 1), leaf({3, 2}, 2)});
-  CHECK_ERROR(F::mse_loss(zeros({2}), zeros({3})), "mse_loss", "[2]", "[3]");
+  CHECK_ERROR(nn::mse_loss(zeros({2}), zeros({3})), "mse_loss", "[2]", "[3]");
 }
 
 TEST_CASE("SGD steps worked out by hand") {
@@ -80,7 +80,7 @@ TEST_CASE("the quick-start model's loss falls") {
   optim::SGD optimizer({w1, b1, w2, b2}, {.lr = 0.1, .momentum = 0.9});
   double first = 0, last = 0;
   for (int step = 0; step < 300; ++step) {
-    Tensor loss = F::mse_loss(F::linear(tanh(F::linear(x, w1, b1)), w2, b2), y);
+    Tensor loss = nn::mse_loss(F::linear(tanh(F::linear(x, w1, b1)), w2, b2), y);
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();

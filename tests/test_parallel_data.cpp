@@ -7,9 +7,9 @@
 #include <fstream>
 #include <set>
 
-#include "data/parallel_dataset.h"
-#include "data/text_file.h"
-#include "data/translation_batches.h"
+#include "text/parallel_dataset.h"
+#include "text/text_file.h"
+#include "text/translation_batches.h"
 #include "helpers.h"
 #include "parallel_text_fixture.h"
 
@@ -17,10 +17,10 @@ using namespace normgrad;
 
 namespace {
 
-const data::SubwordTokenizer& shared_tokenizer() {
+const text::SubwordTokenizer& shared_tokenizer() {
   static const auto corpus = testing::small_parallel_corpus("parallel_tokenizer");
   static const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 300});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 300});
   return tokenizer;
 }
 
@@ -39,19 +39,19 @@ std::vector<std::int64_t> values_of(const Tensor& t) { return t.to_vector<std::i
 TEST_CASE("ParallelDataset encodes every pair and drops empty ones") {
   const auto corpus = testing::small_parallel_corpus("parallel_encode", 200);
   // One empty line on the target side.
-  auto target_lines = data::read_text_lines(corpus.target);
+  auto target_lines = text::read_text_lines(corpus.target);
   target_lines[10].clear();
   std::string text;
   for (const auto& line : target_lines) text += line + "\n";
   write_file(corpus.target, text);
   const auto& tokenizer = shared_tokenizer();
   const auto dataset =
-      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+      text::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
   CHECK(dataset.size() == 199);
   CHECK(dataset.statistics().lines == 200);
   CHECK(dataset.statistics().dropped_empty == 1);
   CHECK(dataset.statistics().cache == "encoded (cache off)");
-  const auto source_lines = data::read_text_lines(corpus.source);
+  const auto source_lines = text::read_text_lines(corpus.source);
   for (std::size_t pair : {std::size_t{0}, std::size_t{9}, std::size_t{10}, std::size_t{198}}) {
     const std::size_t line = dataset.line(pair);
     CHECK(line == (pair < 10 ? pair + 1 : pair + 2));
@@ -67,14 +67,14 @@ TEST_CASE("ParallelDataset encodes every pair and drops empty ones") {
 TEST_CASE("ParallelDataset's cache is used when it matches and rebuilt when anything changed") {
   const auto corpus = testing::small_parallel_corpus("parallel_cache", 300);
   const auto& tokenizer = shared_tokenizer();
-  const std::string cache = data::default_parallel_cache_path(corpus.source, corpus.target);
+  const std::string cache = text::default_parallel_cache_path(corpus.source, corpus.target);
   std::filesystem::remove(cache);
 
-  const auto first = data::ParallelDataset::load(corpus.source, corpus.target, tokenizer);
+  const auto first = text::ParallelDataset::load(corpus.source, corpus.target, tokenizer);
   CHECK(first.statistics().cache == "encoded, cache written");
   CHECK(first.statistics().cache_path == cache);
   CHECK(std::filesystem::exists(cache));
-  const auto second = data::ParallelDataset::load(corpus.source, corpus.target, tokenizer);
+  const auto second = text::ParallelDataset::load(corpus.source, corpus.target, tokenizer);
   CHECK(second.statistics().cache == "read from the cache");
   REQUIRE(second.size() == first.size());
   for (std::size_t i = 0; i < first.size(); ++i) {
@@ -86,38 +86,38 @@ TEST_CASE("ParallelDataset's cache is used when it matches and rebuilt when anyt
 
   // Another tokenizer.
   const auto other =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 280});
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 280});
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "encoded, cache rebuilt: the tokenizer changed");
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "read from the cache");
 
   // Changed text: one character of the target.
-  auto target = data::read_file_bytes(corpus.target, "test");
+  auto target = text::read_file_bytes(corpus.target, "test");
   target[0] = target[0] == 'd' ? 'D' : 'd';
   write_file(corpus.target, target);
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "encoded, cache rebuilt: the target text changed");
 
   // A damaged cache: one byte flipped, then cut short.
-  auto bytes = data::read_file_bytes(cache, "test");
+  auto bytes = text::read_file_bytes(cache, "test");
   bytes[bytes.size() / 2] ^= 0x40;
   write_file(cache, bytes);
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "encoded, cache rebuilt: damaged: its checksum does not match its contents");
-  bytes = data::read_file_bytes(cache, "test");
+  bytes = text::read_file_bytes(cache, "test");
   write_file(cache, bytes.substr(0, bytes.size() - 5));
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other)
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other)
             .statistics()
             .cache.find("encoded, cache rebuilt: damaged: ") == 0);
   write_file(cache, "junk");
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "encoded, cache rebuilt: damaged: not a token cache");
-  CHECK(data::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
+  CHECK(text::ParallelDataset::load(corpus.source, corpus.target, other).statistics().cache ==
         "read from the cache");
 
   // A cache that cannot be written is reported, not fatal.
-  const auto unwritable = data::ParallelDataset::load(
+  const auto unwritable = text::ParallelDataset::load(
       corpus.source, corpus.target, other, {.cache_path = "/nonexistent/folder/corpus.ids"});
   CHECK(unwritable.statistics().cache.find("encoded, cache not written") == 0);
   CHECK(unwritable.size() == first.size());
@@ -128,13 +128,13 @@ TEST_CASE("ParallelDataset filters by length on either side, bos and eos not cou
   const auto corpus = testing::small_parallel_corpus("parallel_filter", 400);
   const auto& tokenizer = shared_tokenizer();
   const auto all =
-      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+      text::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
   const std::int64_t limit = 6;
   std::size_t expected = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
     expected += all.source(i).size() <= limit && all.target(i).size() <= limit;
   }
-  const auto short_pairs = data::ParallelDataset::load(corpus.source, corpus.target, tokenizer,
+  const auto short_pairs = text::ParallelDataset::load(corpus.source, corpus.target, tokenizer,
                                                        {.max_length = limit, .use_cache = false});
   CHECK(short_pairs.size() == expected);
   CHECK(short_pairs.statistics().dropped_too_long == all.size() - expected);
@@ -150,32 +150,32 @@ TEST_CASE(
     "ParallelDataset refuses missing files, unaligned files and invalid UTF-8 before encoding") {
   const auto& tokenizer = shared_tokenizer();
   const auto corpus = testing::small_parallel_corpus("parallel_bad", 50);
-  CHECK_ERROR(data::ParallelDataset::load(corpus.source, "/nonexistent/train.de", tokenizer),
+  CHECK_ERROR(text::ParallelDataset::load(corpus.source, "/nonexistent/train.de", tokenizer),
               "/nonexistent/train.de");
   const auto shorter = temporary("shorter.de");
   write_file(shorter, "eins\nzwei\n");
-  CHECK_ERROR(data::ParallelDataset::load(corpus.source, shorter, tokenizer, {.use_cache = false}),
+  CHECK_ERROR(text::ParallelDataset::load(corpus.source, shorter, tokenizer, {.use_cache = false}),
               "has 50 lines but", "normgrad_test_shorter.de has 2");
   const auto source = temporary("bad.en");
   const auto target = temporary("bad.de");
   write_file(source, "one\ntwo\nthree\n");
   write_file(target, "eins\nzw\xC3\n drei\n");
-  CHECK_ERROR(data::ParallelDataset::load(source, target, tokenizer, {.use_cache = false}),
+  CHECK_ERROR(text::ParallelDataset::load(source, target, tokenizer, {.use_cache = false}),
               "normgrad_test_bad.de line 2", "invalid UTF-8");
-  CHECK_ERROR(data::ParallelDataset::load(source, target, tokenizer, {.max_length = -1}),
+  CHECK_ERROR(text::ParallelDataset::load(source, target, tokenizer, {.max_length = -1}),
               "max_length must be >= 0");
 }
 
 TEST_CASE("TranslationBatches: every pair once per epoch, limits kept, padding small") {
   const auto corpus = testing::small_parallel_corpus("batches_plan", 600);
-  const auto dataset = data::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
+  const auto dataset = text::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
                                                    {.use_cache = false});
-  for (const data::BatchingOptions options :
-       {data::BatchingOptions{.max_sentences = 32, .seed = 3},
-        data::BatchingOptions{.max_tokens = 400, .seed = 3},
-        data::BatchingOptions{.max_sentences = 20, .max_tokens = 300, .seed = 3}}) {
+  for (const text::BatchingOptions options :
+       {text::BatchingOptions{.max_sentences = 32, .seed = 3},
+        text::BatchingOptions{.max_tokens = 400, .seed = 3},
+        text::BatchingOptions{.max_sentences = 20, .max_tokens = 300, .seed = 3}}) {
     INFO("max_sentences " << options.max_sentences << ", max_tokens " << options.max_tokens);
-    data::TranslationBatches batches(dataset, options);
+    text::TranslationBatches batches(dataset, options);
     for (std::int64_t epoch : {0, 1}) {
       std::vector<int> seen(dataset.size(), 0);
       for (const auto& pairs : batches.epoch_plan(epoch)) {
@@ -196,7 +196,7 @@ TEST_CASE("TranslationBatches: every pair once per epoch, limits kept, padding s
     }
   }
   // Length buckets against batches in corpus order: far less padding.
-  data::TranslationBatches bucketed(dataset, {.max_sentences = 32, .seed = 3});
+  text::TranslationBatches bucketed(dataset, {.max_sentences = 32, .seed = 3});
   std::int64_t real = 0;
   std::int64_t padded = 0;
   for (std::size_t start = 0; start < dataset.size(); start += 32) {
@@ -216,39 +216,39 @@ TEST_CASE("TranslationBatches: every pair once per epoch, limits kept, padding s
 TEST_CASE(
     "TranslationBatches: a new order each epoch, the same for the same seed, and exact resume") {
   const auto corpus = testing::small_parallel_corpus("batches_resume", 500);
-  const auto dataset = data::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
+  const auto dataset = text::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
                                                    {.use_cache = false});
-  const data::BatchingOptions options{.max_sentences = 16, .seed = 11};
-  data::TranslationBatches a(dataset, options);
-  data::TranslationBatches b(dataset, options);
+  const text::BatchingOptions options{.max_sentences = 16, .seed = 11};
+  text::TranslationBatches a(dataset, options);
+  text::TranslationBatches b(dataset, options);
   CHECK(a.epoch_plan(0) == b.epoch_plan(0));
   CHECK(a.epoch_plan(0) != a.epoch_plan(1));
   CHECK(a.epoch_plan(0) !=
-        data::TranslationBatches(dataset, {.max_sentences = 16, .seed = 12}).epoch_plan(0));
+        text::TranslationBatches(dataset, {.max_sentences = 16, .seed = 12}).epoch_plan(0));
 
   // An uninterrupted run of two and a half epochs...
   const std::int64_t per_epoch = a.batches_per_epoch();
   std::vector<std::vector<std::size_t>> uninterrupted;
   for (std::int64_t i = 0; i < 2 * per_epoch + per_epoch / 2; ++i)
     uninterrupted.push_back(a.next().pairs);
-  CHECK(a.position() == data::BatchPosition{2, per_epoch / 2});
+  CHECK(a.position() == text::BatchPosition{2, per_epoch / 2});
   // ...against one stopped in the middle of the second epoch and resumed by a new batcher.
   const std::int64_t stop = per_epoch + 3;
   for (std::int64_t i = 0; i < stop; ++i) CHECK(b.next().pairs == uninterrupted[i]);
-  const data::BatchPosition saved = b.position();
-  CHECK(saved == data::BatchPosition{1, 3});
-  data::TranslationBatches resumed(dataset, options);
+  const text::BatchPosition saved = b.position();
+  CHECK(saved == text::BatchPosition{1, 3});
+  text::TranslationBatches resumed(dataset, options);
   resumed.seek(saved);
   for (std::size_t i = stop; i < uninterrupted.size(); ++i)
     CHECK(resumed.next().pairs == uninterrupted[i]);
 
   CHECK_ERROR(resumed.seek({0, per_epoch}), "TranslationBatches::seek", "which has");
   CHECK_ERROR(resumed.seek({-1, 0}), "must be >= 0");
-  CHECK_ERROR(data::TranslationBatches(dataset, {}), "set max_sentences or max_tokens");
-  CHECK_ERROR(data::TranslationBatches(dataset, {.max_tokens = -5}), "max_tokens -5");
+  CHECK_ERROR(text::TranslationBatches(dataset, {}), "set max_sentences or max_tokens");
+  CHECK_ERROR(text::TranslationBatches(dataset, {.max_tokens = -5}), "max_tokens -5");
 
   // Without shuffling, every epoch is the same, in order of length.
-  data::TranslationBatches ordered(dataset, {.max_sentences = 16, .shuffle = false});
+  text::TranslationBatches ordered(dataset, {.max_sentences = 16, .shuffle = false});
   CHECK(ordered.epoch_plan(0) == ordered.epoch_plan(5));
   std::size_t previous = 0;
   for (const auto& pairs : ordered.epoch_plan(0)) {
@@ -261,19 +261,19 @@ TEST_CASE(
 
 TEST_CASE("TranslationBatches: shards take disjoint, equal shares of every epoch's batches") {
   const auto corpus = testing::small_parallel_corpus("batches_shards", 500);
-  const auto dataset = data::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
+  const auto dataset = text::ParallelDataset::load(corpus.source, corpus.target, shared_tokenizer(),
                                                    {.use_cache = false});
-  const data::BatchingOptions whole{.max_sentences = 16, .seed = 5};
-  const data::TranslationBatches unsharded(dataset, whole);
+  const text::BatchingOptions whole{.max_sentences = 16, .seed = 5};
+  const text::TranslationBatches unsharded(dataset, whole);
   for (const std::int64_t count : {2, 3}) {
     INFO(count << " shards");
     for (const std::int64_t epoch : {0, 1}) {
       const auto plan = unsharded.epoch_plan(epoch);
       std::vector<std::vector<std::size_t>> dealt;
       for (std::int64_t index = 0; index < count; ++index) {
-        data::BatchingOptions options = whole;
+        text::BatchingOptions options = whole;
         options.shard = {.count = count, .index = index};
-        const data::TranslationBatches batches(dataset, options);
+        const text::TranslationBatches batches(dataset, options);
         const auto share = batches.epoch_plan(epoch);
         CHECK(std::ssize(share) == std::ssize(plan) / count);
         CHECK(batches.batches_per_epoch() == std::ssize(plan) / count);
@@ -293,7 +293,7 @@ TEST_CASE("TranslationBatches: shards take disjoint, equal shares of every epoch
   const auto plan = unsharded.epoch_plan(0);
   std::size_t dealt = 0;
   for (const std::int64_t index : {0, 1, 2}) {
-    const data::TranslationBatches share(
+    const text::TranslationBatches share(
         dataset,
         {.max_sentences = 16, .seed = 5, .shard = {.count = 3, .index = index, .equal = false}});
     CHECK(std::ssize(share.epoch_plan(0)) ==
@@ -301,9 +301,9 @@ TEST_CASE("TranslationBatches: shards take disjoint, equal shares of every epoch
     dealt += share.epoch_plan(0).size();
   }
   CHECK(dealt == plan.size());
-  CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 16, .shard = {2, 2}}),
+  CHECK_ERROR(text::TranslationBatches(dataset, {.max_sentences = 16, .shard = {2, 2}}),
               "TranslationBatches", "shard 2 of 2");
-  CHECK_ERROR(data::TranslationBatches(dataset, {.max_sentences = 1000, .shard = {2, 0}}),
+  CHECK_ERROR(text::TranslationBatches(dataset, {.max_sentences = 1000, .shard = {2, 0}}),
               "an epoch has 1 batches, fewer than the 2 shards");
 }
 
@@ -313,8 +313,8 @@ TEST_CASE("TranslationBatch holds padded ids with bos and eos, lengths and paddi
   write_file(source, "the file\nthe new file was saved\n");
   write_file(target, "die Datei\ndie neue Datei wurde gespeichert\n");
   const auto& tokenizer = shared_tokenizer();
-  const auto dataset = data::ParallelDataset::load(source, target, tokenizer, {.use_cache = false});
-  data::TranslationBatches batches(dataset, {.max_sentences = 2, .shuffle = false});
+  const auto dataset = text::ParallelDataset::load(source, target, tokenizer, {.use_cache = false});
+  text::TranslationBatches batches(dataset, {.max_sentences = 2, .shuffle = false});
   const std::vector<std::size_t> pairs{1, 0};
   const auto batch = batches.make_batch(pairs);
 
@@ -326,11 +326,11 @@ TEST_CASE("TranslationBatch holds padded ids with bos and eos, lengths and paddi
   const auto T = static_cast<std::int64_t>(y0.size()) + 1;
   REQUIRE(batch.source.shape() == Shape{2, S});
   REQUIRE(batch.target_input.shape() == Shape{2, T});
-  std::vector<std::int64_t> source_expected(2 * S, data::pad_id), padding_expected(2 * S, 1);
+  std::vector<std::int64_t> source_expected(2 * S, text::pad_id), padding_expected(2 * S, 1);
   std::copy(x0.begin(), x0.end(), source_expected.begin());
-  source_expected[S - 1] = data::eos_id;
+  source_expected[S - 1] = text::eos_id;
   std::copy(x1.begin(), x1.end(), source_expected.begin() + S);
-  source_expected[S + x1.size()] = data::eos_id;
+  source_expected[S + x1.size()] = text::eos_id;
   std::fill_n(padding_expected.begin(), S, 0);
   std::fill_n(padding_expected.begin() + S, x1.size() + 1, 0);
   CHECK(values_of(batch.source) == source_expected);
@@ -338,16 +338,16 @@ TEST_CASE("TranslationBatch holds padded ids with bos and eos, lengths and paddi
   CHECK(values_of(batch.source_lengths) ==
         std::vector<std::int64_t>{S, static_cast<std::int64_t>(x1.size()) + 1});
 
-  std::vector<std::int64_t> input_expected(2 * T, data::pad_id),
-      output_expected(2 * T, data::pad_id);
-  input_expected[0] = data::bos_id;
+  std::vector<std::int64_t> input_expected(2 * T, text::pad_id),
+      output_expected(2 * T, text::pad_id);
+  input_expected[0] = text::bos_id;
   std::copy(y0.begin(), y0.end(), input_expected.begin() + 1);
   std::copy(y0.begin(), y0.end(), output_expected.begin());
-  output_expected[T - 1] = data::eos_id;
-  input_expected[T] = data::bos_id;
+  output_expected[T - 1] = text::eos_id;
+  input_expected[T] = text::bos_id;
   std::copy(y1.begin(), y1.end(), input_expected.begin() + T + 1);
   std::copy(y1.begin(), y1.end(), output_expected.begin() + T);
-  output_expected[T + y1.size()] = data::eos_id;
+  output_expected[T + y1.size()] = text::eos_id;
   CHECK(values_of(batch.target_input) == input_expected);
   CHECK(values_of(batch.target_output) == output_expected);
   CHECK(values_of(batch.target_lengths) ==

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "helpers.h"
 #include "io/checkpoint.h"
 #include "parallel_text_fixture.h"
@@ -15,12 +15,12 @@ using namespace normgrad;
 TEST_CASE("SubwordTokenizer trains a joint BPE model whose special ids are fixed") {
   const auto corpus = testing::small_parallel_corpus("subword_train");
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 300});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 300});
   CHECK(tokenizer.vocabulary_size() == 300);
-  CHECK(tokenizer.piece(data::pad_id) == "<pad>");
-  CHECK(tokenizer.piece(data::unk_id) == "<unk>");
-  CHECK(tokenizer.piece(data::bos_id) == "<s>");
-  CHECK(tokenizer.piece(data::eos_id) == "</s>");
+  CHECK(tokenizer.piece(text::pad_id) == "<pad>");
+  CHECK(tokenizer.piece(text::unk_id) == "<unk>");
+  CHECK(tokenizer.piece(text::bos_id) == "<s>");
+  CHECK(tokenizer.piece(text::eos_id) == "</s>");
 
   // Text of both languages round-trips, and frequent words are single pieces.
   for (const std::string text :
@@ -28,39 +28,39 @@ TEST_CASE("SubwordTokenizer trains a joint BPE model whose special ids are fixed
         "Öffnen Sie die Datei „%s“ nicht"}) {
     const auto ids = tokenizer.encode(text);
     CHECK_FALSE(ids.empty());
-    for (auto id : ids) CHECK((id > data::eos_id && id < 300));
+    for (auto id : ids) CHECK((id > text::eos_id && id < 300));
     CHECK(tokenizer.decode(ids) == text);
   }
   CHECK(tokenizer.pieces("the file") == std::vector<std::string>{"▁the", "▁file"});
 
   // decode skips padding and the sentence marks.
   auto ids = tokenizer.encode("the file");
-  ids.insert(ids.begin(), data::bos_id);
-  ids.push_back(data::eos_id);
-  ids.push_back(data::pad_id);
+  ids.insert(ids.begin(), text::bos_id);
+  ids.push_back(text::eos_id);
+  ids.push_back(text::pad_id);
   CHECK(tokenizer.decode(ids) == "the file");
   // A character never seen in training is unknown.
-  CHECK(tokenizer.encode("☃").back() == data::unk_id);
+  CHECK(tokenizer.encode("☃").back() == text::unk_id);
 }
 
 TEST_CASE(
     "SubwordTokenizer: the same text and options give the same model, saved and loaded whole") {
   const auto corpus = testing::small_parallel_corpus("subword_same");
-  const data::SubwordTrainingOptions options{.vocabulary_size = 250};
-  const auto first = data::SubwordTokenizer::train({corpus.source, corpus.target}, options);
-  const auto second = data::SubwordTokenizer::train({corpus.source, corpus.target}, options);
+  const text::SubwordTrainingOptions options{.vocabulary_size = 250};
+  const auto first = text::SubwordTokenizer::train({corpus.source, corpus.target}, options);
+  const auto second = text::SubwordTokenizer::train({corpus.source, corpus.target}, options);
   CHECK(first.serialized() == second.serialized());
   CHECK(first.fingerprint() == second.fingerprint());
   CHECK(first.fingerprint().size() == 16);
 
   const auto other =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 260});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 260});
   CHECK(other.fingerprint() != first.fingerprint());
 
   const auto path =
       (std::filesystem::temp_directory_path() / "normgrad_test_tokenizer.model").string();
   first.save(path);
-  const auto loaded = data::SubwordTokenizer::load(path);
+  const auto loaded = text::SubwordTokenizer::load(path);
   CHECK(loaded.fingerprint() == first.fingerprint());
   CHECK(loaded.encode("die Datei wurde gespeichert") ==
         first.encode("die Datei wurde gespeichert"));
@@ -73,35 +73,35 @@ TEST_CASE(
 
 TEST_CASE("SubwordTokenizer refuses bad files, options, models and ids") {
   const auto corpus = testing::small_parallel_corpus("subword_bad");
-  CHECK_ERROR(data::SubwordTokenizer::train({corpus.source, "/nonexistent/train.de"}),
+  CHECK_ERROR(text::SubwordTokenizer::train({corpus.source, "/nonexistent/train.de"}),
               "/nonexistent/train.de");
-  CHECK_ERROR(data::SubwordTokenizer::train({}), "no training files");
-  CHECK_ERROR(data::SubwordTokenizer::train({corpus.source}, {.vocabulary_size = 4}),
+  CHECK_ERROR(text::SubwordTokenizer::train({}), "no training files");
+  CHECK_ERROR(text::SubwordTokenizer::train({corpus.source}, {.vocabulary_size = 4}),
               "vocabulary_size must be at least 8");
-  CHECK_ERROR(data::SubwordTokenizer::train({corpus.source}, {.model_type = "wordpiece"}),
+  CHECK_ERROR(text::SubwordTokenizer::train({corpus.source}, {.model_type = "wordpiece"}),
               "bpe or unigram");
-  CHECK_ERROR(data::SubwordTokenizer::train({corpus.source}, {.character_coverage = 0}),
+  CHECK_ERROR(text::SubwordTokenizer::train({corpus.source}, {.character_coverage = 0}),
               "character_coverage");
   // More pieces than the text has to offer.
-  CHECK_ERROR(data::SubwordTokenizer::train({corpus.source}, {.vocabulary_size = 8000}),
+  CHECK_ERROR(text::SubwordTokenizer::train({corpus.source}, {.vocabulary_size = 8000}),
               corpus.source.c_str(), "vocabulary_size 8000");
 
   const auto invalid =
       (std::filesystem::temp_directory_path() / "normgrad_test_invalid_utf8.txt").string();
   std::ofstream(invalid, std::ios::binary) << "fine\nfine too\nnot \xFF fine\n";
-  CHECK_ERROR(data::SubwordTokenizer::train({invalid}), "normgrad_test_invalid_utf8.txt line 3",
+  CHECK_ERROR(text::SubwordTokenizer::train({invalid}), "normgrad_test_invalid_utf8.txt line 3",
               "invalid UTF-8");
 
   const auto not_a_model =
       (std::filesystem::temp_directory_path() / "normgrad_test_not_a_model").string();
   std::ofstream(not_a_model, std::ios::binary) << "this is not a model";
-  CHECK_ERROR(data::SubwordTokenizer::load(not_a_model), "normgrad_test_not_a_model",
+  CHECK_ERROR(text::SubwordTokenizer::load(not_a_model), "normgrad_test_not_a_model",
               "not a sentencepiece model");
-  CHECK_ERROR(data::SubwordTokenizer::load("/nonexistent/tokenizer.model"),
+  CHECK_ERROR(text::SubwordTokenizer::load("/nonexistent/tokenizer.model"),
               "cannot open /nonexistent/tokenizer.model");
 
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 200});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 200});
   const std::vector<std::int32_t> bad{5, 200};
   CHECK_ERROR(tokenizer.decode(bad), "id 200 is outside the vocabulary [0, 200)");
   CHECK_ERROR(tokenizer.encode("bad \xC3"), "invalid UTF-8");
@@ -112,14 +112,14 @@ TEST_CASE("SubwordTokenizer refuses bad files, options, models and ids") {
 TEST_CASE("a checkpoint records its tokenizer, and another tokenizer is refused") {
   const auto corpus = testing::small_parallel_corpus("subword_checkpoint");
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 220});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 220});
   const auto other =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 230});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 230});
   const auto path =
       (std::filesystem::temp_directory_path() / "normgrad_test_tokenizer_checkpoint.safetensors")
           .string();
   io::save_tensors({{"embedding", zeros({4, 2})}}, path,
-                   {{data::tokenizer_metadata_key, tokenizer.fingerprint()}});
+                   {{text::tokenizer_metadata_key, tokenizer.fingerprint()}});
   io::Metadata metadata;
   io::load_tensors(path, &metadata);
   CHECK_NOTHROW(tokenizer.check_checkpoint(metadata, path));

@@ -395,7 +395,7 @@ TEST_CASE("Transformer: an encoder-decoder with RMSNorm fits a small batch under
   for (int step = 0; step < 150; ++step) {
     const Tensor memory = encoder.forward(source, padding);
     const Tensor out = decoder.forward(target_in, memory, {.memory_padding_mask = padding});
-    const Tensor loss = nn::functional::mse_loss(out, wanted);
+    const Tensor loss = nn::mse_loss(out, wanted);
     adam.zero_grad();
     loss.backward();
     adam.step();

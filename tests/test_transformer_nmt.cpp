@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "helpers.h"
 #include "module_gradcheck.h"
 #include "nmt/checkpoint_average.h"
@@ -203,7 +203,7 @@ TEST_CASE("transformer_nmt: mixed precision computes in bfloat16 within its tole
     Run result;
     result.logits = model.forward(memory, source.padding, target_input);
     const Tensor loss = nn::cross_entropy(result.logits.reshape({12, 24}), target_output,
-                                          {.ignore_index = data::pad_id});
+                                          {.ignore_index = text::pad_id});
     loss.backward();
     result.loss = loss.item();
     for (const auto& parameter : model.parameters()) result.gradients.push_back(parameter.grad());
@@ -264,12 +264,12 @@ TEST_CASE("transformer_nmt: the schedule warms up linearly to its peak, then dec
 TEST_CASE("transformer_nmt: a tiny model's training loss falls on a fixture corpus") {
   const auto corpus = testing::small_parallel_corpus("transformer_nmt_learns", 200);
   const auto tokenizer =
-      data::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 100});
+      text::SubwordTokenizer::train({corpus.source, corpus.target}, {.vocabulary_size = 100});
   const auto dataset =
-      data::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
+      text::ParallelDataset::load(corpus.source, corpus.target, tokenizer, {.use_cache = false});
   for (const std::string precision : {"float32", "bfloat16"}) {
     CAPTURE(precision);
-    data::TranslationBatches batches(dataset, {.max_tokens = 300, .seed = 1});
+    text::TranslationBatches batches(dataset, {.max_tokens = 300, .seed = 1});
     Generator generator(1);
     transformer_nmt::TransformerNmt model({.vocabulary_size = 100,
                                            .model_size = 32,

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "helpers.h"
 #include "nmt/train_log.h"
 #include "nmt_program_checks.h"
@@ -59,7 +59,7 @@ transformer_nmt::ExperimentOptions tiny_experiment(const std::string& corpus,
   return options;
 }
 
-std::size_t line_count(const std::string& path) { return data::read_text_lines(path).size(); }
+std::size_t line_count(const std::string& path) { return text::read_text_lines(path).size(); }
 
 }  // namespace
 

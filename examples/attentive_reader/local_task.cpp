@@ -13,7 +13,7 @@
 #include <unordered_set>
 
 #include "common/word_tokens.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "question_file.h"
 
 namespace attentive_reader {
@@ -27,7 +27,7 @@ using Segment = std::vector<std::string>;
 
 std::vector<Segment> read_segments(const std::string& path) {
   std::vector<Segment> segments;
-  for (const std::string& line : ng::data::read_text_lines(path))
+  for (const std::string& line : ng::text::read_text_lines(path))
     segments.push_back(examples::word_tokens(line));
   return segments;
 }

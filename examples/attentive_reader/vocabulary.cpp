@@ -6,7 +6,7 @@
 #include <map>
 
 #include "common/text_file.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 
 namespace attentive_reader {
 
@@ -67,7 +67,7 @@ ReaderVocabulary ReaderVocabulary::of(std::int64_t entities, std::vector<std::st
 }
 
 ReaderVocabulary ReaderVocabulary::load(const std::string& path) {
-  std::vector<std::string> lines = normgrad::data::read_text_lines(path);
+  std::vector<std::string> lines = normgrad::text::read_text_lines(path);
   while (!lines.empty() && lines.back().empty()) lines.pop_back();
   std::int64_t entities = -1;
   try {

@@ -17,6 +17,6 @@ int main(int argc, char** argv) {
   ng::Tensor w = ng::randn({2, 3}).requires_grad_();          // parameters: leaves
   ng::Tensor b = ng::zeros({2}, {.requires_grad = true});
   ng::Tensor h = ng::tanh(ng::nn::functional::linear(x, w, b));
-  ng::Tensor loss = ng::nn::functional::mse_loss(h, target);
+  ng::Tensor loss = ng::nn::mse_loss(h, target);
   std::cout << ng::to_dot(loss);
 }

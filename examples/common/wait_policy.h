@@ -2,12 +2,11 @@
 // The example programs' default for how idle OpenMP threads wait: asleep (passive), unless the
 // environment says otherwise.
 //
-// Measured with mnist_mlp (LayerNorm, 200 steps, two runs each, 2-core VM): with both cores
-// free, two threads took 6.4 ms a step at batch 128 spinning (OpenMP's default) and 7.7 ms
-// asleep, against 12.0 ms on one thread. With another process holding one core, two spinning
-// threads took 20.8 ms, worse than one thread's 12.7 ms, because each waits, spinning, for the
-// other to get its core back; asleep they took 12.8 ms. Sleeping costs a fifth on a machine of
-// one's own and saves half or more on a shared one, so the examples sleep by default.
+// Why: two threads that spin while another process holds one of the cores wait, spinning, for
+// each other to get a core back, and run slower than one thread; asleep they do not. Sleeping
+// costs up to a fifth on a machine of one's own and saves about half on a shared one
+// (bench/RESULTS.md, "Threads, determinism and OpenMP's wait policy"), so the examples sleep by
+// default.
 //
 // OpenMP reads OMP_WAIT_POLICY once, when the program loads, so the only way to change it is
 // to run the program again with it set: the first thing main() does is

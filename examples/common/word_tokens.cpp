@@ -2,11 +2,11 @@
 
 #include <string_view>
 
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
 namespace examples {
 
-namespace text = normgrad::data;
+namespace text = normgrad::text;
 
 namespace {
 

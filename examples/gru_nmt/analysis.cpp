@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 
 namespace gru_nmt {
 
@@ -30,7 +30,7 @@ struct Moments {
 }  // namespace
 
 PreactivationStatistics hidden_to_hidden_statistics(RnnSearch& model,
-                                                    const ng::data::ParallelDataset& dataset,
+                                                    const ng::text::ParallelDataset& dataset,
                                                     std::int64_t batch_sentences,
                                                     ng::Device device) {
   ng::NoGradGuard no_grad;
@@ -38,7 +38,7 @@ PreactivationStatistics hidden_to_hidden_statistics(RnnSearch& model,
   model.eval();
   std::array<Moments, 4> at;
   Moments all;
-  ng::data::TranslationBatches batches(
+  ng::text::TranslationBatches batches(
       dataset, {.max_sentences = batch_sentences, .shuffle = false}, device);
   for (const auto& pairs : batches.epoch_plan(0)) {
     const auto batch = batches.make_batch(pairs);

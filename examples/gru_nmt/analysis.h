@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "data/parallel_dataset.h"
+#include "text/parallel_dataset.h"
 #include "model.h"
 
 namespace gru_nmt {
@@ -20,7 +20,7 @@ struct PreactivationStatistics {
 };
 
 PreactivationStatistics hidden_to_hidden_statistics(RnnSearch& model,
-                                                    const normgrad::data::ParallelDataset& dataset,
+                                                    const normgrad::text::ParallelDataset& dataset,
                                                     std::int64_t batch_sentences,
                                                     normgrad::Device device);
 

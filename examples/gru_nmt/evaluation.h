@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "data/parallel_dataset.h"
-#include "data/subword_tokenizer.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
 #include "model.h"
 #include "nmt/evaluation.h"
 
@@ -17,7 +17,7 @@ namespace gru_nmt {
 // Cross-entropy per target token (eos included, no label smoothing) over the whole dataset. In
 // data-parallel training (`shard` of several) each rank measures its share of the batches, and
 // every rank returns the whole dataset's.
-double dataset_token_loss(RnnSearch& model, const normgrad::data::ParallelDataset& dataset,
+double dataset_token_loss(RnnSearch& model, const normgrad::text::ParallelDataset& dataset,
                           std::int64_t batch_sentences, normgrad::Device device,
                           const normgrad::data::Shard& shard = {});
 
@@ -26,8 +26,8 @@ using nmt::BleuEvaluation;
 // Translates the dataset's sources with a beam of `beam` (1: greedy) and scores them with BLEU
 // against `references`, the reference file's lines (dataset.line(i) picks each pair's). With a
 // `shard` of several, each rank translates its share and every rank scores them all.
-BleuEvaluation dataset_bleu(RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
-                            const normgrad::data::ParallelDataset& dataset,
+BleuEvaluation dataset_bleu(RnnSearch& model, const normgrad::text::SubwordTokenizer& tokenizer,
+                            const normgrad::text::ParallelDataset& dataset,
                             const std::vector<std::string>& references, std::int64_t beam,
                             std::int64_t batch_sentences, normgrad::Device device,
                             const normgrad::data::Shard& shard = {});

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "data/parallel_dataset.h"
-#include "data/subword_tokenizer.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
 #include "model_folder.h"
 #include "nmt/experiment_report.h"
 #include "trainer.h"
@@ -52,7 +52,7 @@ RunResult train_run(const ExperimentOptions& options, const std::string& tokeniz
 
 // A run's translations of the test sources with beam search, from its best weights, written
 // to test.hyp in its folder; returns their BLEU statistics against the references.
-std::vector<ng::data::MetricStatistics> test_run(const ExperimentOptions& options, RunResult& run,
+std::vector<ng::text::MetricStatistics> test_run(const ExperimentOptions& options, RunResult& run,
                                                  const nmt::TestSet& test) {
   ng::Generator generator(0);
   LoadedModel loaded = load_model_folder(ModelFolder(run.folder), generator);
@@ -146,12 +146,12 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
                               options.budget.test_sentences, experiment_program, options.messages);
   const std::string& tokenizer_path = inputs.tokenizer;
   const nmt::TestSet& test = inputs.test;
-  const auto tokenizer = ng::data::SubwordTokenizer::load(tokenizer_path);
+  const auto tokenizer = ng::text::SubwordTokenizer::load(tokenizer_path);
   results.test_sentences = static_cast<std::int64_t>(test.sources.size());
   results.bleu_signature = inputs.bleu_signature;
 
   // Table 2 and Figure 1.
-  std::vector<std::vector<ng::data::MetricStatistics>> statistics;
+  std::vector<std::vector<ng::text::MetricStatistics>> statistics;
   for (std::size_t i = 0; i < options.norms.size(); ++i) {
     const std::string& norm = options.norms[i];
     say("== Table 2, run " + std::to_string(i + 1) + " of " + std::to_string(options.norms.size()) +
@@ -166,7 +166,7 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
 
   // Table 5 on the dev set.
   const auto dev =
-      ng::data::ParallelDataset::load(nmt::corpus_file(options.corpus, "dev.en"),
+      ng::text::ParallelDataset::load(nmt::corpus_file(options.corpus, "dev.en"),
                                       nmt::corpus_file(options.corpus, "dev.de"), tokenizer, {});
   for (const RunResult& run : results.table2) {
     if (run.norm != "none" && run.norm != "layernorm" && run.norm != "rmsnorm") continue;

@@ -12,7 +12,7 @@
 #include "common/command_flags.h"
 #include "common/distributed_run.h"
 #include "common/wait_policy.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "experiment.h"
 #include "figures.h"
 #include "io/atomic_file.h"
@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
       nmt::write_translations(std::cout, translations, n_best);
       return 0;
     }
-    const auto sources = ng::data::read_text_lines(score_source);
-    const auto targets = ng::data::read_text_lines(score_target);
+    const auto sources = ng::text::read_text_lines(score_source);
+    const auto targets = ng::text::read_text_lines(score_target);
     nmt::write_scores(std::cout, gru_nmt::score_pairs(*loaded.model, loaded.tokenizer, sources,
                                                       targets, 32, device));
     return 0;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/precision.h"
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 
 namespace gru_nmt {
 
@@ -209,7 +209,7 @@ ng::Tensor RnnSearch::embed_target(const ng::Tensor& tokens) {
           .to(activation_dtype_);
   // Nematus feeds the first decoder step a zero vector, not the embedding of a start token.
   const ng::Tensor not_start =
-      ng::ne(tokens, static_cast<double>(ng::data::bos_id)).to(embedded.dtype());
+      ng::ne(tokens, static_cast<double>(ng::text::bos_id)).to(embedded.dtype());
   return ng::mul(embedded, not_start.unsqueeze(-1));
 }
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "model.h"
 #include "nmt/model_folder.h"
 #include "settings.h"
@@ -26,7 +26,7 @@ class ModelFolder : public nmt::ModelFolder {
 // weights (or the latest, before any dev BLEU), checked against each other.
 struct LoadedModel {
   Settings settings;
-  normgrad::data::SubwordTokenizer tokenizer;
+  normgrad::text::SubwordTokenizer tokenizer;
   std::unique_ptr<RnnSearch> model;
   std::string weights;  // the file the weights came from
 };

@@ -6,7 +6,7 @@ namespace gru_nmt {
 
 namespace ng = normgrad;
 
-std::vector<PairScore> score_pairs(RnnSearch& model, const ng::data::SubwordTokenizer& tokenizer,
+std::vector<PairScore> score_pairs(RnnSearch& model, const ng::text::SubwordTokenizer& tokenizer,
                                    const std::vector<std::string>& sources,
                                    const std::vector<std::string>& targets,
                                    std::int64_t batch_sentences, ng::Device device) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "model.h"
 #include "nmt/sentence_batches.h"
 
@@ -17,7 +17,7 @@ using nmt::PairScore;
 
 // Scores sources[i] -> targets[i]; an empty side gives log-probability 0 over 0 tokens.
 std::vector<PairScore> score_pairs(RnnSearch& model,
-                                   const normgrad::data::SubwordTokenizer& tokenizer,
+                                   const normgrad::text::SubwordTokenizer& tokenizer,
                                    const std::vector<std::string>& sources,
                                    const std::vector<std::string>& targets,
                                    std::int64_t batch_sentences, normgrad::Device device);

@@ -1,6 +1,6 @@
 #include "trainer.h"
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "evaluation.h"
 #include "nmt/training_run.h"
 #include "training.h"
@@ -21,13 +21,13 @@ TrainSummary train(const TrainOptions& options) {
   if (!options.device.is_cpu()) model.to(options.device);
   const auto parallel = nmt::data_parallel(model, generator, options.job);
   ng::optim::Adam adam(model.parameters(), {.lr = t.learning_rate});
-  ng::data::TranslationBatches batches(
+  ng::text::TranslationBatches batches(
       data.train,
       {.max_sentences = t.batch_sentences, .seed = t.seed, .shard = options.job.shard()},
       options.device);
 
   nmt::LoopCallbacks callbacks;
-  callbacks.train_step = [&](const ng::data::TranslationBatch& batch, std::int64_t) {
+  callbacks.train_step = [&](const ng::text::TranslationBatch& batch, std::int64_t) {
     const StepResult result = train_step(model, adam, batch,
                                          {.label_smoothing = t.label_smoothing,
                                           .clip_norm = t.clip_norm,

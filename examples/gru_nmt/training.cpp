@@ -17,7 +17,7 @@ std::vector<std::int64_t> host_values(const ng::Tensor& x) {
 
 }  // namespace
 
-ng::data::TranslationBatch sort_by_target_length(const ng::data::TranslationBatch& batch) {
+ng::text::TranslationBatch sort_by_target_length(const ng::text::TranslationBatch& batch) {
   const std::vector<std::int64_t> lengths = host_values(batch.target_lengths);
   std::vector<std::int64_t> order(lengths.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
@@ -27,7 +27,7 @@ ng::data::TranslationBatch sort_by_target_length(const ng::data::TranslationBatc
   const ng::Tensor index = ng::from_vector(order, {static_cast<std::int64_t>(order.size())})
                                .to(batch.target_lengths.device());
   const auto rows = [&](const ng::Tensor& x) { return ng::index_select(x, 0, index); };
-  ng::data::TranslationBatch sorted = batch;
+  ng::text::TranslationBatch sorted = batch;
   for (std::size_t i = 0; i < order.size(); ++i)
     sorted.pairs[i] = batch.pairs[static_cast<std::size_t>(order[i])];
   sorted.source = rows(batch.source);
@@ -40,7 +40,7 @@ ng::data::TranslationBatch sort_by_target_length(const ng::data::TranslationBatc
   return sorted;
 }
 
-ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& sorted,
+ng::Tensor batch_loss(RnnSearch& model, const ng::text::TranslationBatch& sorted,
                       double label_smoothing, const DropoutMasks* dropout) {
   const auto encoded =
       model.encode(sorted.source, sorted.source_lengths, sorted.source_padding, dropout);
@@ -49,17 +49,17 @@ ng::Tensor batch_loss(RnnSearch& model, const ng::data::TranslationBatch& sorted
   const ng::Tensor targets = ng::index_select(
       sorted.target_output.reshape({sorted.target_output.numel()}), 0, packed.positions);
   const ng::Tensor total = ng::nn::cross_entropy(packed.logits, targets,
-                                                 {.ignore_index = ng::data::pad_id,
+                                                 {.ignore_index = ng::text::pad_id,
                                                   .label_smoothing = label_smoothing,
                                                   .reduction = ng::nn::Reduction::Sum});
   return ng::div(total, static_cast<double>(sorted.pairs.size()));
 }
 
 StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
-                      const ng::data::TranslationBatch& batch, const StepSettings& settings) {
+                      const ng::text::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
   const ModelConfig& config = model.config();
-  const ng::data::TranslationBatch sorted = sort_by_target_length(batch);
+  const ng::text::TranslationBatch sorted = sort_by_target_length(batch);
   std::optional<DropoutMasks> masks;
   if (config.dropout_embedding > 0 || config.dropout_hidden > 0) {
     NG_CHECK(settings.dropout_generator != nullptr, "gru_nmt train_step",

@@ -6,7 +6,7 @@
 
 #include <normgrad/normgrad.h>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "model.h"
 
 namespace gru_nmt {
@@ -21,14 +21,14 @@ struct StepSettings {
 
 // The batch with its rows in order of target length, longest first (stable), as batch_loss
 // wants them. The loss of a batch does not depend on the order of its rows.
-normgrad::data::TranslationBatch sort_by_target_length(
-    const normgrad::data::TranslationBatch& batch);
+normgrad::text::TranslationBatch sort_by_target_length(
+    const normgrad::text::TranslationBatch& batch);
 
 // The loss of a batch sorted by sort_by_target_length: sum over real target tokens (eos
 // included, padding excluded) of the smoothed cross-entropy, divided by the number of
 // sentences, computed at the real positions only (RnnSearch::forward_packed). `dropout`: the
 // sorted batch's masks in training, or nullptr. An Error for an unsorted batch.
-normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::data::TranslationBatch& sorted,
+normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::text::TranslationBatch& sorted,
                             double label_smoothing, const DropoutMasks* dropout = nullptr);
 
 struct StepResult {
@@ -39,7 +39,7 @@ struct StepResult {
 };
 
 StepResult train_step(RnnSearch& model, normgrad::optim::Optimizer& optimizer,
-                      const normgrad::data::TranslationBatch& batch,
+                      const normgrad::text::TranslationBatch& batch,
                       const StepSettings& settings = {});
 
 }  // namespace gru_nmt

@@ -35,15 +35,15 @@ std::vector<std::vector<ng::decoding::Hypothesis>> translate_batch(
 ng::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best) {
   return {.beam_size = beam,
           .n_best = n_best,
-          .bos = ng::data::bos_id,
-          .eos = ng::data::eos_id,
+          .bos = ng::text::bos_id,
+          .eos = ng::text::eos_id,
           .length_penalty = ng::decoding::LengthPenalty::Average,
           .max_length_a = 2.0,
           .max_length_b = 10};
 }
 
 std::vector<std::vector<Translation>> translate_n_best(
-    RnnSearch& model, const ng::data::SubwordTokenizer& tokenizer,
+    RnnSearch& model, const ng::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {
@@ -54,7 +54,7 @@ std::vector<std::vector<Translation>> translate_n_best(
 }
 
 std::vector<std::string> translate_sentences(
-    RnnSearch& model, const ng::data::SubwordTokenizer& tokenizer,
+    RnnSearch& model, const ng::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {

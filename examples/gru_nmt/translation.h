@@ -11,7 +11,7 @@
 
 #include <normgrad/normgrad.h>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
 #include "nmt/sentence_batches.h"
@@ -46,19 +46,19 @@ using nmt::Translation;
 // batches of up to `batch_sentences`, as nmt::translate_n_best: options.n_best translations
 // per sentence, best first.
 std::vector<std::vector<Translation>> translate_n_best(
-    RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    RnnSearch& model, const normgrad::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     normgrad::Device device);
 
 std::vector<std::string> translate_sentences(
-    RnnSearch& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    RnnSearch& model, const normgrad::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     normgrad::Device device);
 
 // Translates a batch of source sentences (ids [B, S] with lengths and padding, as
-// data::TranslationBatch holds them) with beam search; `options` must carry bos and eos.
+// text::TranslationBatch holds them) with beam search; `options` must carry bos and eos.
 std::vector<std::vector<normgrad::decoding::Hypothesis>> translate_batch(
     RnnSearch& model, const normgrad::Tensor& source, const normgrad::Tensor& source_lengths,
     const normgrad::Tensor& source_padding, const normgrad::decoding::BeamSearchOptions& options);

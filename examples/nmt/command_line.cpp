@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "common/device_flag.h"
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
 namespace nmt {
 
@@ -19,7 +19,7 @@ std::vector<std::string> read_stdin_lines() {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    ng::data::decode_utf8(line, "standard input line " + std::to_string(lines.size() + 1));
+    ng::text::decode_utf8(line, "standard input line " + std::to_string(lines.size() + 1));
     lines.push_back(line);
   }
   return lines;

@@ -2,7 +2,7 @@
 
 #include <normgrad/normgrad.h>
 
-#include "data/bleu.h"
+#include "text/bleu.h"
 #include "distributed/collectives.h"
 
 namespace nmt {
@@ -10,7 +10,7 @@ namespace nmt {
 namespace ng = normgrad;
 
 BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
-                            const ng::data::ParallelDataset& dataset,
+                            const ng::text::ParallelDataset& dataset,
                             const std::vector<std::string>& references, const std::string& program,
                             const ng::data::Shard& shard) {
   std::vector<std::vector<std::int32_t>> sources;
@@ -38,7 +38,7 @@ BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
         result.translations[r + k * every_ranks.size()] = every_ranks[r][k];
   }
   const std::vector<std::vector<std::string>> reference_streams{kept_references};
-  const auto score = ng::data::Bleu().corpus_score(result.translations, reference_streams);
+  const auto score = ng::text::Bleu().corpus_score(result.translations, reference_streams);
   result.bleu = score.score;
   result.text = score.format();
   return result;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "data/parallel_dataset.h"
+#include "text/parallel_dataset.h"
 #include "data/shards.h"
 
 namespace nmt {
@@ -28,7 +28,7 @@ using SentenceTranslator = std::function<std::vector<std::string>(
 // several) each rank translates every count-th sentence from its index, and the ranks gather
 // all translations: every rank returns the same, the whole dataset's score.
 BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
-                            const normgrad::data::ParallelDataset& dataset,
+                            const normgrad::text::ParallelDataset& dataset,
                             const std::vector<std::string>& references, const std::string& program,
                             const normgrad::data::Shard& shard = {});
 

@@ -5,9 +5,9 @@
 
 #include "common/cpu_share.h"
 #include "common/run_folder.h"
-#include "data/bleu.h"
-#include "data/paired_bootstrap.h"
-#include "data/text_file.h"
+#include "text/bleu.h"
+#include "text/paired_bootstrap.h"
+#include "text/text_file.h"
 #include "nmt/experiment_report.h"
 #include "nmt/model_folder.h"
 
@@ -22,7 +22,7 @@ namespace {
 // -1 when the file is missing or holds none.
 double read_other_processes_share(const std::string& path, const std::string& program) {
   if (!fs::exists(path)) return -1;
-  const auto json = nlohmann::json::parse(ng::data::read_file_bytes(path, program.c_str()), nullptr,
+  const auto json = nlohmann::json::parse(ng::text::read_file_bytes(path, program.c_str()), nullptr,
                                           /*allow_exceptions=*/false);
   if (json.is_object() && json.contains("other_processes_cpu") &&
       json["other_processes_cpu"].is_number())
@@ -64,7 +64,7 @@ std::string shared_tokenizer(const std::string& out, const std::string& corpus,
                              std::ostream* messages) {
   const std::string path = (fs::path(out) / "tokenizer.model").string();
   if (fs::exists(path)) {
-    const auto tokenizer = ng::data::SubwordTokenizer::load(path);
+    const auto tokenizer = ng::text::SubwordTokenizer::load(path);
     NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program, path, " has ",
              tokenizer.vocabulary_size(), " pieces, not the ", vocabulary_size,
              " asked for; remove it or choose another --out");
@@ -75,7 +75,7 @@ std::string shared_tokenizer(const std::string& out, const std::string& corpus,
   if (messages != nullptr)
     *messages << "training the tokenizer on " << source << " and " << target << "\n" << std::flush;
   fs::create_directories(out);
-  ng::data::SubwordTokenizer::train({source, target},
+  ng::text::SubwordTokenizer::train({source, target},
                                     {.vocabulary_size = static_cast<std::int32_t>(vocabulary_size)})
       .save(path);
   return path;
@@ -84,9 +84,9 @@ std::string shared_tokenizer(const std::string& out, const std::string& corpus,
 TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::string& program) {
   TestSet test;
   test.sources =
-      ng::data::strip_line_ends(ng::data::read_text_lines(corpus_file(corpus, "test.en")));
+      ng::text::strip_line_ends(ng::text::read_text_lines(corpus_file(corpus, "test.en")));
   test.references =
-      ng::data::strip_line_ends(ng::data::read_text_lines(corpus_file(corpus, "test.de")));
+      ng::text::strip_line_ends(ng::text::read_text_lines(corpus_file(corpus, "test.de")));
   NG_CHECK(test.sources.size() == test.references.size(), program, "test.en has ",
            test.sources.size(), " lines but test.de has ", test.references.size());
   if (limit > 0 && static_cast<std::size_t>(limit) < test.sources.size()) {
@@ -103,7 +103,7 @@ ExperimentInputs prepare_experiment(const std::string& out, const std::string& c
   ExperimentInputs inputs;
   inputs.tokenizer = shared_tokenizer(out, corpus, vocabulary_size, program, messages);
   inputs.test = load_test_set(corpus, test_sentences, program);
-  inputs.bleu_signature = ng::data::Bleu().signature(1);
+  inputs.bleu_signature = ng::text::Bleu().signature(1);
   return inputs;
 }
 
@@ -132,8 +132,8 @@ void train_and_measure(RunResult& run, const std::function<TrainSummary()>& trai
       1000 * (quantile(step_seconds, 0.75) - quantile(step_seconds, 0.25)) / 2;
 }
 
-std::vector<ng::data::MetricStatistics> test_experiment_run(
-    RunResult& run, const ng::nn::Module& model, const ng::data::SubwordTokenizer& tokenizer,
+std::vector<ng::text::MetricStatistics> test_experiment_run(
+    RunResult& run, const ng::nn::Module& model, const ng::text::SubwordTokenizer& tokenizer,
     const TestSet& test, const SentenceTranslator& translate, const std::string& program) {
   run.parameters = 0;
   for (const auto& parameter : model.parameters()) run.parameters += parameter.numel();
@@ -143,31 +143,31 @@ std::vector<ng::data::MetricStatistics> test_experiment_run(
   return score_test_translations(run, translate(encoded), test.references, program);
 }
 
-std::vector<ng::data::MetricStatistics> score_test_translations(
+std::vector<ng::text::MetricStatistics> score_test_translations(
     RunResult& run, const std::vector<std::string>& translations,
     const std::vector<std::string>& references, const std::string& program) {
   std::string text;
   for (const auto& line : translations) text += line + "\n";
   write_text_file(ModelFolder(run.folder, program).file("test.hyp"), text, program);
   const std::vector<std::vector<std::string>> streams{references};
-  const ng::data::Bleu bleu;
+  const ng::text::Bleu bleu;
   auto statistics = bleu.segment_statistics(translations, streams);
-  run.test_bleu = bleu.score(ng::data::sum_statistics(statistics)).score;
+  run.test_bleu = bleu.score(ng::text::sum_statistics(statistics)).score;
   return statistics;
 }
 
 void compare_with_layernorm(
     std::vector<RunResult>& runs,
-    const std::vector<std::vector<ng::data::MetricStatistics>>& statistics) {
+    const std::vector<std::vector<ng::text::MetricStatistics>>& statistics) {
   // The baseline: the LayerNorm run, or the first run when there is none (its p-values are
   // then left out, but every run still gets its interval).
   std::size_t baseline = 0;
   for (std::size_t i = 0; i < runs.size(); ++i)
     if (runs[i].norm == "layernorm") baseline = i;
   const bool layernorm = !runs.empty() && runs[baseline].norm == "layernorm";
-  const ng::data::Bleu bleu;
+  const ng::text::Bleu bleu;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto paired = ng::data::paired_bootstrap(bleu, statistics[baseline], statistics[i]);
+    const auto paired = ng::text::paired_bootstrap(bleu, statistics[baseline], statistics[i]);
     runs[i].test_bleu_mean = paired.system.mean;
     runs[i].test_bleu_interval = paired.system.interval;
     if (i != baseline && layernorm) runs[i].p_against_layernorm = paired.p_value;

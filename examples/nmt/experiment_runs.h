@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "data/corpus_metric.h"
-#include "data/subword_tokenizer.h"
+#include "text/corpus_metric.h"
+#include "text/subword_tokenizer.h"
 #include "nmt/evaluation.h"
 #include "nmt/train_log.h"
 #include "nmt/training_run.h"
@@ -157,14 +157,14 @@ void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions
 
 // Tests a run's model: counts its parameters into run.parameters, translates the test sources
 // (encoded with `tokenizer`) with `translate`, and scores them (score_test_translations).
-std::vector<normgrad::data::MetricStatistics> test_experiment_run(
+std::vector<normgrad::text::MetricStatistics> test_experiment_run(
     RunResult& run, const normgrad::nn::Module& model,
-    const normgrad::data::SubwordTokenizer& tokenizer, const TestSet& test,
+    const normgrad::text::SubwordTokenizer& tokenizer, const TestSet& test,
     const SentenceTranslator& translate, const std::string& program);
 
 // Writes `translations` to test.hyp in the run's folder, sets run.test_bleu, and returns the
 // segment statistics that compare_with_layernorm resamples.
-std::vector<normgrad::data::MetricStatistics> score_test_translations(
+std::vector<normgrad::text::MetricStatistics> score_test_translations(
     RunResult& run, const std::vector<std::string>& translations,
     const std::vector<std::string>& references, const std::string& program);
 
@@ -172,6 +172,6 @@ std::vector<normgrad::data::MetricStatistics> score_test_translations(
 // LayerNorm run (when there is one). statistics[i] belongs to runs[i].
 void compare_with_layernorm(
     std::vector<RunResult>& runs,
-    const std::vector<std::vector<normgrad::data::MetricStatistics>>& statistics);
+    const std::vector<std::vector<normgrad::text::MetricStatistics>>& statistics);
 
 }  // namespace nmt

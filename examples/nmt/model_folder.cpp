@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "io/atomic_file.h"
 
 namespace nmt {
@@ -38,7 +38,7 @@ void ModelFolder::write_config_json(nlohmann::json settings,
 
 nlohmann::json ModelFolder::read_config_json(std::string* fingerprint) const {
   const std::string path = file("config.json");
-  const std::string text = ng::data::read_file_bytes(path, program_.c_str());
+  const std::string text = ng::text::read_file_bytes(path, program_.c_str());
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text);
@@ -93,9 +93,9 @@ std::string ModelFolder::weights_file() const {
   return weights;
 }
 
-ng::data::SubwordTokenizer ModelFolder::load_tokenizer(const std::string& fingerprint,
+ng::text::SubwordTokenizer ModelFolder::load_tokenizer(const std::string& fingerprint,
                                                        std::int64_t vocabulary_size) const {
-  auto tokenizer = ng::data::SubwordTokenizer::load(file("tokenizer.model"));
+  auto tokenizer = ng::text::SubwordTokenizer::load(file("tokenizer.model"));
   tokenizer.check_fingerprint(fingerprint, file("config.json"));
   NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program_, file("tokenizer.model"),
            " has ", tokenizer.vocabulary_size(), " pieces but the model ", vocabulary_size);

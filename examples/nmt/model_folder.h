@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 
 namespace nmt {
 
@@ -52,7 +52,7 @@ class ModelFolder {
 
   // The folder's tokenizer, checked against config.json's fingerprint and the model's
   // vocabulary size.
-  normgrad::data::SubwordTokenizer load_tokenizer(const std::string& fingerprint,
+  normgrad::text::SubwordTokenizer load_tokenizer(const std::string& fingerprint,
                                                   std::int64_t vocabulary_size) const;
 
  private:

@@ -18,12 +18,12 @@ SourceBatch make_source_batch(const std::vector<std::vector<std::int32_t>>& sent
   std::int64_t width = 0;
   for (const auto& sentence : sentences)
     width = std::max<std::int64_t>(width, static_cast<std::int64_t>(sentence.size()) + 1);
-  std::vector<std::int64_t> ids(rows * width, ng::data::pad_id), padding(rows * width, 1),
+  std::vector<std::int64_t> ids(rows * width, ng::text::pad_id), padding(rows * width, 1),
       lengths(rows);
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto& sentence = sentences[r];
     std::copy(sentence.begin(), sentence.end(), ids.begin() + r * width);
-    ids[r * width + static_cast<std::int64_t>(sentence.size())] = ng::data::eos_id;
+    ids[r * width + static_cast<std::int64_t>(sentence.size())] = ng::text::eos_id;
     std::fill_n(padding.begin() + r * width, sentence.size() + 1, 0);
     lengths[r] = static_cast<std::int64_t>(sentence.size()) + 1;
   }
@@ -40,15 +40,15 @@ TargetBatch make_target_batch(const std::vector<std::vector<std::int32_t>>& sent
     batch.width =
         std::max<std::int64_t>(batch.width, static_cast<std::int64_t>(sentence.size()) + 1);
   const std::int64_t width = batch.width;
-  std::vector<std::int64_t> input(rows * width, ng::data::pad_id), padding(rows * width, 1);
-  batch.output_ids.assign(rows * width, ng::data::pad_id);
+  std::vector<std::int64_t> input(rows * width, ng::text::pad_id), padding(rows * width, 1);
+  batch.output_ids.assign(rows * width, ng::text::pad_id);
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto& y = sentences[r];
     const auto length = static_cast<std::int64_t>(y.size());
-    input[r * width] = ng::data::bos_id;
+    input[r * width] = ng::text::bos_id;
     std::copy(y.begin(), y.end(), input.begin() + r * width + 1);
     std::copy(y.begin(), y.end(), batch.output_ids.begin() + r * width);
-    batch.output_ids[r * width + length] = ng::data::eos_id;
+    batch.output_ids[r * width + length] = ng::text::eos_id;
     std::fill_n(padding.begin() + r * width, length + 1, 0);
   }
   batch.input = on_device(ng::from_vector(input, {rows, width}), device);
@@ -58,7 +58,7 @@ TargetBatch make_target_batch(const std::vector<std::vector<std::int32_t>>& sent
 }
 
 std::vector<std::vector<Translation>> translate_n_best(
-    const BatchTranslator& translator, const ng::data::SubwordTokenizer& tokenizer,
+    const BatchTranslator& translator, const ng::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences, std::int64_t batch_sentences,
     ng::Device device) {
   std::vector<std::size_t> order;
@@ -96,7 +96,7 @@ std::vector<std::string> best_translations(std::vector<std::vector<Translation>>
 }
 
 std::vector<PairScore> score_pairs(const TeacherForcedLogProbs& model,
-                                   const ng::data::SubwordTokenizer& tokenizer,
+                                   const ng::text::SubwordTokenizer& tokenizer,
                                    const std::vector<std::string>& sources,
                                    const std::vector<std::string>& targets,
                                    std::int64_t batch_sentences, ng::Device device,

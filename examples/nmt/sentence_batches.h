@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 
 namespace nmt {
@@ -47,7 +47,7 @@ struct Translation {
 // little padding, returned in the given order, each sentence's n-best list decoded by the
 // tokenizer, best first.
 std::vector<std::vector<Translation>> translate_n_best(
-    const BatchTranslator& translator, const normgrad::data::SubwordTokenizer& tokenizer,
+    const BatchTranslator& translator, const normgrad::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences, std::int64_t batch_sentences,
     normgrad::Device device);
 
@@ -68,7 +68,7 @@ using TeacherForcedLogProbs =
 // Scores sources[i] -> targets[i] (text, encoded by the tokenizer) in batches; an empty side
 // gives log-probability 0 over 0 tokens. `program` names the caller in errors.
 std::vector<PairScore> score_pairs(const TeacherForcedLogProbs& model,
-                                   const normgrad::data::SubwordTokenizer& tokenizer,
+                                   const normgrad::text::SubwordTokenizer& tokenizer,
                                    const std::vector<std::string>& sources,
                                    const std::vector<std::string>& targets,
                                    std::int64_t batch_sentences, normgrad::Device device,

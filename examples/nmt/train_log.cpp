@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "io/atomic_file.h"
 
 namespace nmt {
@@ -49,7 +49,7 @@ ng::io::Metadata LoopState::to_metadata(const std::string& tokenizer_fingerprint
           {"best_bleu", std::to_string(best_bleu)},
           {"evaluations_without_best", std::to_string(evaluations_without_best)},
           {"wall_seconds", std::to_string(wall_seconds)},
-          {ng::data::tokenizer_metadata_key, tokenizer_fingerprint}};
+          {ng::text::tokenizer_metadata_key, tokenizer_fingerprint}};
 }
 
 LoopState LoopState::from_metadata(const ng::io::Metadata& metadata, const std::string& path,
@@ -82,7 +82,7 @@ void TrainLog::start(std::int64_t resumed_step) {
     // A resumed run writes the rows after its training state's step again. Rows of a log
     // written before the learning_rate column get it empty.
     const auto columns = csv_fields(csv_header).size();
-    const auto lines = ng::data::read_text_lines(path_);
+    const auto lines = ng::text::read_text_lines(path_);
     for (std::size_t i = 1; i < lines.size(); ++i) {
       if (lines[i].empty()) continue;
       if (std::stoll(lines[i].substr(0, lines[i].find(','))) > resumed_step) continue;
@@ -105,7 +105,7 @@ void TrainLog::append(const LogRow& row) {
 }
 
 std::vector<LogRow> read_train_log(const std::string& path, const std::string& program) {
-  const auto lines = ng::data::read_text_lines(path);
+  const auto lines = ng::text::read_text_lines(path);
   NG_CHECK(!lines.empty() && lines[0].rfind("step,wall_seconds,", 0) == 0, program, path,
            " is not a ", program, " training log (its header is missing)");
   const auto header = csv_fields(lines[0]);

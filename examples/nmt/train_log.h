@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "io/checkpoint.h"
 
 namespace nmt {
@@ -23,7 +23,7 @@ namespace nmt {
 // What a training loop keeps besides the model, the optimizer and the generator, saved with
 // each training state as metadata.
 struct LoopState {
-  normgrad::data::BatchPosition position;
+  normgrad::text::BatchPosition position;
   double best_bleu = -1;
   std::int64_t evaluations_without_best = 0;
   double wall_seconds = 0;  // of all invocations so far

@@ -5,7 +5,7 @@
 #include <optional>
 #include <sstream>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "distributed/collectives.h"
 #include "nmt/progress.h"
 #include "nmt/train_log.h"
@@ -44,7 +44,7 @@ void check_new_run(const ModelFolder& folder, CorpusPaths& paths) {
   }
 }
 
-RunData load_run_data(std::optional<ng::data::SubwordTokenizer> tokenizer, const CorpusPaths& paths,
+RunData load_run_data(std::optional<ng::text::SubwordTokenizer> tokenizer, const CorpusPaths& paths,
                       std::int64_t max_length, std::int64_t vocabulary_size,
                       const std::string& program, std::ostream* messages) {
   const std::string op = program + " train";
@@ -54,21 +54,21 @@ RunData load_run_data(std::optional<ng::data::SubwordTokenizer> tokenizer, const
   if (!tokenizer) {
     say("training the tokenizer on " + paths.train_source + " and " + paths.train_target + "\n");
     // Line counts first: a misaligned corpus is refused before any training.
-    const auto source_lines = ng::data::read_text_lines(paths.train_source).size();
-    const auto target_lines = ng::data::read_text_lines(paths.train_target).size();
+    const auto source_lines = ng::text::read_text_lines(paths.train_source).size();
+    const auto target_lines = ng::text::read_text_lines(paths.train_target).size();
     NG_CHECK(source_lines == target_lines, op, paths.train_source, " has ", source_lines,
              " lines but ", paths.train_target, " has ", target_lines);
-    tokenizer = ng::data::SubwordTokenizer::train(
+    tokenizer = ng::text::SubwordTokenizer::train(
         {paths.train_source, paths.train_target},
         {.vocabulary_size = static_cast<std::int32_t>(vocabulary_size)});
   }
   NG_CHECK(tokenizer->vocabulary_size() == vocabulary_size, op, "the tokenizer has ",
            tokenizer->vocabulary_size(), " pieces, but the model's vocabulary is ",
            vocabulary_size);
-  auto train = ng::data::ParallelDataset::load(paths.train_source, paths.train_target, *tokenizer,
+  auto train = ng::text::ParallelDataset::load(paths.train_source, paths.train_target, *tokenizer,
                                                {.max_length = max_length});
-  auto dev = ng::data::ParallelDataset::load(paths.dev_source, paths.dev_target, *tokenizer, {});
-  auto references = ng::data::strip_line_ends(ng::data::read_text_lines(paths.dev_target));
+  auto dev = ng::text::ParallelDataset::load(paths.dev_source, paths.dev_target, *tokenizer, {});
+  auto references = ng::text::strip_line_ends(ng::text::read_text_lines(paths.dev_target));
   say("training pairs: " + std::to_string(train.size()) + " (" + train.statistics().cache +
       "), dev pairs: " + std::to_string(dev.size()) + "\n");
   return RunData{std::move(*tokenizer), std::move(train), std::move(dev), std::move(references)};
@@ -138,8 +138,8 @@ void wait_for_rank_zero() {
   group.set_timeout(timeout);
 }
 
-TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationBatches& batches,
-                               const ng::data::SubwordTokenizer& tokenizer,
+TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationBatches& batches,
+                               const ng::text::SubwordTokenizer& tokenizer,
                                const LoopBudget& budget, const LoopCallbacks& model,
                                const LoopOptions& options) {
   const std::string op = folder.program() + " train";
@@ -164,7 +164,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::data::TranslationB
   if (log) log->start(step);
   summary.first_step = step;
   summary.best_bleu = loop.best_bleu;
-  const ng::io::Metadata fingerprint{{ng::data::tokenizer_metadata_key, tokenizer.fingerprint()}};
+  const ng::io::Metadata fingerprint{{ng::text::tokenizer_metadata_key, tokenizer.fingerprint()}};
   const auto with_step = [&](ng::io::Metadata metadata) {
     metadata["step"] = std::to_string(step);
     return metadata;

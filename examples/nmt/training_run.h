@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/distributed_run.h"
-#include "data/parallel_dataset.h"
-#include "data/subword_tokenizer.h"
-#include "data/translation_batches.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
+#include "text/translation_batches.h"
 #include "distributed/data_parallel.h"
 #include "nmt/evaluation.h"
 #include "nmt/model_folder.h"
@@ -47,15 +47,15 @@ template <class TrainingSettings> CorpusPaths corpus_paths(const TrainingSetting
 void check_new_run(const ModelFolder& folder, CorpusPaths& paths);
 
 struct RunData {
-  normgrad::data::SubwordTokenizer tokenizer;
-  normgrad::data::ParallelDataset train, dev;
+  normgrad::text::SubwordTokenizer tokenizer;
+  normgrad::text::ParallelDataset train, dev;
   std::vector<std::string> dev_references;  // the dev target file's lines
 };
 
 // The tokenizer and the data of a run. `tokenizer`: the resumed folder's (already checked), a
 // given sentencepiece model, or nothing (one is trained on the training text, after checking
 // that both sides have as many lines). Training pairs longer than max_length are left out.
-RunData load_run_data(std::optional<normgrad::data::SubwordTokenizer> tokenizer,
+RunData load_run_data(std::optional<normgrad::text::SubwordTokenizer> tokenizer,
                       const CorpusPaths& paths, std::int64_t max_length,
                       std::int64_t vocabulary_size, const std::string& program,
                       std::ostream* messages);
@@ -89,7 +89,7 @@ struct StepReport {
 
 struct LoopCallbacks {
   // One optimisation step on a batch; `step` counts the steps taken before it.
-  std::function<StepReport(const normgrad::data::TranslationBatch& batch, std::int64_t step)>
+  std::function<StepReport(const normgrad::text::TranslationBatch& batch, std::int64_t step)>
       train_step;
   std::function<double()> dev_loss;  // per target token
   std::function<BleuEvaluation()> dev_bleu;
@@ -144,10 +144,10 @@ template <class Settings> struct TrainOptions {
 // run: options.settings, checked (`check` of the settings' namespace), with the corpus paths
 // made absolute and checked (check_new_run), and the given tokenizer file when there is one.
 template <class Settings, class Folder, class Options>
-std::pair<Settings, std::optional<normgrad::data::SubwordTokenizer>> starting_point(
+std::pair<Settings, std::optional<normgrad::text::SubwordTokenizer>> starting_point(
     const Folder& folder, const Options& options) {
   Settings settings;
-  std::optional<normgrad::data::SubwordTokenizer> tokenizer;
+  std::optional<normgrad::text::SubwordTokenizer> tokenizer;
   auto& t = settings.training;
   if (options.resume) {
     NG_CHECK(folder.has_config(), folder.program() + " train", "--resume: ", folder.path(),
@@ -168,7 +168,7 @@ std::pair<Settings, std::optional<normgrad::data::SubwordTokenizer>> starting_po
   t.dev_source = paths.dev_source;
   t.dev_target = paths.dev_target;
   if (!options.tokenizer.empty())
-    tokenizer = normgrad::data::SubwordTokenizer::load(options.tokenizer);
+    tokenizer = normgrad::text::SubwordTokenizer::load(options.tokenizer);
   return {std::move(settings), std::move(tokenizer)};
 }
 
@@ -230,8 +230,8 @@ struct LoopOptions {
 // train_step averages gradients); dev measurements must be the whole job's on every rank (so
 // that early stopping stops every rank at once), and the time budget stops them together.
 TrainSummary run_training_loop(const ModelFolder& folder,
-                               normgrad::data::TranslationBatches& batches,
-                               const normgrad::data::SubwordTokenizer& tokenizer,
+                               normgrad::text::TranslationBatches& batches,
+                               const normgrad::text::SubwordTokenizer& tokenizer,
                                const LoopBudget& budget, const LoopCallbacks& model,
                                const LoopOptions& options);
 

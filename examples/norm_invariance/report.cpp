@@ -16,7 +16,11 @@ std::string title(int column) { return column_title(static_cast<Transformation>(
 std::string table_markdown(const std::vector<Row>& rows, bool details) {
   const auto paper = paper_table();
   std::string text = "| method |";
-  for (int column = 0; column < kTransformations; ++column) text += " " + title(column) + " |";
+  for (int column = 0; column < kTransformations; ++column) {
+    text += ' ';
+    text += title(column);
+    text += " |";
+  }
   text += "\n|---|";
   for (int column = 0; column < kTransformations; ++column) text += ":---:|";
   text += "\n";

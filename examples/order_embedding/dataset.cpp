@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "data/text_file.h"
+#include "text/text_file.h"
 
 namespace order_embedding {
 
@@ -50,7 +50,7 @@ RetrievalSplit load_split(const std::string& folder, const std::string& split,
   result.images = ng::data::read_npy(matrix.string());
   NG_CHECK(result.images.dim() == 2 && result.images.size(0) >= 1, "order_embedding", "'",
            matrix.string(), "' must hold [images, features], got ", result.images.shape());
-  result.captions = ng::data::read_text_lines(text.string());
+  result.captions = ng::text::read_text_lines(text.string());
   while (!result.captions.empty() && result.captions.back().empty()) result.captions.pop_back();
   const auto lines = static_cast<std::int64_t>(result.captions.size());
   const std::int64_t images = result.images.size(0);

@@ -9,7 +9,7 @@
 
 #include "common/text_file.h"
 #include "common/word_tokens.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 
 namespace order_embedding {
 
@@ -100,8 +100,8 @@ ProxySummary build_proxy_data(const ProxySettings& settings) {
     NG_CHECK(fs::exists(english) && fs::exists(german), "order_embedding", "'", settings.corpus,
              "' lacks ", english.filename().string(), " or ", german.filename().string(),
              ": give a folder of parallel text (scripts/build_corpus writes one)");
-    const std::vector<std::string> en = ng::data::read_text_lines(english.string());
-    const std::vector<std::string> de = ng::data::read_text_lines(german.string());
+    const std::vector<std::string> en = ng::text::read_text_lines(english.string());
+    const std::vector<std::string> de = ng::text::read_text_lines(german.string());
     NG_CHECK(en.size() == de.size(), "order_embedding", "'", english.string(), "' has ", en.size(),
              " lines but '", german.string(), "' has ", de.size());
     for (std::size_t i = 0; i < en.size(); ++i) {

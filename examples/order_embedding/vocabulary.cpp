@@ -4,7 +4,7 @@
 #include <map>
 
 #include "common/text_file.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 
 namespace order_embedding {
 
@@ -44,7 +44,7 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& captions) {
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  std::vector<std::string> words = ng::data::read_text_lines(path);
+  std::vector<std::string> words = ng::text::read_text_lines(path);
   while (!words.empty() && words.back().empty()) words.pop_back();
   for (std::size_t i = 0; i < words.size(); ++i)
     NG_CHECK(!words[i].empty() && words[i].find(' ') == std::string::npos, "order_embedding",

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   for (int step = 0; step <= 1000; ++step) {
     ng::Tensor hidden = ng::tanh(ng::nn::functional::linear(x, w1, b1));
     ng::Tensor prediction = ng::nn::functional::linear(hidden, w2, b2);
-    ng::Tensor loss = ng::nn::functional::mse_loss(prediction, y);
+    ng::Tensor loss = ng::nn::mse_loss(prediction, y);
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();

@@ -1,6 +1,6 @@
 #include "evaluation.h"
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "training.h"
 #include "translation.h"
 
@@ -8,13 +8,13 @@ namespace transformer_nmt {
 
 namespace ng = normgrad;
 
-double dataset_token_loss(TransformerNmt& model, const ng::data::ParallelDataset& dataset,
+double dataset_token_loss(TransformerNmt& model, const ng::text::ParallelDataset& dataset,
                           std::int64_t batch_tokens, ng::Device device,
                           const ng::data::Shard& shard) {
   ng::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  ng::data::TranslationBatches batches(
+  ng::text::TranslationBatches batches(
       dataset,
       {.max_tokens = batch_tokens, .shuffle = false, .shard = nmt::evaluation_share(shard)},
       device);
@@ -29,8 +29,8 @@ double dataset_token_loss(TransformerNmt& model, const ng::data::ParallelDataset
   return nmt::loss_per_token(total, tokens, shard);
 }
 
-nmt::BleuEvaluation dataset_bleu(TransformerNmt& model, const ng::data::SubwordTokenizer& tokenizer,
-                                 const ng::data::ParallelDataset& dataset,
+nmt::BleuEvaluation dataset_bleu(TransformerNmt& model, const ng::text::SubwordTokenizer& tokenizer,
+                                 const ng::text::ParallelDataset& dataset,
                                  const std::vector<std::string>& references, std::int64_t beam,
                                  std::int64_t batch_sentences, ng::Device device,
                                  const ng::data::Shard& shard) {

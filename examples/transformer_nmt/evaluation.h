@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "data/parallel_dataset.h"
-#include "data/subword_tokenizer.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
 #include "model.h"
 #include "nmt/evaluation.h"
 
@@ -18,7 +18,7 @@ namespace transformer_nmt {
 // batches of up to `batch_tokens` tokens; dropout off. In data-parallel training (`shard` of
 // several) each rank measures its share of the batches, and every rank returns the whole
 // dataset's.
-double dataset_token_loss(TransformerNmt& model, const normgrad::data::ParallelDataset& dataset,
+double dataset_token_loss(TransformerNmt& model, const normgrad::text::ParallelDataset& dataset,
                           std::int64_t batch_tokens, normgrad::Device device,
                           const normgrad::data::Shard& shard = {});
 
@@ -26,8 +26,8 @@ double dataset_token_loss(TransformerNmt& model, const normgrad::data::ParallelD
 // against `references`, the reference file's lines. With a `shard` of several, each rank
 // translates its share and every rank scores them all.
 nmt::BleuEvaluation dataset_bleu(TransformerNmt& model,
-                                 const normgrad::data::SubwordTokenizer& tokenizer,
-                                 const normgrad::data::ParallelDataset& dataset,
+                                 const normgrad::text::SubwordTokenizer& tokenizer,
+                                 const normgrad::text::ParallelDataset& dataset,
                                  const std::vector<std::string>& references, std::int64_t beam,
                                  std::int64_t batch_sentences, normgrad::Device device,
                                  const normgrad::data::Shard& shard = {});

@@ -34,7 +34,7 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
 // test sources with its best weights; returns their BLEU statistics.
 RunResult train_and_test(const ExperimentOptions& options, const std::string& tokenizer_path,
                          const nmt::TestSet& test, const std::string& norm, bool pre_norm,
-                         std::vector<std::vector<ng::data::MetricStatistics>>& statistics) {
+                         std::vector<std::vector<ng::text::MetricStatistics>>& statistics) {
   RunResult run;
   run.norm = norm;
   run.label = pre_norm ? norm + ", pre-norm" : norm;
@@ -65,7 +65,7 @@ std::vector<RunResult> run_group(const ExperimentOptions& options,
                                  const nmt::ExperimentInputs& inputs,
                                  const std::vector<std::string>& norms, bool pre_norm) {
   std::vector<RunResult> runs;
-  std::vector<std::vector<ng::data::MetricStatistics>> statistics;
+  std::vector<std::vector<ng::text::MetricStatistics>> statistics;
   for (std::size_t i = 0; i < norms.size(); ++i) {
     if (options.messages != nullptr)
       *options.messages << "== " << (pre_norm ? "pre-norm" : "Table 4 (post-norm)") << ", run "

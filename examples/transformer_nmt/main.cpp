@@ -15,7 +15,7 @@
 #include "common/command_flags.h"
 #include "common/distributed_run.h"
 #include "common/wait_policy.h"
-#include "data/text_file.h"
+#include "text/text_file.h"
 #include "experiment.h"
 #include "model_folder.h"
 #include "nmt/command_line.h"
@@ -232,8 +232,8 @@ int main(int argc, char** argv) {
       return ng::log_softmax(logits.to(model.config().dtype), -1);  // float32 in mixed precision
     };
     nmt::write_scores(std::cout, nmt::score_pairs(log_probs, loaded.tokenizer,
-                                                  ng::data::read_text_lines(score_source),
-                                                  ng::data::read_text_lines(score_target), 32,
+                                                  ng::text::read_text_lines(score_source),
+                                                  ng::text::read_text_lines(score_target), 32,
                                                   device, "transformer_nmt score"));
     return 0;
   } catch (const std::exception& error) {

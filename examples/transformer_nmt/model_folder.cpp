@@ -73,7 +73,7 @@ std::vector<std::int64_t> average_checkpoints(const ModelFolder& folder, std::in
   TransformerNmt model(settings.model, generator);
   model.load_state_dict(mean, /*strict=*/true);
   ng::io::save(model, folder.file(output),
-               {{ng::data::tokenizer_metadata_key, fingerprint}, {"averaged_steps", names}});
+               {{ng::text::tokenizer_metadata_key, fingerprint}, {"averaged_steps", names}});
   return chosen;
 }
 

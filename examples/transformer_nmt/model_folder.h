@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "model.h"
 #include "nmt/model_folder.h"
 #include "settings.h"
@@ -29,7 +29,7 @@ class ModelFolder : public nmt::ModelFolder {
 // `generator` must outlive the model.
 struct LoadedModel {
   Settings settings;
-  normgrad::data::SubwordTokenizer tokenizer;
+  normgrad::text::SubwordTokenizer tokenizer;
   std::unique_ptr<TransformerNmt> model;
   std::string weights;  // the file the weights came from
 };

@@ -22,7 +22,7 @@ struct TrainingSettings {
   std::string train_source, train_target;  // aligned text files
   std::string dev_source, dev_target;
   // Tokens of a batch: its rows times its longest side (+1 for bos or eos), as
-  // data::BatchingOptions::max_tokens counts them.
+  // text::BatchingOptions::max_tokens counts them.
   std::int64_t batch_tokens = 2000;
   std::int64_t max_length = 100;  // subword tokens per side; longer training pairs are left out
   // The inverse-square-root schedule: linear warm-up to learning_rate over warmup_steps, then

@@ -22,14 +22,14 @@ nmt::TrainSummary train(const TrainOptions& options) {
   const auto parallel = nmt::data_parallel(model, generator, options.job);
   ng::optim::Adam adam(model.parameters(),
                        {.lr = t.learning_rate, .beta2 = t.adam_beta2, .eps = 1e-9});
-  ng::data::TranslationBatches batches(
+  ng::text::TranslationBatches batches(
       data.train, {.max_tokens = t.batch_tokens, .seed = t.seed, .shard = options.job.shard()},
       options.device);
   // Sentences per translation batch for dev BLEU: about as many tokens as a training batch.
   const std::int64_t translate_sentences = std::max<std::int64_t>(1, t.batch_tokens / 40);
 
   nmt::LoopCallbacks callbacks;
-  callbacks.train_step = [&](const ng::data::TranslationBatch& batch, std::int64_t step) {
+  callbacks.train_step = [&](const ng::text::TranslationBatch& batch, std::int64_t step) {
     const double rate = learning_rate_at(t.learning_rate, t.warmup_steps, step);
     const StepResult result = train_step(
         model, adam, batch,

@@ -4,7 +4,7 @@ namespace transformer_nmt {
 
 namespace ng = normgrad;
 
-ng::Tensor batch_loss(TransformerNmt& model, const ng::data::TranslationBatch& batch,
+ng::Tensor batch_loss(TransformerNmt& model, const ng::text::TranslationBatch& batch,
                       double label_smoothing) {
   const ng::Tensor memory = model.encode(batch.source, batch.source_padding);
   const ng::Tensor logits = model.forward(memory, batch.source_padding, batch.target_input);
@@ -12,14 +12,14 @@ ng::Tensor batch_loss(TransformerNmt& model, const ng::data::TranslationBatch& b
   const ng::Tensor total =
       ng::nn::cross_entropy(logits.reshape({logits.numel() / V, V}),
                             batch.target_output.reshape({batch.target_output.numel()}),
-                            {.ignore_index = ng::data::pad_id,
+                            {.ignore_index = ng::text::pad_id,
                              .label_smoothing = label_smoothing,
                              .reduction = ng::nn::Reduction::Sum});
   return ng::div(total, static_cast<double>(batch.target_tokens));
 }
 
 StepResult train_step(TransformerNmt& model, ng::optim::Optimizer& optimizer,
-                      const ng::data::TranslationBatch& batch, const StepSettings& settings) {
+                      const ng::text::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
   optimizer.set_lr(settings.learning_rate);
   const ng::Tensor loss = batch_loss(model, batch, settings.label_smoothing);

@@ -5,14 +5,14 @@
 
 #include <normgrad/normgrad.h>
 
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 #include "model.h"
 
 namespace transformer_nmt {
 
 // The mean over the batch's real target tokens (eos included, padding excluded) of the
 // smoothed cross-entropy.
-normgrad::Tensor batch_loss(TransformerNmt& model, const normgrad::data::TranslationBatch& batch,
+normgrad::Tensor batch_loss(TransformerNmt& model, const normgrad::text::TranslationBatch& batch,
                             double label_smoothing);
 
 struct StepSettings {
@@ -29,7 +29,7 @@ struct StepResult {
 };
 
 StepResult train_step(TransformerNmt& model, normgrad::optim::Optimizer& optimizer,
-                      const normgrad::data::TranslationBatch& batch,
+                      const normgrad::text::TranslationBatch& batch,
                       const StepSettings& settings = {});
 
 // The schedule of a run's settings: the learning rate of step `step` (counting from 0).

@@ -37,8 +37,8 @@ void UncachedDecoder::reorder(const ng::Tensor& rows) {
 ng::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best) {
   return {.beam_size = beam,
           .n_best = n_best,
-          .bos = ng::data::bos_id,
-          .eos = ng::data::eos_id,
+          .bos = ng::text::bos_id,
+          .eos = ng::text::eos_id,
           .length_penalty = ng::decoding::LengthPenalty::Gnmt,
           .alpha = 0.6,
           .max_length_a = 2.0,
@@ -66,7 +66,7 @@ std::vector<std::vector<ng::decoding::Hypothesis>> translate_batch(
 }
 
 std::vector<std::vector<nmt::Translation>> translate_n_best(
-    TransformerNmt& model, const ng::data::SubwordTokenizer& tokenizer,
+    TransformerNmt& model, const ng::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {
@@ -77,7 +77,7 @@ std::vector<std::vector<nmt::Translation>> translate_n_best(
 }
 
 std::vector<std::string> translate_sentences(
-    TransformerNmt& model, const ng::data::SubwordTokenizer& tokenizer,
+    TransformerNmt& model, const ng::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     ng::Device device) {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
 #include "nmt/sentence_batches.h"
@@ -70,13 +70,13 @@ std::vector<std::vector<normgrad::decoding::Hypothesis>> translate_batch(
 
 // Many sentences (subword ids without eos), as nmt::translate_n_best.
 std::vector<std::vector<nmt::Translation>> translate_n_best(
-    TransformerNmt& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    TransformerNmt& model, const normgrad::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     normgrad::Device device);
 
 std::vector<std::string> translate_sentences(
-    TransformerNmt& model, const normgrad::data::SubwordTokenizer& tokenizer,
+    TransformerNmt& model, const normgrad::text::SubwordTokenizer& tokenizer,
     const std::vector<std::vector<std::int32_t>>& sentences,
     const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
     normgrad::Device device);

@@ -2,9 +2,12 @@
 # Builds and runs tests/consumer, a project outside normgrad, against normgrad in one of the two
 # ways users get it, and checks what it prints.
 #   run_consumer_test.sh package      <source dir> <build dir> <scratch dir>
-#       installs <build dir> into <scratch>/prefix, then uses find_package(normgrad)
+#       installs <build dir> into <scratch>/prefix, then uses find_package(normgrad): the core
+#       alone, which must never look for sentencepiece (the text toolkit's dependency), then
+#       again with the component text
 #   run_consumer_test.sh subdirectory <source dir> <build dir> <scratch dir>
-#       builds normgrad again inside the consumer with add_subdirectory (library only)
+#       builds normgrad again inside the consumer with add_subdirectory (the core library only,
+#       without the text toolkit)
 # CXX/CC in the environment pick the compiler, as for any CMake project.
 set -euo pipefail
 
@@ -41,9 +44,11 @@ case "$mode" in
     # unity build (a few large files instead of one per source): this checks how the project
     # builds as a subdirectory, not how fast it runs. From nothing: 33 s, against 80 s file by
     # file.
+    # NORMGRAD_TEXT=OFF: the core builds where sentencepiece is not installed, since nothing of
+    # it includes or links sentencepiece.
     configure_args=(-DNORMGRAD_CONSUMER_MODE=subdirectory -DNORMGRAD_SOURCE_DIR="$source_dir"
-                    -DNORMGRAD_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0
-                    -DCMAKE_UNITY_BUILD=ON)
+                    -DNORMGRAD_CUDA=OFF -DNORMGRAD_TEXT=OFF -DCMAKE_BUILD_TYPE=Debug
+                    -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_UNITY_BUILD=ON)
     ;;
   *)
     echo "unknown mode '$mode': use package or subdirectory" >&2
@@ -51,6 +56,9 @@ case "$mode" in
     ;;
 esac
 
+# A fresh configuration (the objects of the last build are kept): what it looks for is checked
+# below, and an old cache would still hold what an earlier configuration found.
+rm -f "$consumer_build/CMakeCache.txt"
 cmake -S "$source_dir/tests/consumer" -B "$consumer_build" "${configure_args[@]}"
 cmake --build "$consumer_build" -j2
 
@@ -59,5 +67,27 @@ echo "$output"
 if ! grep -qx 'sum = 6' <<<"$output"; then
   echo "FAIL: expected the line 'sum = 6' in the consumer's output" >&2
   exit 1
+fi
+# The core's users never meet sentencepiece: no lookup of it in their configuration, and no
+# library of it in their program.
+if grep -q 'normgrad_spm' "$consumer_build/CMakeCache.txt"; then
+  echo "FAIL: configuring against the core looked for sentencepiece" >&2
+  exit 1
+fi
+if ldd "$consumer_build/consumer" | grep -q sentencepiece; then
+  echo "FAIL: the core's consumer links sentencepiece" >&2
+  exit 1
+fi
+
+if [[ $mode == package ]]; then
+  cmake -S "$source_dir/tests/consumer" -B "$consumer_build" "${configure_args[@]}" \
+        -DNORMGRAD_CONSUMER_TEXT=ON
+  cmake --build "$consumer_build" -j2
+  output=$("$consumer_build/consumer_text")
+  echo "$output"
+  if ! grep -q '^BLEU = 100.00 ' <<<"$output"; then
+    echo "FAIL: expected a line starting 'BLEU = 100.00' from the text toolkit's consumer" >&2
+    exit 1
+  fi
 fi
 echo "PASS: consumer ($mode)"

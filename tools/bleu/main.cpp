@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "base/error.h"
-#include "data/bleu.h"
-#include "data/chrf.h"
-#include "data/paired_bootstrap.h"
-#include "data/text_file.h"
+#include "text/bleu.h"
+#include "text/chrf.h"
+#include "text/paired_bootstrap.h"
+#include "text/text_file.h"
 
 namespace {
 
-using normgrad::data::MetricStatistics;
+using normgrad::text::MetricStatistics;
 
 struct Settings {
   std::string hypothesis_path;
@@ -31,19 +31,19 @@ struct Settings {
   bool score_only = false;
   bool signature = false;
   std::string baseline_path;
-  int bootstrap_samples = normgrad::data::default_bootstrap_samples;
-  std::uint64_t seed = normgrad::data::default_bootstrap_seed;
+  int bootstrap_samples = normgrad::text::default_bootstrap_samples;
+  std::uint64_t seed = normgrad::text::default_bootstrap_seed;
 };
 
-std::unique_ptr<normgrad::data::CorpusMetric> make_metric(const std::string& name,
+std::unique_ptr<normgrad::text::CorpusMetric> make_metric(const std::string& name,
                                                           const Settings& settings) {
   if (name == "bleu") {
-    return std::make_unique<normgrad::data::Bleu>(normgrad::data::BleuOptions{
-        settings.lowercase, normgrad::data::parse_bleu_tokenizer(settings.tokenizer)});
+    return std::make_unique<normgrad::text::Bleu>(normgrad::text::BleuOptions{
+        settings.lowercase, normgrad::text::parse_bleu_tokenizer(settings.tokenizer)});
   }
-  normgrad::data::ChrfOptions options;
+  normgrad::text::ChrfOptions options;
   options.lowercase = settings.lowercase;
-  return std::make_unique<normgrad::data::Chrf>(options);
+  return std::make_unique<normgrad::text::Chrf>(options);
 }
 
 std::string fixed(double value, int width) {
@@ -53,7 +53,7 @@ std::string fixed(double value, int width) {
 }
 
 // sacreBLEU's text form, with the score printed to `width` decimals.
-std::string format_score(const normgrad::data::MetricScore& score, const std::string& signature,
+std::string format_score(const normgrad::text::MetricScore& score, const std::string& signature,
                          int width) {
   std::string line = score.name;
   if (!signature.empty()) line += "|" + signature;
@@ -64,7 +64,7 @@ std::string format_score(const normgrad::data::MetricScore& score, const std::st
 
 std::vector<std::string> read_lines(const std::string& path, std::size_t expected,
                                     const std::string& role) {
-  auto lines = normgrad::data::strip_line_ends(normgrad::data::read_text_lines(path));
+  auto lines = normgrad::text::strip_line_ends(normgrad::text::read_text_lines(path));
   if (expected != static_cast<std::size_t>(-1) && lines.size() != expected) {
     throw normgrad::Error(normgrad::detail::concat(role, " ", path, " has ", lines.size(),
                                                    " lines but the hypotheses have ", expected));
@@ -91,12 +91,12 @@ void print_paired_bootstrap(const Settings& settings, const std::vector<std::str
   const auto baseline = read_lines(settings.baseline_path, hypotheses.size(), "the baseline");
   std::vector<std::string> names;
   std::vector<std::string> signatures;
-  std::vector<normgrad::data::PairedBootstrapResult> results;
+  std::vector<normgrad::text::PairedBootstrapResult> results;
   for (const auto& name : settings.metrics) {
     const auto metric = make_metric(name, settings);
     const auto baseline_stats = metric->segment_statistics(baseline, references);
     const auto system_stats = metric->segment_statistics(hypotheses, references);
-    results.push_back(normgrad::data::paired_bootstrap(*metric, baseline_stats, system_stats,
+    results.push_back(normgrad::text::paired_bootstrap(*metric, baseline_stats, system_stats,
                                                        settings.bootstrap_samples, settings.seed));
     names.push_back(metric->score({}).name);
     signatures.push_back(bootstrap_signature(metric->signature(references.size()), settings));
@@ -107,7 +107,7 @@ void print_paired_bootstrap(const Settings& settings, const std::vector<std::str
   const std::string baseline_name = "baseline: " + settings.baseline_path;
   const std::size_t name_width = std::max(baseline_name.size(), settings.hypothesis_path.size());
   constexpr std::size_t column_width = 26;
-  auto cell = [&](const normgrad::data::BootstrapEstimate& e) {
+  auto cell = [&](const normgrad::text::BootstrapEstimate& e) {
     return fixed(e.score, settings.width) + " (" + fixed(e.mean, settings.width) + " ± " +
            fixed(e.interval, settings.width) + ")";
   };

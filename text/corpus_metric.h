@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 // One segment's counts, or a corpus's sum of them; the layout is the metric's own.
 using MetricStatistics = std::vector<std::int64_t>;
@@ -56,4 +56,4 @@ void check_reference_streams(const char* metric, std::size_t hypothesis_count,
 // signatures name: the scores agree with it to every printed digit.
 inline constexpr const char* sacrebleu_version = "2.6.0";
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

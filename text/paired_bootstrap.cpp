@@ -1,4 +1,4 @@
-#include "data/paired_bootstrap.h"
+#include "text/paired_bootstrap.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 // A uniform index in [0, n). Spelled out rather than left to std::uniform_int_distribution,
@@ -89,4 +89,4 @@ PairedBootstrapResult paired_bootstrap(const CorpusMetric& metric,
   return result;
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 enum class BleuTokenizer { none, v13a };
 
@@ -28,4 +28,4 @@ std::u32string tokenize_13a(std::u32string_view line);
 
 std::u32string tokenize(BleuTokenizer tokenizer, std::u32string_view line);
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 // Decodes UTF-8 strictly, as Python's "utf-8" codec does: overlong forms, surrogates, code
 // points above U+10FFFF and truncated sequences are an Error that names `where` (a file and
@@ -34,4 +34,4 @@ std::vector<std::u32string_view> python_split(std::u32string_view text);
 // The version of Unicode the tables were generated from.
 const char* unicode_version();
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -3,8 +3,8 @@
 // translation of line i of the target), encoded once with a SubwordTokenizer and cached in a
 // binary file beside the corpus.
 //
-//   auto tokenizer = data::SubwordTokenizer::load("model/tokenizer.model");
-//   auto train = data::ParallelDataset::load("train.en", "train.de", tokenizer, {.max_length =
+//   auto tokenizer = text::SubwordTokenizer::load("model/tokenizer.model");
+//   auto train = text::ParallelDataset::load("train.en", "train.de", tokenizer, {.max_length =
 //   80}); train.source(0);   // the ids of the first kept pair's source, without bos or eos
 //
 // The cache is checked, not assumed: it records the XXH64 of both text files and the
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct ParallelDatasetOptions {
   // Pairs with more tokens than this on either side (bos and eos not counted) are left out;
@@ -75,4 +75,4 @@ class ParallelDataset {
 std::string default_parallel_cache_path(const std::string& source_path,
                                         const std::string& target_path);
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -1,4 +1,4 @@
-#include "data/token_cache.h"
+#include "text/token_cache.h"
 
 #include <cstring>
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "io/atomic_file.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 constexpr char magic[9] = "NGIDS001";
@@ -161,4 +161,4 @@ std::optional<EncodedCorpus> read_token_cache(const std::string& path, const Tok
   return corpus;
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

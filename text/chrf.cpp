@@ -1,11 +1,11 @@
-#include "data/chrf.h"
+#include "text/chrf.h"
 
 #include <unordered_map>
 
 #include "base/error.h"
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 using NgramCounts = std::unordered_map<std::u32string, std::int64_t>;
@@ -159,4 +159,4 @@ std::string Chrf::signature(std::size_t reference_count) const {
                         "|space:no|version:", sacrebleu_version);
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <span>
 
-#include "data/corpus_metric.h"
+#include "text/corpus_metric.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct BootstrapEstimate {
   double score = 0.0;     // on the whole test set
@@ -45,4 +45,4 @@ PairedBootstrapResult paired_bootstrap(const CorpusMetric& metric,
                                        int samples = default_bootstrap_samples,
                                        std::uint64_t seed = default_bootstrap_seed);
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -3,7 +3,7 @@
 // learnt from the source and target training text, so that rare words and German compounds
 // become sequences of known pieces ("Zonenkapazitäten" -> "▁Zonen", "kapaz", "itäten").
 //
-//   auto tokenizer = data::SubwordTokenizer::train({"train.en", "train.de"}, {.vocabulary_size =
+//   auto tokenizer = text::SubwordTokenizer::train({"train.en", "train.de"}, {.vocabulary_size =
 //   8000}); std::vector<std::int32_t> ids = tokenizer.encode("Open the file"); std::string text =
 //   tokenizer.decode(ids);       // "Open the file" tokenizer.save("model/tokenizer.model");
 //
@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 inline constexpr std::int32_t pad_id = 0;
 inline constexpr std::int32_t unk_id = 1;
@@ -94,4 +94,4 @@ class SubwordTokenizer {
   std::string fingerprint_;
 };
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -1,11 +1,11 @@
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
 #include <algorithm>
 
 #include "base/error.h"
-#include "data/unicode_tables.h"
+#include "text/unicode_tables.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 namespace tables = unicode_tables;
@@ -161,4 +161,4 @@ std::vector<std::u32string_view> python_split(std::u32string_view text) {
 
 const char* unicode_version() { return tables::unicode_version; }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

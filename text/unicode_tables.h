@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace normgrad::data::unicode_tables {
+namespace normgrad::text::unicode_tables {
 
 struct CodePointRange {
   char32_t first;
@@ -33,4 +33,4 @@ extern const std::size_t lower_size;
 extern const LongLowerMapping long_lower[];
 extern const std::size_t long_lower_size;
 
-}  // namespace normgrad::data::unicode_tables
+}  // namespace normgrad::text::unicode_tables

@@ -9,9 +9,9 @@
 // Word n-grams (chrF++, word_order = 2) are available too. Characters are Unicode code points,
 // as in Python; a segment with several references takes the one with the best segment score.
 
-#include "data/corpus_metric.h"
+#include "text/corpus_metric.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct ChrfOptions {
   int char_order = 6;
@@ -38,4 +38,4 @@ class Chrf final : public CorpusMetric {
   ChrfOptions options_;
 };
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -1,13 +1,13 @@
-#include "data/parallel_dataset.h"
+#include "text/parallel_dataset.h"
 
 #include <exception>
 #include <filesystem>
 
 #include "base/error.h"
-#include "data/text_file.h"
-#include "data/token_cache.h"
+#include "text/text_file.h"
+#include "text/token_cache.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 // Encodes every line of both sides, on all of normgrad's threads (sentencepiece's encoder is
@@ -163,4 +163,4 @@ std::span<const std::int32_t> ParallelDataset::target(std::size_t pair) const {
           target_offsets_[pair + 1] - target_offsets_[pair]};
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

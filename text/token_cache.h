@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct TokenCacheKey {
   std::uint64_t source_hash = 0;
@@ -44,4 +44,4 @@ std::optional<EncodedCorpus> read_token_cache(const std::string& path, const Tok
 
 std::uint64_t xxh64_of(const std::string& bytes);
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -1,9 +1,9 @@
-#include "data/bleu_tokenizer.h"
+#include "text/bleu_tokenizer.h"
 
 #include "base/error.h"
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 bool is_digit(char32_t c) { return c >= U'0' && c <= U'9'; }
@@ -119,4 +119,4 @@ std::u32string tokenize(BleuTokenizer tokenizer, std::u32string_view line) {
   return std::u32string(line);
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

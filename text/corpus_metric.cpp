@@ -1,10 +1,10 @@
-#include "data/corpus_metric.h"
+#include "text/corpus_metric.h"
 
 #include <cstdio>
 
 #include "base/error.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 std::string MetricScore::format() const {
   char number[64];
@@ -45,4 +45,4 @@ void check_reference_streams(const char* metric, std::size_t hypothesis_count,
   }
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

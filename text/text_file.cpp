@@ -1,4 +1,4 @@
-#include "data/text_file.h"
+#include "text/text_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,9 +7,9 @@
 #include <iterator>
 
 #include "base/error.h"
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 std::string read_file_bytes(const std::string& path, const char* op) {
   std::error_code ec;
@@ -49,4 +49,4 @@ std::vector<std::string> strip_line_ends(std::vector<std::string> lines) {
   return lines;
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

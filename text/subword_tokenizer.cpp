@@ -1,4 +1,4 @@
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
@@ -13,11 +13,11 @@
 #include <xxhash.h>
 
 #include "base/error.h"
-#include "data/text_file.h"
-#include "data/unicode_text.h"
+#include "text/text_file.h"
+#include "text/unicode_text.h"
 #include "io/atomic_file.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct SubwordTokenizer::Processor {
   sentencepiece::SentencePieceProcessor spm;
@@ -230,9 +230,9 @@ void SubwordTokenizer::check_fingerprint(std::string_view expected, std::string_
   }
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 void SubwordTokenizer::check_checkpoint(const std::map<std::string, std::string>& metadata,
                                         std::string_view checkpoint) const {
@@ -245,4 +245,4 @@ void SubwordTokenizer::check_checkpoint(const std::map<std::string, std::string>
   check_fingerprint(found->second, detail::concat("checkpoint ", checkpoint));
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -4,7 +4,7 @@
 // RNNSearch: 80) or in tokens (its Transformer: about 25,000), a new order every epoch from a
 // seed, and an exact resume position.
 //
-//   data::TranslationBatches batches(train, {.max_sentences = 80, .seed = 1});
+//   text::TranslationBatches batches(train, {.max_sentences = 80, .seed = 1});
 //   while (auto batch = batches.next()) { ... batches.position() ... }   // endless: epoch after
 //   epoch
 //
@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "data/parallel_dataset.h"
+#include "text/parallel_dataset.h"
 #include "data/shards.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct BatchingOptions {
   // Limits of a batch; at least one must be set, and both apply when both are. Tokens count
@@ -35,7 +35,7 @@ struct BatchingOptions {
   std::uint64_t seed = 0;
   // This process's share of each epoch's batches, in data-parallel training (data/shards.h):
   // every process plans the same epoch and takes its own batches of it.
-  Shard shard{};
+  data::Shard shard{};
 };
 
 // What a model takes. Sources end with eos; the decoder reads bos + target and predicts
@@ -94,4 +94,4 @@ class TranslationBatches {
   std::vector<std::vector<std::size_t>> current_plan_;
 };
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -1,4 +1,4 @@
-#include "data/bleu.h"
+#include "text/bleu.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <unordered_map>
 
 #include "base/error.h"
-#include "data/unicode_text.h"
+#include "text/unicode_text.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 // Layout of a segment's statistics.
@@ -162,4 +162,4 @@ std::string Bleu::signature(std::size_t reference_count) const {
                         "|smooth:exp|version:", sacrebleu_version);
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

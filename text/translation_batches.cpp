@@ -1,12 +1,12 @@
-#include "data/translation_batches.h"
+#include "text/translation_batches.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "base/error.h"
-#include "data/subword_tokenizer.h"
+#include "text/subword_tokenizer.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 namespace {
 
 // SplitMix64's finaliser: a well-mixed 64-bit hash, the same on every platform.
@@ -45,7 +45,7 @@ TranslationBatches::TranslationBatches(const ParallelDataset& dataset, BatchingO
         options.max_sentences, " and max_tokens ", options.max_tokens));
   }
   if (dataset.size() == 0) throw Error("TranslationBatches: the dataset has no pairs");
-  check_shard(options.shard, "TranslationBatches");
+  data::check_shard(options.shard, "TranslationBatches");
   load_plan(0);
 }
 
@@ -102,7 +102,7 @@ std::vector<std::vector<std::size_t>> TranslationBatches::epoch_plan(std::int64_
       std::swap(plan[i - 1], plan[state % i]);
     }
   }
-  return take_shard(std::move(plan), options_.shard, "TranslationBatches");
+  return data::take_shard(std::move(plan), options_.shard, "TranslationBatches");
 }
 
 void TranslationBatches::load_plan(std::int64_t epoch) {
@@ -212,4 +212,4 @@ TranslationBatch TranslationBatches::make_batch(std::span<const std::size_t> pai
   return batch;
 }
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

@@ -10,10 +10,10 @@
 
 #include <array>
 
-#include "data/bleu_tokenizer.h"
-#include "data/corpus_metric.h"
+#include "text/bleu_tokenizer.h"
+#include "text/corpus_metric.h"
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 struct BleuOptions {
   bool lowercase = false;  // sacreBLEU's --lowercase: Python's str.lower() before tokenising
@@ -50,4 +50,4 @@ class Bleu final : public CorpusMetric {
   BleuOptions options_;
 };
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text

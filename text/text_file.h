@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace normgrad::data {
+namespace normgrad::text {
 
 // The lines of a UTF-8 text file, split at "\n" only (a "\r" stays in its line, as in
 // sacreBLEU, which opens files with newline="\n"); a last line without "\n" counts. A missing
@@ -22,4 +22,4 @@ std::string read_file_bytes(const std::string& path, const char* op);
 // strips each line it reads.
 std::vector<std::string> strip_line_ends(std::vector<std::string> lines);
 
-}  // namespace normgrad::data
+}  // namespace normgrad::text
