@@ -1,13 +1,14 @@
 #pragma once
-// bfloat16 through float32 kernels. A kernel that takes bfloat16 operands without a bfloat16
-// kernel of its own gives each of them a float32 working copy: inputs are converted up before
-// the kernel runs, outputs rounded back (to nearest, ties to even) after it. float32, float64 and
-// int64 operands pass through untouched. The result is exactly the float32 kernel's on the
-// rounded inputs, rounded once: what a native kernel that loads bfloat16, computes in float32 and
-// stores bfloat16 gives, at the price of the copies' memory traffic. The CPU backend's matrix
-// products, recurrent steps, convolutions, pooling, batch norm and accumulating indexing ops take
-// bfloat16 this way; CUDA's kernels all take bfloat16 natively (compute_type.h), as do the CPU's
-// elementwise ops, reductions, softmax and norms (cpu/bfloat16_rows.h).
+// bfloat16 through float32 kernels: the CPU backend's one route for it. On the CPU bfloat16
+// serves storage, memory and parity with the GPU rather than speed (its arithmetic is float32's
+// on widened values however a kernel is written), so each CPU method that takes bfloat16 runs
+// its float32 kernel on float32 working copies of its bfloat16 operands. Inputs are widened
+// before the kernel runs (exactly: a bfloat16 is the top half of a float32), outputs rounded
+// back once after it (to nearest, ties to even); float32, float64 and int64 operands pass
+// through untouched. The result is exactly the float32 kernel's on the bfloat16 values, rounded
+// once, at the price of the copies' memory traffic. The CPU methods that only move values
+// (copies, where, gathering and selection) move bfloat16 as it is, bits and all, and its
+// random draws round float32 draws; CUDA's kernels take bfloat16 natively (compute_type.h).
 //
 // A method names each operand's role once, where it hands over:
 //
