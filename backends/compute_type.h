@@ -8,7 +8,10 @@
 //   out[i] = static_cast<S>(x * x);  // for bfloat16: the float32 product, rounded once
 //
 // So a kernel instantiated for bfloat16 gives exactly what its float32 instantiation gives on
-// the rounded inputs, rounded once, without float32 copies of its operands in memory.
+// the rounded inputs, rounded once, without float32 copies of its operands in memory. The CUDA
+// kernels are written this way, where moving half the bytes is what bfloat16 is for. On the
+// CPU only the random draws are (each a float32 draw, rounded); every other CPU kernel takes
+// bfloat16 through float32 working copies of its operands (bfloat16_widening.h).
 
 #include "base/bfloat16.h"
 

@@ -5,11 +5,12 @@
 //
 // dispatch_floating throws normgrad::Error for int64, so float-only kernels (exp, softmax, ...)
 // fail with a message instead of being instantiated for integers. Neither instantiates a kernel
-// for bfloat16, a storage type: kernels without a bfloat16 form take it through float32 copies
-// (bfloat16_widening.h), and the rest refuse it here. dispatch_storage adds bfloat16 for the
-// kernels that only move or convert values (copy, fill) and for those that compute in compute_t
-// of the stored type (compute_type.h: all of CUDA's; the CPU's elementwise ops and reductions),
-// as dispatch_floating_or_bfloat16 does for the float-only ones (softmax, the norms);
+// for bfloat16, a storage type: the CPU's methods hand bfloat16 operands to their float32
+// kernels through float32 working copies (bfloat16_widening.h) before they dispatch, and
+// whatever is left refuses it here. dispatch_storage adds bfloat16 for the kernels that only
+// move or convert values (copy, fill, where, random draws on both devices) and for CUDA's,
+// which compute in compute_t of the stored type (compute_type.h), as
+// dispatch_floating_or_bfloat16 does for CUDA's float-only ones (softmax, the norms);
 // dispatch_bits gives the kernels that move elements an unsigned type of their size.
 
 #include <cstdint>

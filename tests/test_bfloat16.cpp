@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cpu/bfloat16_rows.h"
 #include "backends/dispatch.h"
 #include "core/tensor_internal.h"
 #include "cuda_parity.h"
@@ -157,29 +156,44 @@ TEST_CASE("bfloat16 rounds float32 to nearest with ties to even, as an independe
     }
   CHECK(wrong == 0);
 
-  // The CPU kernels' vectorised row of conversions gives the same bits; NaNs keep their sign
-  // and the top of their payload, made quiet.
+  // The CPU's copy of a contiguous float32 row into bfloat16, a vectorised loop over the bits
+  // that every bfloat16 operand's float32 working copy is rounded back through, gives the same
+  // bits; NaNs keep their sign and the top of their payload, made quiet. And the copy back to
+  // float32 is exact: each bfloat16's bits, shifted into the top half.
   const std::vector<std::pair<std::uint32_t, std::uint16_t>> nans = {
       {0x7f800001u, 0x7fc0}, {0x7fc00000u, 0x7fc0}, {0xffbfffffu, 0xffff}, {0x7f812345u, 0x7fc1}};
   std::vector<float> nan_values;
   for (const auto& [payload, expected] : nans) nan_values.push_back(float_of_bits(payload));
-  std::vector<bfloat16> nan_row(nans.size());
-  backend::cpu::round_row(nan_values.data(), static_cast<std::int64_t>(nans.size()),
-                          nan_row.data());
+  const auto rounded_row = [](const std::vector<float>& row) {
+    const auto n = static_cast<std::int64_t>(row.size());
+    return from_vector<float>(row, {n}).to(DType::BFloat16).to_vector<bfloat16>();
+  };
+  const std::vector<bfloat16> nan_row = rounded_row(nan_values);
   for (std::size_t i = 0; i < nans.size(); ++i) {
     CAPTURE(nans[i].first);
     CHECK(nan_row[i].bits == nans[i].second);
     CHECK(bfloat16(nan_values[i]).bits == nans[i].second);
   }
-  std::vector<bfloat16> row(values.size());
-  backend::cpu::round_row(values.data(), static_cast<std::int64_t>(values.size()), row.data());
+  const std::vector<bfloat16> row = rounded_row(values);
   int differ = 0;
   for (std::size_t i = 0; i < values.size(); ++i)
     if (row[i].bits != bfloat16(values[i]).bits && ++differ <= 5) {
       CAPTURE(bits_of(values[i]));
-      FAIL_CHECK("round_row differs from the scalar conversion");
+      FAIL_CHECK("the row's rounding differs from the scalar conversion");
     }
   CHECK(differ == 0);
+  std::vector<bfloat16> every_bfloat16(0x10000);
+  for (std::uint32_t bits = 0; bits <= 0xffff; ++bits)
+    every_bfloat16[bits].bits = static_cast<std::uint16_t>(bits);
+  const std::vector<float> widened =
+      from_vector<bfloat16>(every_bfloat16, {0x10000}).to(DType::Float32).to_vector<float>();
+  int inexact = 0;
+  for (std::uint32_t bits = 0; bits <= 0xffff; ++bits)
+    if (bits_of(widened[bits]) != bits << 16 && ++inexact <= 5) {
+      CAPTURE(bits);
+      FAIL_CHECK("the row's widening is not the bits shifted");
+    }
+  CHECK(inexact == 0);
 }
 
 TEST_CASE("next_toward steps to the neighbouring bfloat16, as nextafter does for float") {

@@ -458,11 +458,13 @@ TEST_CASE("norm kernels: operands whose rows are not evenly strided are refused"
 }
 
 TEST_CASE("norm kernels: bfloat16 gives the float32 kernel's results on the same values, rounded") {
-  // Each bfloat16 row is widened into a float32 buffer and computed as float32 rows are, so y,
-  // dx, dgain and dbias must be the float32 kernel's, rounded once, and the float32 mean and
-  // rstd equal to its. Rows of 600 values span three of the 256-value blocks the row sums are
-  // built from; 300 rows, several row blocks of dgain and dbias; the strided form reads and
-  // writes rows that lie within wider ones.
+  // bfloat16 operands are widened into float32 working copies and computed by the float32
+  // kernel (backends/bfloat16_widening.h), so y, dx, dgain and dbias must be its results,
+  // rounded once, and the float32 mean and rstd equal to its. A norm computes each row on its
+  // own, so a strided row's copy, laid out contiguously, gives what the strided row would. Rows of
+  // 600 values span three of the 256-value blocks the row sums are built from; 300 rows, several
+  // row blocks of dgain and dbias; the strided form reads and writes rows that lie within wider
+  // ones.
   using testing::bits_mismatch;
   const auto f32 = [](const Tensor& t) { return t.defined() ? t.to(DType::Float32) : t; };
   const auto bf16 = [](const Tensor& t) { return t.to(DType::BFloat16); };

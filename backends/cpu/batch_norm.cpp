@@ -380,8 +380,11 @@ void check_operands(const TensorRef& x, std::initializer_list<const TensorRef*> 
 
 void CpuBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& variance,
                                        const TensorRef& rstd, const TensorRef& x, double eps) {
-  if (any_bfloat16({&x}))
-    return widened::batch_norm_statistics(*this, mean, variance, rstd, x, eps);
+  if (any_bfloat16({&x})) {
+    Float32Copies f(*this);
+    batch_norm_statistics(mean, variance, rstd, f.input(x), eps);  // float64 statistics
+    return f.finish();
+  }
   const char* op = "cpu batch_norm_statistics";
   check_operands(x, {}, {}, {&mean, &variance, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {
@@ -394,8 +397,11 @@ void CpuBackend::batch_norm_statistics(const TensorRef& mean, const TensorRef& v
 void CpuBackend::batch_norm_forward(const TensorRef& y, const TensorRef& x, const TensorRef& mean,
                                     const TensorRef& rstd, const TensorRef* gain,
                                     const TensorRef* bias) {
-  if (any_bfloat16({&y, &x, gain, bias}))
-    return widened::batch_norm_forward(*this, y, x, mean, rstd, gain, bias);
+  if (any_bfloat16({&y, &x, gain, bias})) {
+    Float32Copies f(*this);
+    batch_norm_forward(f.output(y), f.input(x), mean, rstd, f.input(gain), f.input(bias));
+    return f.finish();
+  }
   const char* op = "cpu batch_norm_forward";
   check_operands(x, {&y}, {gain, bias}, {&mean, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {
@@ -416,9 +422,12 @@ void CpuBackend::batch_norm_backward(const TensorRef& dx, const TensorRef* dgain
                                      const TensorRef& x, const TensorRef& mean,
                                      const TensorRef& rstd, const TensorRef* gain,
                                      bool batch_statistics) {
-  if (any_bfloat16({&dx, &dy, &x, gain}))
-    return widened::batch_norm_backward(*this, dx, dgain, dbias, dy, x, mean, rstd, gain,
-                                        batch_statistics);
+  if (any_bfloat16({&dx, &dy, &x, gain})) {
+    Float32Copies f(*this);
+    batch_norm_backward(f.output(dx), f.output(dgain), f.output(dbias), f.input(dy), f.input(x),
+                        mean, rstd, f.input(gain), batch_statistics);
+    return f.finish();
+  }
   const char* op = "cpu batch_norm_backward";
   check_operands(x, {&dx, &dy}, {gain, dgain, dbias}, {&mean, &rstd}, op);
   dispatch_floating(x.dtype, op, [&](auto tag) {

@@ -3,15 +3,13 @@
 // a and b arrive broadcast to out's shape (stride 0 along broadcast dims); after the layout
 // merges, a bias added along rows or columns hits the row kernel's "one operand is a scalar"
 // path. Arithmetic requires one dtype for all three tensors; comparisons may write 1/0 into
-// an output of another dtype. bfloat16 computes in float32, each value widened as it is loaded
-// and the result rounded once as it is stored (bfloat16_rows.h).
+// an output of another dtype.
 
 #include <cmath>
 
-#include "backends/cpu/bfloat16_rows.h"
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
-#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/op_names.h"
@@ -35,33 +33,6 @@ void run_binary(const TensorRef& out, const TensorRef& a, const TensorRef& b, Fu
                       });
 }
 
-// A bfloat16 row, compiled for AVX2 as well (row_kernel.h): baseline x86-64 has no instruction
-// that packs rounded 32-bit lanes into 16-bit ones, so there the loop stays scalar.
-template <typename Function>
-NORMGRAD_ROW_KERNEL void bfloat16_binary_row(char* out, const char* a, const char* b,
-                                             const std::int64_t* strides, std::int64_t count,
-                                             Function function) {
-  binary_row<bfloat16, bfloat16, bfloat16>(out, a, b, strides, count, function);
-}
-
-// out = function(a, b) over S values; the function computes in compute_t<S> (bfloat16_rows.h).
-template <typename S, typename Function>
-void run_arithmetic(const TensorRef& out, const TensorRef& a, const TensorRef& b,
-                    Function function) {
-  const auto stored = on_stored<S>(function);
-  if constexpr (widens<S>) {
-    for_each_element<3>({&out, &a, &b}, "cpu binary",
-                        [&](const std::array<char*, 3>& pointers, const std::int64_t* strides,
-                            std::int64_t count, std::int64_t) {
-                          bfloat16_binary_row(pointers[0], pointers[1], pointers[2], strides, count,
-                                              stored);
-                        });
-  } else {
-    run_binary<S, S>(out, a, b, stored);
-  }
-}
-
-// Comparisons of In values (bfloat16 compares as float32) into 1 or 0 of Out.
 template <typename Out, typename In>
 void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   const auto as_out = [](bool value) { return static_cast<Out>(value ? 1 : 0); };
@@ -83,52 +54,52 @@ void comparison(BinaryOp op, const TensorRef& out, const TensorRef& a, const Ten
   }
 }
 
-// Ops defined for every dtype, computed in T.
-template <typename S, typename T = compute_t<S>>
+// Ops defined for every dtype.
+template <typename T>
 bool binary_any_dtype(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b) {
   switch (op) {
     case BinaryOp::Add:
-      run_arithmetic<S>(out, a, b, [](T x, T y) { return add_values(x, y); });
+      run_binary<T, T>(out, a, b, [](T x, T y) { return add_values(x, y); });
       return true;
     case BinaryOp::Sub:
-      run_arithmetic<S>(out, a, b, [](T x, T y) { return subtract_values(x, y); });
+      run_binary<T, T>(out, a, b, [](T x, T y) { return subtract_values(x, y); });
       return true;
     case BinaryOp::Mul:
-      run_arithmetic<S>(out, a, b, [](T x, T y) { return multiply_values(x, y); });
+      run_binary<T, T>(out, a, b, [](T x, T y) { return multiply_values(x, y); });
       return true;
     case BinaryOp::Maximum:
-      run_arithmetic<S>(out, a, b, [](T x, T y) { return maximum_value(x, y); });
+      run_binary<T, T>(out, a, b, [](T x, T y) { return maximum_value(x, y); });
       return true;
     case BinaryOp::Minimum:
-      run_arithmetic<S>(out, a, b, [](T x, T y) { return minimum_value(x, y); });
+      run_binary<T, T>(out, a, b, [](T x, T y) { return minimum_value(x, y); });
       return true;
     default:
       return false;
   }
 }
 
-// Ops that need a floating-point type, computed in T.
-template <typename S, typename T = compute_t<S>>
+// Ops that need a floating-point type.
+template <typename T>
 void binary_floating(BinaryOp op, const TensorRef& out, const TensorRef& a, const TensorRef& b,
                      T alpha) {
   switch (op) {
     case BinaryOp::Div:
-      return run_arithmetic<S>(out, a, b, [](T x, T y) { return x / y; });
+      return run_binary<T, T>(out, a, b, [](T x, T y) { return x / y; });
     case BinaryOp::Pow:
-      return run_arithmetic<S>(out, a, b, [](T x, T y) { return std::pow(x, y); });
+      return run_binary<T, T>(out, a, b, [](T x, T y) { return std::pow(x, y); });
     // dy * (1 - y^2)
     case BinaryOp::TanhGrad:
-      return run_arithmetic<S>(out, a, b, [](T dy, T y) { return dy * (T{1} - y * y); });
+      return run_binary<T, T>(out, a, b, [](T dy, T y) { return dy * (T{1} - y * y); });
     // dy * y * (1 - y)
     case BinaryOp::SigmoidGrad:
-      return run_arithmetic<S>(out, a, b, [](T dy, T y) { return dy * y * (T{1} - y); });
+      return run_binary<T, T>(out, a, b, [](T dy, T y) { return dy * y * (T{1} - y); });
     case BinaryOp::ReluGrad:
-      return run_arithmetic<S>(out, a, b, [](T dy, T x) { return x > T{0} ? dy : T{0}; });
+      return run_binary<T, T>(out, a, b, [](T dy, T x) { return x > T{0} ? dy : T{0}; });
     case BinaryOp::GeluGrad:
-      return run_arithmetic<S>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
+      return run_binary<T, T>(out, a, b, [](T dy, T x) { return dy * gelu_derivative(x); });
     case BinaryOp::LeakyReluGrad:
-      return run_arithmetic<S>(out, a, b,
-                               [alpha](T dy, T x) { return dy * leaky_relu_slope(x, alpha); });
+      return run_binary<T, T>(out, a, b,
+                              [alpha](T dy, T x) { return dy * leaky_relu_slope(x, alpha); });
     default:
       break;
   }
@@ -141,23 +112,27 @@ void CpuBackend::binary(BinaryOp op, const TensorRef& out, const TensorRef& a, c
                         double alpha) {
   NG_CHECK(a.dtype == b.dtype, "cpu binary", binary_name(op), ": a is ", a.dtype, " but b is ",
            b.dtype);
+  NG_CHECK(is_comparison(op) || out.dtype == a.dtype, "cpu binary", binary_name(op), ": out is ",
+           out.dtype, " but the operands are ", a.dtype);
+  if (any_bfloat16({&out, &a, &b})) {
+    Float32Copies f(*this);
+    binary(op, f.output(out), f.input(a), f.input(b), alpha);
+    return f.finish();
+  }
   if (is_comparison(op)) {
-    dispatch_storage(out.dtype, "cpu binary", [&](auto out_tag) {
-      dispatch_storage(a.dtype, "cpu binary", [&](auto in_tag) {
+    dispatch_any(out.dtype, "cpu binary", [&](auto out_tag) {
+      dispatch_any(a.dtype, "cpu binary", [&](auto in_tag) {
         comparison<typename decltype(out_tag)::type, typename decltype(in_tag)::type>(op, out, a,
                                                                                       b);
       });
     });
     return;
   }
-  NG_CHECK(out.dtype == a.dtype, "cpu binary", binary_name(op), ": out is ", out.dtype,
-           " but the operands are ", a.dtype);
-  dispatch_storage(out.dtype, "cpu binary", [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using T = compute_t<S>;
-    if (binary_any_dtype<S>(op, out, a, b)) return;
+  dispatch_any(out.dtype, "cpu binary", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (binary_any_dtype<T>(op, out, a, b)) return;
     if constexpr (std::is_floating_point_v<T>) {
-      binary_floating<S>(op, out, a, b, static_cast<T>(alpha));
+      binary_floating<T>(op, out, a, b, static_cast<T>(alpha));
     } else if (op == BinaryOp::Div) {
       throw Error("cpu binary: int64 division is not supported; convert to a float dtype");
     } else {

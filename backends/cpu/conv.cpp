@@ -22,8 +22,11 @@ const SimdGemm* simd_gemm() {
 
 void CpuBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef& weight,
                         const TensorRef* bias, const Window2d& window) {
-  if (any_bfloat16({&y, &x, &weight, bias}))
-    return widened::conv2d(*this, y, x, weight, bias, window);
+  if (any_bfloat16({&y, &x, &weight, bias})) {
+    Float32Copies f(*this);
+    conv2d(f.output(y), f.input(x), f.input(weight), f.input(bias), window);
+    return f.finish();
+  }
   const SimdGemm* simd = simd_gemm();
   if (y.dtype != DType::Float32 || simd == nullptr) {
     conv2d_by_columns(*this, y, x, weight, bias, window);
@@ -36,8 +39,11 @@ void CpuBackend::conv2d(const TensorRef& y, const TensorRef& x, const TensorRef&
 
 void CpuBackend::conv2d_weight_gradient(const TensorRef& dw, const TensorRef& x,
                                         const TensorRef& dy, const Window2d& window) {
-  if (any_bfloat16({&dw, &x, &dy}))
-    return widened::conv2d_weight_gradient(*this, dw, x, dy, window);
+  if (any_bfloat16({&dw, &x, &dy})) {
+    Float32Copies f(*this);
+    conv2d_weight_gradient(f.output(dw), f.input(x), f.input(dy), window);
+    return f.finish();
+  }
   const SimdGemm* simd = simd_gemm();
   if (dw.dtype != DType::Float32 || simd == nullptr) {
     conv2d_weight_gradient_by_columns(*this, dw, x, dy, window);

@@ -2,15 +2,20 @@
 //
 // All three run on the strided iteration of strided_loop.h; a copy between same-dtype
 // operands whose rows are contiguous becomes one memcpy per row (one per thread range when
-// both tensors are contiguous, since the layout then merges into a single row).
+// both tensors are contiguous, since the layout then merges into a single row). A unit-stride
+// row converted between bfloat16 and float32 runs a vectorised loop over the bits, which the
+// bfloat16 operands' float32 working copies (bfloat16_widening.h) rely on.
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 
-#include "backends/cpu/bfloat16_rows.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
+#include "base/bfloat16.h"
 
 namespace normgrad::backend::cpu {
 
@@ -50,6 +55,25 @@ void CpuBackend::arange(const TensorRef& out, double start, double step) {
 }
 
 namespace {
+
+// Unit-stride rows converted through the bits, compiled for AVX2 and baseline x86-64
+// (row_kernel.h): baseline SSE2 has no instruction that packs 32-bit lanes into unsigned 16-bit
+// ones, so rounding stays scalar there. Widening is exact: a bfloat16 is the top half of a
+// float32. Rounding is to nearest, ties to even, as bfloat16's own conversion
+// (bfloat16::round_bits, without a branch so that the loop vectorises).
+NORMGRAD_ROW_KERNEL void widen_row(const bfloat16* in, std::int64_t n, float* out) {
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(in);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(bits[i]) << 16);
+}
+
+NORMGRAD_ROW_KERNEL void round_row(const float* in, std::int64_t n, bfloat16* out) {
+  auto* bits = reinterpret_cast<std::uint16_t*>(out);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i)
+    bits[i] = bfloat16::round_bits(std::bit_cast<std::uint32_t>(in[i]));
+}
 
 constexpr std::int64_t transpose_tile = 32;
 
@@ -115,7 +139,7 @@ template <typename Dst, typename Src> void copy_typed(const TensorRef& dst, cons
                    return;
                  }
                } else if constexpr (std::is_same_v<Dst, bfloat16> && std::is_same_v<Src, float>) {
-                 if (unit)  // the vectorised rounding (bfloat16_rows.h)
+                 if (unit)
                    return round_row(reinterpret_cast<const float*>(pointers[1]), count,
                                     reinterpret_cast<bfloat16*>(pointers[0]));
                } else if constexpr (std::is_same_v<Dst, float> && std::is_same_v<Src, bfloat16>) {

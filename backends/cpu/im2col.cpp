@@ -171,12 +171,20 @@ void run_planes(const TensorRef& image, const TensorRef& columns, const Window2d
 }  // namespace
 
 void CpuBackend::im2col(const TensorRef& columns, const TensorRef& image, const Window2d& window) {
-  if (any_bfloat16({&columns, &image})) return widened::im2col(*this, columns, image, window);
+  if (any_bfloat16({&columns, &image})) {
+    Float32Copies f(*this);
+    im2col(f.output(columns), f.input(image), window);
+    return f.finish();
+  }
   run_planes<false>(image, columns, window, "cpu im2col");
 }
 
 void CpuBackend::col2im(const TensorRef& image, const TensorRef& columns, const Window2d& window) {
-  if (any_bfloat16({&image, &columns})) return widened::col2im(*this, image, columns, window);
+  if (any_bfloat16({&image, &columns})) {
+    Float32Copies f(*this);
+    col2im(f.output(image), f.input(columns), window);
+    return f.finish();
+  }
   run_planes<true>(image, columns, window, "cpu col2im");
 }
 

@@ -104,7 +104,11 @@ void CpuBackend::index_add(const TensorRef& out, int dim, const TensorRef& index
                            const TensorRef& src) {
   NG_CHECK(out.dtype == src.dtype, "cpu index_add", "out is ", out.dtype, " but src is ",
            src.dtype);
-  if (any_bfloat16({&out, &src})) return widened::index_add(*this, out, dim, index, src);
+  if (any_bfloat16({&out, &src})) {
+    Float32Copies f(*this);
+    index_add(f.update(out), dim, index, f.input(src));
+    return f.finish();
+  }
   const int rank = static_cast<int>(src.rank());
   const std::array<Operand, 2> operands{operand(out), operand(src)};
   const auto outer =
@@ -167,7 +171,11 @@ void CpuBackend::scatter_add(const TensorRef& out, int dim, const TensorRef& ind
                              const TensorRef& src) {
   NG_CHECK(out.dtype == src.dtype, "cpu scatter_add", "out is ", out.dtype, " but src is ",
            src.dtype);
-  if (any_bfloat16({&out, &src})) return widened::scatter_add(*this, out, dim, index, src);
+  if (any_bfloat16({&out, &src})) {
+    Float32Copies f(*this);
+    scatter_add(f.update(out), dim, index, f.input(src));
+    return f.finish();
+  }
   const int rank = static_cast<int>(index.rank());
   const std::array<Operand, 3> operands{operand(out), operand(index), operand(src)};
   // Positions over every dim but `dim`; along `dim`, j runs in order inside each position.

@@ -299,9 +299,13 @@ void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& 
                                    const TensorRef& statistics, const TensorRef& gx,
                                    const TensorRef& gh, const TensorRef& h_prev,
                                    const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&state, &gx, &gh, &h_prev, &c_prev}))
-    return widened::lstm_step_forward(*this, norms, state, activations, cell, statistics, gx, gh,
-                                      h_prev, c_prev, mask);
+  if (any_bfloat16({&state, &gx, &gh, &h_prev, &c_prev})) {
+    Float32Copies f(*this);
+    lstm_step_forward(f.input(norms), f.output(state), f.output(activations), f.output(cell),
+                      f.output(statistics), f.input(gx), f.input(gh), f.input(h_prev),
+                      f.input(c_prev), f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu lstm_step_forward";
   const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
                                                  gx, gh, h_prev, c_prev, mask);
@@ -326,9 +330,14 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
                                     const TensorRef& activations, const TensorRef& cell,
                                     const TensorRef& statistics, const TensorRef& gh,
                                     const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dstate, &gh, &c_prev, &dgx}))
-    return widened::lstm_step_backward(*this, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate,
-                                       state, activations, cell, statistics, gh, c_prev, mask);
+  if (any_bfloat16({&dstate, &gh, &c_prev, &dgx})) {
+    Float32Copies f(*this);
+    lstm_step_backward(f.input(norms), f.output(dgx), f.output(dgh), f.output(dh_prev),
+                       f.output(dc_prev), f.output(affine), f.input(dstate), f.input(state),
+                       f.input(activations), f.input(cell), f.input(statistics), f.input(gh),
+                       f.input(c_prev), f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu lstm_step_backward";
   const auto [rows, H] =
       check_lstm_step_backward(op, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,

@@ -23,9 +23,9 @@
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/gemm/sgemm_avx2.h"
 #include "backends/cpu/gemm/sgemm_avx512.h"
+#include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
 
 namespace normgrad::backend::cpu {
@@ -297,7 +297,11 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 
 void CpuBackend::matmul(const TensorRef& out, const TensorRef& a, const TensorRef& b,
                         bool accumulate) {
-  if (any_bfloat16({&out, &a, &b})) return widened::matmul(*this, out, a, b, accumulate);
+  if (any_bfloat16({&out, &a, &b})) {
+    Float32Copies f(*this);
+    matmul(accumulate ? f.update(out) : f.output(out), f.input(a), f.input(b), accumulate);
+    return f.finish();
+  }
   NG_CHECK(out.rank() >= 2, "cpu matmul", "needs rank >= 2, got out of shape ", out.shape);
   NG_CHECK(out.dtype == a.dtype && out.dtype == b.dtype, "cpu matmul", "dtypes differ: out ",
            out.dtype, ", a ", a.dtype, ", b ", b.dtype);

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/cpu/bfloat16_rows.h"
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
@@ -164,29 +164,23 @@ double rms_row_sum(const T* x, const T* dy, std::int64_t n, const T* gain, T gai
   return total;
 }
 
-// dx and dy stored as S, the saved statistics in the compute type T = compute_t<S>.
-template <typename S> struct BackwardTensors {
-  using T = compute_t<S>;
-  S* dx = nullptr;
-  const S* dy = nullptr;
+template <typename T> struct BackwardTensors {
+  T* dx = nullptr;
+  const T* dy = nullptr;
   std::int64_t dx_stride = 0, dy_stride = 0;  // between rows (backends/norm_layout.h)
   const T* mean = nullptr;
   const T* rstd = nullptr;
 };
 
 // Rows [begin, end): dx, and (unless partials is None) their dgain/dbias contributions.
-// `buffer`: for bfloat16, room for three rows in float32 (x, dy and dx); else unused.
-template <typename S, bool centred, bool column_gain, Partials partials>
-void backward_rows(const NormProblem<S>& problem, const BackwardTensors<S>& tensors,
-                   std::int64_t begin, std::int64_t end, const PartialSink<compute_t<S>>& sink,
-                   compute_t<S>* buffer) {
-  using T = compute_t<S>;
+template <typename T, bool centred, bool column_gain, Partials partials>
+void backward_rows(const NormProblem<T>& problem, const BackwardTensors<T>& tensors,
+                   std::int64_t begin, std::int64_t end, const PartialSink<T>& sink) {
   const std::int64_t n = problem.n;
   for (std::int64_t row = begin; row < end; ++row) {
-    const T* x = row_values(problem.x + row * problem.x_stride, n, buffer);
-    const T* dy = row_values(tensors.dy + row * tensors.dy_stride, n, buffer + n);
-    S* dx_row = tensors.dx + row * tensors.dx_stride;
-    T* dx = output_row(dx_row, buffer + 2 * n);
+    const T* x = problem.x + row * problem.x_stride;
+    const T* dy = tensors.dy + row * tensors.dy_stride;
+    T* dx = tensors.dx + row * tensors.dx_stride;
     const T gain_scalar = problem.row_gain(row);
     const double inverse_r = static_cast<double>(tensors.rstd[row]);
     RowCoefficients<T> co;
@@ -229,7 +223,6 @@ void backward_rows(const NormProblem<S>& problem, const BackwardTensors<S>& tens
                                                         gain_scalar, co, sink, channel_gain_sum,
                                                         channel_bias_sum);
     }
-    store_row(dx_row, dx, n);
     if constexpr (partials == Partials::Channel) {
       sink.channel_gain[row % problem.channels] += channel_gain_sum;
       sink.channel_bias[row % problem.channels] += channel_bias_sum;
@@ -238,18 +231,16 @@ void backward_rows(const NormProblem<S>& problem, const BackwardTensors<S>& tens
 }
 
 // Scratch memory (kept_scratch.h), one kept buffer per purpose.
-enum class Buffer { BlockPartials, RowRuns, WidenedRows };
+enum class Buffer { BlockPartials, RowRuns };
 
 // Rows [begin, end) of one block, their dgain/dbias sums added into the block's gain_sums and
 // bias_sums (double, zeroed by the caller).
-template <typename S, bool centred, bool column_gain, Partials partials>
-void backward_block(const NormProblem<S>& problem, const BackwardTensors<S>& tensors,
-                    std::int64_t begin, std::int64_t end, double* gain_sums, double* bias_sums,
-                    compute_t<S>* buffer) {
-  using T = compute_t<S>;
+template <typename T, bool centred, bool column_gain, Partials partials>
+void backward_block(const NormProblem<T>& problem, const BackwardTensors<T>& tensors,
+                    std::int64_t begin, std::int64_t end, double* gain_sums, double* bias_sums) {
   if constexpr (partials == Partials::Channel) {
-    backward_rows<S, centred, column_gain, partials>(
-        problem, tensors, begin, end, {nullptr, nullptr, gain_sums, bias_sums}, buffer);
+    backward_rows<T, centred, column_gain, partials>(problem, tensors, begin, end,
+                                                     {nullptr, nullptr, gain_sums, bias_sums});
   } else {
     // Runs of run_rows rows summed in T, each run then added into the double sums.
     const std::int64_t n = problem.n;
@@ -257,9 +248,9 @@ void backward_block(const NormProblem<S>& problem, const BackwardTensors<S>& ten
     T* run = kept_scratch<T, Buffer::RowRuns>(static_cast<std::size_t>(2 * n), fallback);
     std::fill(run, run + 2 * n, T(0));
     for (std::int64_t first = begin; first < end; first += run_rows) {
-      backward_rows<S, centred, column_gain, partials>(problem, tensors, first,
+      backward_rows<T, centred, column_gain, partials>(problem, tensors, first,
                                                        std::min(end, first + run_rows),
-                                                       {run, run + n, nullptr, nullptr}, buffer);
+                                                       {run, run + n, nullptr, nullptr});
 #pragma omp simd
       for (std::int64_t i = 0; i < n; ++i) {
         gain_sums[i] += static_cast<double>(run[i]);
@@ -273,16 +264,11 @@ void backward_block(const NormProblem<S>& problem, const BackwardTensors<S>& ten
 
 // Rows [begin, end) without dgain/dbias; or, with dgain/dbias, the blocks [begin, end), each
 // block's sums written to its slot of `partial`.
-template <typename S>
-NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<S>& problem,
-                                        const BackwardTensors<S>& tensors, bool centred,
+template <typename T>
+NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<T>& problem,
+                                        const BackwardTensors<T>& tensors, bool centred,
                                         Partials partials, std::int64_t begin, std::int64_t end,
                                         std::int64_t block_rows, double* partial) {
-  using T = compute_t<S>;
-  std::vector<T> fallback;
-  T* buffer = widens<S> ? kept_scratch<T, Buffer::WidenedRows>(
-                              static_cast<std::size_t>(3 * problem.n), fallback)
-                        : nullptr;
   const bool column_gain = problem.channels == 0 && problem.gain != nullptr;
   const std::int64_t width = problem.channels > 0 ? problem.channels : problem.n;
   const auto blocks = [&](auto centred_flag, auto column_gain_flag, auto partials_flag) {
@@ -290,10 +276,10 @@ NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<S>& problem,
       double* gain_sums = partial + block * 2 * width;
       std::fill(gain_sums, gain_sums + 2 * width, 0.0);
       const std::int64_t first = block * block_rows;
-      backward_block<S, decltype(centred_flag)::value, decltype(column_gain_flag)::value,
+      backward_block<T, decltype(centred_flag)::value, decltype(column_gain_flag)::value,
                      decltype(partials_flag)::value>(problem, tensors, first,
                                                      std::min(problem.rows, first + block_rows),
-                                                     gain_sums, gain_sums + width, buffer);
+                                                     gain_sums, gain_sums + width);
     }
   };
   with_flag(centred, [&](auto centred_flag) {
@@ -302,8 +288,8 @@ NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<S>& problem,
       constexpr bool column_gain_value = decltype(column_gain_flag)::value;
       with_partials(partials, [&](auto partials_flag) {
         if constexpr (decltype(partials_flag)::value == Partials::None)
-          backward_rows<S, centred_value, column_gain_value, Partials::None>(
-              problem, tensors, begin, end, {}, buffer);
+          backward_rows<T, centred_value, column_gain_value, Partials::None>(problem, tensors,
+                                                                             begin, end, {});
         else
           blocks(centred_flag, column_gain_flag, partials_flag);
       });
@@ -311,10 +297,9 @@ NORMGRAD_ROW_KERNEL void backward_range(const NormProblem<S>& problem,
   });
 }
 
-template <typename S>
-void norm_backward_typed(const NormProblem<S>& problem, const BackwardTensors<S>& tensors, S* dgain,
-                         S* dbias, bool centred) {
-  using T = compute_t<S>;
+template <typename T>
+void norm_backward_typed(const NormProblem<T>& problem, const BackwardTensors<T>& tensors, T* dgain,
+                         T* dbias, bool centred) {
   const std::int64_t rows = problem.rows, n = problem.n;
   if (dgain == nullptr && dbias == nullptr) {
     parallel_for(rows, n, [&](std::int64_t begin, std::int64_t end) {
@@ -347,9 +332,8 @@ void norm_backward_typed(const NormProblem<S>& problem, const BackwardTensors<S>
     for (std::int64_t i = 0; i < slot; ++i) total[i] += source[i];
   }
   for (std::int64_t i = 0; i < width; ++i) {
-    // Through T first: bfloat16 gets the float32 kernel's sums, rounded once more.
-    if (dgain != nullptr) dgain[i] = static_cast<S>(static_cast<T>(total[i]));
-    if (dbias != nullptr) dbias[i] = static_cast<S>(static_cast<T>(total[width + i]));
+    if (dgain != nullptr) dgain[i] = static_cast<T>(total[i]);
+    if (dbias != nullptr) dbias[i] = static_cast<T>(total[width + i]);
   }
 }
 
@@ -365,22 +349,26 @@ void CpuBackend::norm_backward(const NormParams& params, const TensorRef& dx,
                rstd.dtype == statistics,
            op, "dtypes differ: x ", x.dtype, ", dx ", dx.dtype, ", dy ", dy.dtype, ", mean ",
            mean.dtype, ", rstd ", rstd.dtype, " (mean and rstd must be ", statistics, ")");
-  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using T = compute_t<S>;
-    AffineStorage<T> affine;
-    const NormProblem<S> problem = make_problem<S>(params, x, gain, nullptr, op, affine);
+  if (any_bfloat16({&dx, &dy, &x})) {  // mean and rstd are float32 already
+    Float32Copies f(*this);
+    norm_backward(params, f.output(dx), f.output(dgain), f.output(dbias), f.input(dy), f.input(x),
+                  mean, rstd, f.input(gain));
+    return f.finish();
+  }
+  dispatch_floating(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const NormProblem<T> problem = make_problem<T>(params, x, gain, nullptr, op);
     check_affine({dgain, dbias}, x.dtype, params.channels > 0 ? params.channels : problem.n,
                  "dgain and dbias", op);
-    BackwardTensors<S> tensors;
-    tensors.dx = dx.ptr<S>();
-    tensors.dy = dy.ptr<const S>();
+    BackwardTensors<T> tensors;
+    tensors.dx = dx.ptr<T>();
+    tensors.dy = dy.ptr<const T>();
     tensors.dx_stride = norm_row_stride(dx, problem.rows, problem.n, op, "dx");
     tensors.dy_stride = norm_row_stride(dy, problem.rows, problem.n, op, "dy");
     tensors.mean = mean.ptr<const T>();
     tensors.rstd = rstd.ptr<const T>();
-    norm_backward_typed(problem, tensors, dgain != nullptr ? dgain->ptr<S>() : nullptr,
-                        dbias != nullptr ? dbias->ptr<S>() : nullptr, params.centred);
+    norm_backward_typed(problem, tensors, dgain != nullptr ? dgain->ptr<T>() : nullptr,
+                        dbias != nullptr ? dbias->ptr<T>() : nullptr, params.centred);
   });
 }
 

@@ -1,6 +1,5 @@
 // The fused normalisers' forward pass: the row statistic, then the normalised row, one row at
-// a time (norm_rows.h has the formulas and the precision argument), in float32, float64 or
-// bfloat16 (widened a row at a time, bfloat16_rows.h).
+// a time (norm_rows.h has the formulas and the precision argument).
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/cpu/bfloat16_rows.h"
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
 #include "backends/cpu/strided_loop.h"
@@ -48,13 +46,12 @@ void write_normalised_row(T* y, const T* x, std::int64_t n, T head, T tail, T sc
   }
 }
 
-template <typename S, bool centred, bool column_gain, bool column_bias>
-void forward_rows(const NormProblem<S>& problem, S* y, std::int64_t y_stride, compute_t<S>* mean,
-                  compute_t<S>* rstd, std::int64_t begin, std::int64_t end, compute_t<S>* buffer) {
-  using T = compute_t<S>;
+template <typename T, bool centred, bool column_gain, bool column_bias>
+void forward_rows(const NormProblem<T>& problem, T* y, std::int64_t y_stride, T* mean, T* rstd,
+                  std::int64_t begin, std::int64_t end) {
   const std::int64_t n = problem.n;
   for (std::int64_t row = begin; row < end; ++row) {
-    const T* x_row = row_values(problem.x + row * problem.x_stride, n, buffer);
+    const T* x_row = problem.x + row * problem.x_stride;
     double mu = 0, inverse_r = 0;
     if constexpr (centred) {
       const double count = static_cast<double>(n);
@@ -70,46 +67,33 @@ void forward_rows(const NormProblem<S>& problem, S* y, std::int64_t y_stride, co
     }
     const T head = static_cast<T>(mu);
     const T tail = static_cast<T>(mu - static_cast<double>(head));
-    S* y_row = y + row * y_stride;
-    T* y_values = output_row(y_row, buffer + n);
     write_normalised_row<T, centred, column_gain, column_bias>(
-        y_values, x_row, n, head, tail, static_cast<T>(inverse_r), problem.gain, problem.bias,
-        problem.row_gain(row), problem.row_bias(row));
-    store_row(y_row, y_values, n);
+        y + row * y_stride, x_row, n, head, tail, static_cast<T>(inverse_r), problem.gain,
+        problem.bias, problem.row_gain(row), problem.row_bias(row));
     mean[row] = head;
     rstd[row] = static_cast<T>(inverse_r);
   }
 }
 
-// Scratch memory (kept_scratch.h): the rows of a bfloat16 call, widened.
-enum class ForwardScratch { WidenedRows };
-
 // Rows [begin, end), the flags turned into template arguments inside the clone.
-template <typename S>
-NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<S>& problem, S* y, std::int64_t y_stride,
-                                       compute_t<S>* mean, compute_t<S>* rstd, bool centred,
-                                       std::int64_t begin, std::int64_t end) {
-  using T = compute_t<S>;
-  // A bfloat16 row and its output row in float32.
-  std::vector<T> fallback;
-  T* buffer = widens<S> ? kept_scratch<T, ForwardScratch::WidenedRows>(
-                              static_cast<std::size_t>(2 * problem.n), fallback)
-                        : nullptr;
+template <typename T>
+NORMGRAD_ROW_KERNEL void forward_range(const NormProblem<T>& problem, T* y, std::int64_t y_stride,
+                                       T* mean, T* rstd, bool centred, std::int64_t begin,
+                                       std::int64_t end) {
   const bool column = problem.channels == 0;
   with_flag(centred, [&](auto centred_flag) {
     with_flag(column && problem.gain != nullptr, [&](auto column_gain) {
       with_flag(column && problem.bias != nullptr, [&](auto column_bias) {
-        forward_rows<S, decltype(centred_flag)::value, decltype(column_gain)::value,
-                     decltype(column_bias)::value>(problem, y, y_stride, mean, rstd, begin, end,
-                                                   buffer);
+        forward_rows<T, decltype(centred_flag)::value, decltype(column_gain)::value,
+                     decltype(column_bias)::value>(problem, y, y_stride, mean, rstd, begin, end);
       });
     });
   });
 }
 
-template <typename S>
-void norm_forward_typed(const NormProblem<S>& problem, S* y, std::int64_t y_stride,
-                        compute_t<S>* mean, compute_t<S>* rstd, bool centred) {
+template <typename T>
+void norm_forward_typed(const NormProblem<T>& problem, T* y, std::int64_t y_stride, T* mean,
+                        T* rstd, bool centred) {
   parallel_for(problem.rows, problem.n, [&](std::int64_t begin, std::int64_t end) {
     forward_range(problem, y, y_stride, mean, rstd, centred, begin, end);
   });
@@ -125,13 +109,16 @@ void CpuBackend::norm_forward(const NormParams& params, const TensorRef& y, cons
   NG_CHECK(y.dtype == x.dtype && mean.dtype == statistics && rstd.dtype == statistics, op,
            "dtypes differ: x ", x.dtype, ", y ", y.dtype, ", mean ", mean.dtype, ", rstd ",
            rstd.dtype, " (mean and rstd must be ", statistics, ")");
-  dispatch_floating_or_bfloat16(x.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using T = compute_t<S>;
-    AffineStorage<T> affine;
-    const NormProblem<S> problem = make_problem<S>(params, x, gain, bias, op, affine);
+  if (any_bfloat16({&y, &x})) {  // mean and rstd are float32 already
+    Float32Copies f(*this);
+    norm_forward(params, f.output(y), mean, rstd, f.input(x), f.input(gain), f.input(bias));
+    return f.finish();
+  }
+  dispatch_floating(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const NormProblem<T> problem = make_problem<T>(params, x, gain, bias, op);
     const std::int64_t y_stride = norm_row_stride(y, problem.rows, problem.n, op, "y");
-    norm_forward_typed(problem, y.ptr<S>(), y_stride, mean.ptr<T>(), rstd.ptr<T>(), params.centred);
+    norm_forward_typed(problem, y.ptr<T>(), y_stride, mean.ptr<T>(), rstd.ptr<T>(), params.centred);
   });
 }
 

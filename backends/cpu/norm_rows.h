@@ -36,20 +36,14 @@
 // row with a mean of 1e6 and a spread of 1e-2 keeps its precision. The mean saved for backward
 // is only the head; backward recovers the tail as sum(a - head) / n in the same pass as its
 // other row sums.
-//
-// bfloat16 rows are widened one at a time into a float32 buffer of the thread's and computed as
-// float32 rows are (bfloat16_rows.h); the saved mean and rstd, and the sums, are float32. So a
-// bfloat16 call gives the float32 kernel's results on the same values, each rounded once.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
-#include <vector>
 
 #include "backends/backend.h"
-#include "backends/cpu/bfloat16_rows.h"
 #include "backends/norm_layout.h"
 #include "base/error.h"
 
@@ -71,11 +65,8 @@ template <typename Function> decltype(auto) with_flag(bool flag, Function&& func
   return function(std::false_type{});
 }
 
-// What every row kernel needs, as raw pointers; gain and bias may be null. x is stored as S
-// and computed in T = compute_t<S> (bfloat16_rows.h); gain and bias are given in T, widened
-// once for the call where they are bfloat16 (affine_values).
-template <typename S> struct NormProblem {
-  using T = compute_t<S>;
+// What every row kernel needs, as raw pointers; gain and bias may be null.
+template <typename T> struct NormProblem {
   std::int64_t rows = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;  // RMS family: values that give the statistic
@@ -83,7 +74,7 @@ template <typename S> struct NormProblem {
   double eps = 0;
   bool eps_inside_sqrt = true;
   std::int64_t channels = 0;  // > 0: gain and bias per channel, channel = row % channels
-  const S* x = nullptr;
+  const T* x = nullptr;
   std::int64_t x_stride = 0;  // row r of x at x + r x_stride (backends/norm_layout.h)
   const T* gain = nullptr;
   const T* bias = nullptr;
@@ -160,24 +151,10 @@ inline void check_affine(std::initializer_list<const TensorRef*> operands, DType
   }
 }
 
-// A gain-shaped operand's values in the compute type: its own, or for bfloat16 a float32 copy
-// in `storage` (n values, small beside the rows). Null stays null.
-template <typename S>
-const compute_t<S>* affine_values(const TensorRef* operand, std::vector<compute_t<S>>& storage) {
-  if (operand == nullptr) return nullptr;
-  if constexpr (widens<S>) storage.resize(static_cast<std::size_t>(operand->numel()));
-  return row_values(operand->ptr<const S>(), operand->numel(), storage.data());
-}
-
-// The float32 copies of a bfloat16 gain and bias, which a problem points into: they must
-// outlive it.
-template <typename T> struct AffineStorage { std::vector<T> gain, bias; };
-
-template <typename S>
-NormProblem<S> make_problem(const NormParams& params, const TensorRef& x, const TensorRef* gain,
-                            const TensorRef* bias, const char* op,
-                            AffineStorage<compute_t<S>>& storage) {
-  NormProblem<S> problem;
+template <typename T>
+NormProblem<T> make_problem(const NormParams& params, const TensorRef& x, const TensorRef* gain,
+                            const TensorRef* bias, const char* op) {
+  NormProblem<T> problem;
   problem.n = x.rank() == 0 ? 1 : x.shape.back();
   problem.rows = problem.n == 0 ? 0 : x.numel() / problem.n;
   problem.k = params.centred ? problem.n : params.k;
@@ -185,8 +162,10 @@ NormProblem<S> make_problem(const NormParams& params, const TensorRef& x, const 
   problem.eps = params.eps;
   problem.eps_inside_sqrt = params.eps_inside_sqrt;
   problem.channels = params.channels;
-  problem.x = x.ptr<const S>();
+  problem.x = x.ptr<const T>();
   problem.x_stride = norm_row_stride(x, problem.rows, problem.n, op, "x");
+  problem.gain = gain != nullptr ? gain->ptr<const T>() : nullptr;
+  problem.bias = bias != nullptr ? bias->ptr<const T>() : nullptr;
   NG_CHECK(problem.k >= 0 && problem.k <= problem.n, op, "k = ", problem.k, " must lie in [0, ",
            problem.n, "]");
   NG_CHECK(params.centred || params.divisor > 0, op, "divisor must be positive, got ",
@@ -194,8 +173,6 @@ NormProblem<S> make_problem(const NormParams& params, const TensorRef& x, const 
   NG_CHECK(params.channels >= 0, op, "channels must be >= 0, got ", params.channels);
   check_affine({gain, bias}, x.dtype, params.channels > 0 ? params.channels : problem.n,
                "gain and bias", op);
-  problem.gain = affine_values<S>(gain, storage.gain);
-  problem.bias = affine_values<S>(bias, storage.bias);
   return problem;
 }
 

@@ -65,9 +65,13 @@ void CpuBackend::normed_gru_cell_forward(const GruStateNorms& norms, const Tenso
                                          const TensorRef& statistics, const TensorRef& gx,
                                          const TensorRef& gh, const TensorRef& h_prev,
                                          const TensorRef* mask) {
-  if (any_bfloat16({&h, &gx, &gh, &h_prev}))
-    return widened::normed_gru_cell_forward(*this, norms, h, activations, normalised, statistics,
-                                            gx, gh, h_prev, mask);
+  if (any_bfloat16({&h, &gx, &gh, &h_prev})) {
+    Float32Copies f(*this);
+    normed_gru_cell_forward(f.input(norms), f.output(h), f.output(activations),
+                            f.output(normalised), f.output(statistics), f.input(gx), f.input(gh),
+                            f.input(h_prev), f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu normed_gru_cell_forward";
   const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
                                                   gx, gh, h_prev, mask);
@@ -87,9 +91,14 @@ void CpuBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Tens
                                           const TensorRef& activations, const TensorRef& normalised,
                                           const TensorRef& statistics, const TensorRef& gh,
                                           const TensorRef& h_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dh, &gh, &h_prev, &dgx}))
-    return widened::normed_gru_cell_backward(*this, norms, dgx, dgh, dh_prev, affine, dh,
-                                             activations, normalised, statistics, gh, h_prev, mask);
+  if (any_bfloat16({&dh, &gh, &h_prev, &dgx})) {
+    Float32Copies f(*this);
+    normed_gru_cell_backward(f.input(norms), f.output(dgx), f.output(dgh), f.output(dh_prev),
+                             f.output(affine), f.input(dh), f.input(activations),
+                             f.input(normalised), f.input(statistics), f.input(gh), f.input(h_prev),
+                             f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu normed_gru_cell_backward";
   const auto [rows, H] =
       check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,

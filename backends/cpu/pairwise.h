@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "backends/compute_type.h"
 #include "backends/cpu/elementwise_math.h"
 #include "backends/cpu/strided_loop.h"
 
@@ -42,12 +41,9 @@ namespace pairwise_detail {
 
 // The base case: eight interleaved accumulators, kept in registers as named locals (an array
 // would live in memory), combined as ((a0 a1)(a2 a3))((a4 a5)(a6 a7)). 8 <= n <= 128.
-template <typename Combine, bool unit_stride, typename S>
-compute_t<S> reduce_block(const S* x, std::int64_t n, std::int64_t stride) {
-  using T = compute_t<S>;
-  const auto at = [x, stride](std::int64_t i) {
-    return static_cast<T>(unit_stride ? x[i] : x[i * stride]);
-  };
+template <typename Combine, bool unit_stride, typename T>
+T reduce_block(const T* x, std::int64_t n, std::int64_t stride) {
+  const auto at = [x, stride](std::int64_t i) { return unit_stride ? x[i] : x[i * stride]; };
   T a0 = at(0), a1 = at(1), a2 = at(2), a3 = at(3), a4 = at(4), a5 = at(5), a6 = at(6), a7 = at(7);
   std::int64_t i = 8;
   for (; i + 8 <= n; i += 8) {
@@ -68,11 +64,9 @@ compute_t<S> reduce_block(const S* x, std::int64_t n, std::int64_t stride) {
 
 }  // namespace pairwise_detail
 
-// Reduces x[0], x[stride], ..., x[(n - 1) stride] for n >= 1, in the compute type of the stored
-// type S (float32 for bfloat16, whose values are widened as they are loaded).
-template <typename Combine, typename S>
-compute_t<S> reduce_row(const S* x, std::int64_t n, std::int64_t stride) {
-  using T = compute_t<S>;
+// Reduces x[0], x[stride], ..., x[(n - 1) stride] for n >= 1.
+template <typename Combine, typename T>
+T reduce_row(const T* x, std::int64_t n, std::int64_t stride) {
   if (n > pairwise_block) {
     // The left half first: memory is then read in ascending order, as prefetchers expect
     // (the order of evaluation of function arguments is unspecified).
@@ -81,9 +75,8 @@ compute_t<S> reduce_row(const S* x, std::int64_t n, std::int64_t stride) {
     return Combine::combine(left_result, reduce_row<Combine>(x + left * stride, n - left, stride));
   }
   if (n < 8) {
-    T result = static_cast<T>(x[0]);
-    for (std::int64_t i = 1; i < n; ++i)
-      result = Combine::combine(result, static_cast<T>(x[i * stride]));
+    T result = x[0];
+    for (std::int64_t i = 1; i < n; ++i) result = Combine::combine(result, x[i * stride]);
     return result;
   }
   return stride == 1 ? pairwise_detail::reduce_block<Combine, true>(x, n, stride)
@@ -114,9 +107,8 @@ T combine_subtrees(std::int64_t n, const std::vector<T>& results, std::size_t& n
 }  // namespace pairwise_detail
 
 // reduce_row, with the subtrees of at most parallel_subtree elements spread over threads.
-template <typename Combine, typename S>
-compute_t<S> reduce_row_parallel(const S* x, std::int64_t n, std::int64_t stride) {
-  using T = compute_t<S>;
+template <typename Combine, typename T>
+T reduce_row_parallel(const T* x, std::int64_t n, std::int64_t stride) {
   if (n <= 2 * parallel_subtree || threads_for(n, 1) <= 1) return reduce_row<Combine>(x, n, stride);
   std::vector<std::pair<std::int64_t, std::int64_t>> subtrees;
   pairwise_detail::collect_subtrees(0, n, subtrees);

@@ -115,7 +115,11 @@ void avg_backward_plane(const PoolPlanes& p, const Window2d& k, T* dx, const T* 
 
 void CpuBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, const TensorRef& in,
                             const Window2d& window) {
-  if (any_bfloat16({&out, &in})) return widened::max_pool2d(*this, out, indices, in, window);
+  if (any_bfloat16({&out, &in})) {
+    Float32Copies f(*this);
+    max_pool2d(f.output(out), indices, f.input(in), window);
+    return f.finish();
+  }
   const char* op = "cpu max_pool2d";
   const PoolPlanes p = pool_planes(in, out, op);
   NG_CHECK(indices.dtype == DType::Int64 && indices.shape == out.shape, op,
@@ -141,7 +145,11 @@ void CpuBackend::max_pool2d(const TensorRef& out, const TensorRef& indices, cons
 
 void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                      const TensorRef& indices) {
-  if (any_bfloat16({&dx, &dy})) return widened::max_pool2d_backward(*this, dx, dy, indices);
+  if (any_bfloat16({&dx, &dy})) {
+    Float32Copies f(*this);
+    max_pool2d_backward(f.output(dx), f.input(dy), indices);
+    return f.finish();
+  }
   const char* op = "cpu max_pool2d_backward";
   const PoolPlanes p = pool_planes(dx, dy, op);
   NG_CHECK(indices.dtype == DType::Int64 && indices.shape == dy.shape, op,
@@ -166,7 +174,11 @@ void CpuBackend::max_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
 }
 
 void CpuBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Window2d& window) {
-  if (any_bfloat16({&out, &in})) return widened::avg_pool2d(*this, out, in, window);
+  if (any_bfloat16({&out, &in})) {
+    Float32Copies f(*this);
+    avg_pool2d(f.output(out), f.input(in), window);
+    return f.finish();
+  }
   const char* op = "cpu avg_pool2d";
   const PoolPlanes p = pool_planes(in, out, op);
   dispatch_floating(in.dtype, op, [&](auto tag) {
@@ -182,7 +194,11 @@ void CpuBackend::avg_pool2d(const TensorRef& out, const TensorRef& in, const Win
 
 void CpuBackend::avg_pool2d_backward(const TensorRef& dx, const TensorRef& dy,
                                      const Window2d& window) {
-  if (any_bfloat16({&dx, &dy})) return widened::avg_pool2d_backward(*this, dx, dy, window);
+  if (any_bfloat16({&dx, &dy})) {
+    Float32Copies f(*this);
+    avg_pool2d_backward(f.output(dx), f.input(dy), window);
+    return f.finish();
+  }
   const char* op = "cpu avg_pool2d_backward";
   const PoolPlanes p = pool_planes(dx, dy, op);
   dispatch_floating(dx.dtype, op, [&](auto tag) {

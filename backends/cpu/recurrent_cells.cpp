@@ -22,8 +22,12 @@ namespace normgrad::backend::cpu {
 void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
                                   const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
                                   const TensorRef* mask) {
-  if (any_bfloat16({&h, &gx, &gh, &h_prev}))
-    return widened::gru_cell_forward(*this, h, activations, gx, gh, h_prev, mask);
+  if (any_bfloat16({&h, &gx, &gh, &h_prev})) {
+    Float32Copies f(*this);
+    gru_cell_forward(f.output(h), f.output(activations), f.input(gx), f.input(gh), f.input(h_prev),
+                     f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu gru_cell_forward";
   const StepExtent extent = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
   const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
@@ -60,8 +64,12 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
                                    const TensorRef& dh_prev, const TensorRef& dh,
                                    const TensorRef& activations, const TensorRef& gh,
                                    const TensorRef& h_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dh, &gh, &h_prev, &dgx}))
-    return widened::gru_cell_backward(*this, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
+  if (any_bfloat16({&dh, &gh, &h_prev, &dgx})) {
+    Float32Copies f(*this);
+    gru_cell_backward(f.output(dgx), f.output(dgh), f.output(dh_prev), f.input(dh),
+                      f.input(activations), f.input(gh), f.input(h_prev), f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu gru_cell_backward";
   const StepExtent extent =
       check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
@@ -102,8 +110,12 @@ void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
 void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
                                    const TensorRef& gates, const TensorRef& c_prev,
                                    const TensorRef* mask) {
-  if (any_bfloat16({&c, &gates, &c_prev}))
-    return widened::lstm_cell_forward(*this, c, activations, gates, c_prev, mask);
+  if (any_bfloat16({&c, &gates, &c_prev})) {
+    Float32Copies f(*this);
+    lstm_cell_forward(f.output(c), f.output(activations), f.input(gates), f.input(c_prev),
+                      f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu lstm_cell_forward";
   const StepExtent extent = check_lstm_forward(op, c, activations, gates, c_prev, mask);
   const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
@@ -132,11 +144,14 @@ void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activati
 void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
                                     const TensorRef& dc, const TensorRef& activations,
                                     const TensorRef& c_prev, const TensorRef* mask) {
-  if (any_bfloat16({&dc, &c_prev, &dgates}))
-    return widened::lstm_cell_backward(*this, dgates, dc_prev, dc, activations, c_prev, mask);
+  if (any_bfloat16({&dc, &c_prev, &dgates})) {
+    Float32Copies f(*this);
+    lstm_cell_backward(f.output(dgates), f.output(dc_prev), f.input(dc), f.input(activations),
+                       f.input(c_prev), f.input(mask));
+    return f.finish();
+  }
   const char* op = "cpu lstm_cell_backward";
-  const StepExtent extent =
-      check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
+  const StepExtent extent = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
   const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
   dispatch_floating(dc.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;

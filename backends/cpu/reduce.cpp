@@ -10,16 +10,14 @@
 //                region are combined into a vector of partial results, pairwise over the rows,
 //                so the inner loop runs over unit-stride columns and vectorises.
 // Sums accumulate in the input's own type (float32 stays float32: pairwise, its error grows like
-// log2(n) eps rather than n eps); bfloat16 values are widened as they are loaded, combined in
-// float32, and each output rounded once. Work is divided over outputs (or, for a single long row,
-// over fixed pairwise subtrees), never over the order of operations inside one output, so results
+// log2(n) eps rather than n eps). Work is divided over outputs (or, for a single long row, over
+// fixed pairwise subtrees), never over the order of operations inside one output, so results
 // do not depend on the thread count.
 
 #include <algorithm>
 #include <vector>
 
-#include "backends/compute_type.h"
-#include "backends/cpu/bfloat16_rows.h"
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/strided_loop.h"
@@ -44,12 +42,11 @@ inline std::int64_t region_offset(const StridedLayout<1>& region, std::int64_t i
   return offsets_of(region, index)[0];
 }
 
-// Reduces the whole region of S values that starts at `first`, in T = compute_t<S>; the region
-// has at least one element.
-template <typename Combine, typename S, typename T = compute_t<S>>
+// Reduces the whole region that starts at `first`; the region has at least one element.
+template <typename Combine, typename T>
 T reduce_region(const char* first, const StridedLayout<1>& region, bool may_fork) {
-  const S* x = reinterpret_cast<const S*>(first);
-  if (region.rank == 0) return static_cast<T>(x[0]);
+  const T* x = reinterpret_cast<const T*>(first);
+  if (region.rank == 0) return x[0];
   const std::int64_t row_size = region.sizes[region.rank - 1];
   const std::int64_t stride = region.inner_strides[0];
   if (region.rank == 1)
@@ -59,12 +56,12 @@ T reduce_region(const char* first, const StridedLayout<1>& region, bool may_fork
   const auto reduce_rows = [&](auto& self, std::int64_t begin, std::int64_t end) -> T {
     if (end - begin <= 8) {
       T result = reduce_row<Combine>(
-          reinterpret_cast<const S*>(first + offsets_of(region, begin * row_size)[0]), row_size,
+          reinterpret_cast<const T*>(first + offsets_of(region, begin * row_size)[0]), row_size,
           stride);
       for (std::int64_t r = begin + 1; r < end; ++r)
         result = Combine::combine(
             result, reduce_row<Combine>(
-                        reinterpret_cast<const S*>(first + offsets_of(region, r * row_size)[0]),
+                        reinterpret_cast<const T*>(first + offsets_of(region, r * row_size)[0]),
                         row_size, stride));
       return result;
     }
@@ -75,19 +72,18 @@ T reduce_region(const char* first, const StridedLayout<1>& region, bool may_fork
   return reduce_rows(reduce_rows, 0, region.numel / row_size);
 }
 
-// out = finish(reduce(region)) for every output, each on its own; finish takes and gives the
-// compute type, and its result is rounded once to S as it is stored.
-template <typename Combine, typename S, typename Finish>
+// out = finish(reduce(region)) for every output, each on its own.
+template <typename Combine, typename T, typename Finish>
 void row_plan(const ReducePlan& plan, const TensorRef& out, const TensorRef& in, Finish finish) {
   const std::int64_t outputs = plan.kept.numel;
   // Many outputs: threads take whole outputs. Few: each output forks over its subtrees.
   const bool fork_inside = outputs < omp_get_max_threads();
   const auto kernel = [&](const std::array<char*, 2>& pointers, const std::int64_t* strides,
                           std::int64_t count, std::int64_t) {
-    S* o = reinterpret_cast<S*>(pointers[0]);
+    T* o = reinterpret_cast<T*>(pointers[0]);
     for (std::int64_t i = 0; i < count; ++i)
-      o[i * strides[0]] = static_cast<S>(finish(reduce_region<Combine, S>(
-          pointers[1] + i * strides[1] * std::int64_t{sizeof(S)}, plan.region, fork_inside)));
+      o[i * strides[0]] = finish(reduce_region<Combine, T>(
+          pointers[1] + i * strides[1] * std::int64_t{sizeof(T)}, plan.region, fork_inside));
   };
   const std::array<char*, 2> base{static_cast<char*>(out.data), static_cast<char*>(in.data)};
   if (fork_inside) {
@@ -99,49 +95,44 @@ void row_plan(const ReducePlan& plan, const TensorRef& out, const TensorRef& in,
   }
 }
 
-// Combines rows [begin, end) of the region, each `width` unit-stride columns of S from `first`,
-// into result[0, width) of T = compute_t<S>; scratch holds one vector per recursion level below
-// this one.
-template <typename Combine, typename S, typename T>
+// Combines rows [begin, end) of the region, each `width` unit-stride columns from `first`,
+// into result[0, width); scratch holds one vector per recursion level below this one.
+template <typename Combine, typename T>
 void combine_rows(const char* first, const StridedLayout<1>& region, std::int64_t begin,
                   std::int64_t end, std::int64_t width, T* result, T* scratch) {
   if (end - begin <= 8) {
-    const S* rows[8];
+    const T* rows[8];
     for (std::int64_t r = begin; r < end; ++r)
-      rows[r - begin] = reinterpret_cast<const S*>(first + region_offset(region, r));
+      rows[r - begin] = reinterpret_cast<const T*>(first + region_offset(region, r));
     if (end - begin == 8) {  // one pass over eight rows: eight streams in flight at once
 #pragma omp simd
       for (std::int64_t j = 0; j < width; ++j) {
-        const auto at = [&](int r) { return static_cast<T>(rows[r][j]); };
-        T value = Combine::combine(at(0), at(1));
-        value = Combine::combine(value, at(2));
-        value = Combine::combine(value, at(3));
-        value = Combine::combine(value, at(4));
-        value = Combine::combine(value, at(5));
-        value = Combine::combine(value, at(6));
-        result[j] = Combine::combine(value, at(7));
+        T value = Combine::combine(rows[0][j], rows[1][j]);
+        value = Combine::combine(value, rows[2][j]);
+        value = Combine::combine(value, rows[3][j]);
+        value = Combine::combine(value, rows[4][j]);
+        value = Combine::combine(value, rows[5][j]);
+        value = Combine::combine(value, rows[6][j]);
+        result[j] = Combine::combine(value, rows[7][j]);
       }
       return;
     }
-#pragma omp simd
-    for (std::int64_t j = 0; j < width; ++j) result[j] = static_cast<T>(rows[0][j]);
+    std::copy(rows[0], rows[0] + width, result);
     for (std::int64_t r = 1; r < end - begin; ++r) {
 #pragma omp simd
-      for (std::int64_t j = 0; j < width; ++j)
-        result[j] = Combine::combine(result[j], static_cast<T>(rows[r][j]));
+      for (std::int64_t j = 0; j < width; ++j) result[j] = Combine::combine(result[j], rows[r][j]);
     }
     return;
   }
   const std::int64_t middle = begin + (end - begin) / 2;
-  combine_rows<Combine, S>(first, region, begin, middle, width, result, scratch + width);
-  combine_rows<Combine, S>(first, region, middle, end, width, scratch, scratch + width);
+  combine_rows<Combine>(first, region, begin, middle, width, result, scratch + width);
+  combine_rows<Combine>(first, region, middle, end, width, scratch, scratch + width);
 #pragma omp simd
   for (std::int64_t j = 0; j < width; ++j) result[j] = Combine::combine(result[j], scratch[j]);
 }
 
-template <typename Combine, typename S, typename Finish>
+template <typename Combine, typename T, typename Finish>
 void column_plan(const ReducePlan& plan, const TensorRef& out, const TensorRef& in, Finish finish) {
-  using T = compute_t<S>;
   const std::int64_t columns = plan.kept.sizes[plan.kept.rank - 1];
   const std::int64_t out_stride = plan.kept.inner_strides[0];
   const std::int64_t blocks_per_row = (columns + column_block - 1) / column_block;
@@ -158,44 +149,42 @@ void column_plan(const ReducePlan& plan, const TensorRef& out, const TensorRef& 
           const std::int64_t width = std::min(column_block, columns - column);
           const auto offsets = offsets_of(plan.kept, line * columns);
           const char* first =
-              static_cast<const char*>(in.data) + offsets[1] + column * std::int64_t{sizeof(S)};
-          combine_rows<Combine, S>(first, plan.region, 0, rows, width, buffers.data(),
-                                   buffers.data() + width);
-          S* o =
-              reinterpret_cast<S*>(static_cast<char*>(out.data) + offsets[0]) + column * out_stride;
-          for (std::int64_t j = 0; j < width; ++j)
-            store_value(o, j * out_stride, finish(buffers[j]));
+              static_cast<const char*>(in.data) + offsets[1] + column * std::int64_t{sizeof(T)};
+          combine_rows<Combine>(first, plan.region, 0, rows, width, buffers.data(),
+                                buffers.data() + width);
+          T* o =
+              reinterpret_cast<T*>(static_cast<char*>(out.data) + offsets[0]) + column * out_stride;
+          for (std::int64_t j = 0; j < width; ++j) o[j * out_stride] = finish(buffers[j]);
         }
       });
 }
 
-template <typename Combine, typename S, typename Finish>
+template <typename Combine, typename T, typename Finish>
 void reduce_values(const ReducePlan& plan, const TensorRef& out, const TensorRef& in,
                    Finish finish) {
   const bool column_fits = plan.kept.rank > 0 && plan.kept.inner_strides[1] == 1 &&
                            plan.kept.sizes[plan.kept.rank - 1] >= min_column_width &&
                            plan.region.rank > 0 && plan.region.inner_strides[0] != 1;
   if (column_fits)
-    column_plan<Combine, S>(plan, out, in, finish);
+    column_plan<Combine, T>(plan, out, in, finish);
   else
-    row_plan<Combine, S>(plan, out, in, finish);
+    row_plan<Combine, T>(plan, out, in, finish);
 }
 
 // ArgMax/ArgMin along one dim of size n and stride `stride` (elements): the first index of the
-// extreme value, where a NaN counts as more extreme than any number. S values compare in
-// T = compute_t<S>.
-template <typename S, bool is_max, typename T = compute_t<S>>
+// extreme value, where a NaN counts as more extreme than any number.
+template <typename T, bool is_max>
 void arg_reduce(const ReducePlan& plan, const TensorRef& out, const TensorRef& in, std::int64_t n,
                 std::int64_t stride) {
   const auto kernel = [&](const std::array<char*, 2>& pointers, const std::int64_t* strides,
                           std::int64_t count, std::int64_t) {
     auto* o = reinterpret_cast<std::int64_t*>(pointers[0]);
     for (std::int64_t i = 0; i < count; ++i) {
-      const S* x = reinterpret_cast<const S*>(pointers[1]) + i * strides[1];
-      T best = static_cast<T>(x[0]);
+      const T* x = reinterpret_cast<const T*>(pointers[1]) + i * strides[1];
+      T best = x[0];
       std::int64_t best_index = 0;
       for (std::int64_t k = 1; k < n; ++k) {
-        const T value = static_cast<T>(x[k * stride]);
+        const T value = x[k * stride];
         const bool better = is_max ? value > best : value < best;
         if (better || (value != value && best == best)) {
           best = value;
@@ -215,6 +204,11 @@ void arg_reduce(const ReducePlan& plan, const TensorRef& out, const TensorRef& i
 
 void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
                         std::uint64_t reduced, double scale) {
+  if (any_bfloat16({&out, &in})) {
+    Float32Copies f(*this);
+    reduce(op, f.output(out), f.input(in), reduced, scale);
+    return f.finish();
+  }
   const int rank = static_cast<int>(in.rank());
   std::uint64_t reduced_mask = 0;
   for (int d = 0; d < rank; ++d)
@@ -239,12 +233,12 @@ void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
     }
     const std::int64_t n = dim < 0 ? 1 : in.shape[dim];
     const std::int64_t stride = dim < 0 ? 0 : in.strides[dim];
-    dispatch_storage(in.dtype, "cpu reduce", [&](auto tag) {
-      using S = typename decltype(tag)::type;
+    dispatch_any(in.dtype, "cpu reduce", [&](auto tag) {
+      using T = typename decltype(tag)::type;
       if (op == ReduceOp::ArgMax)
-        arg_reduce<S, true>(plan, out, in, n, stride);
+        arg_reduce<T, true>(plan, out, in, n, stride);
       else
-        arg_reduce<S, false>(plan, out, in, n, stride);
+        arg_reduce<T, false>(plan, out, in, n, stride);
     });
     return;
   }
@@ -255,26 +249,25 @@ void CpuBackend::reduce(ReduceOp op, const TensorRef& out, const TensorRef& in,
     fill(out, 0.0);
     return;
   }
-  dispatch_storage(in.dtype, "cpu reduce", [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using T = compute_t<S>;
+  dispatch_any(in.dtype, "cpu reduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const auto identity = [](T value) { return value; };
     switch (op) {
       case ReduceOp::Sum:
-        if (scale == 1.0) return reduce_values<SumCombine<T>, S>(plan, out, in, identity);
+        if (scale == 1.0) return reduce_values<SumCombine<T>, T>(plan, out, in, identity);
         if constexpr (std::is_floating_point_v<T>) {
           const T typed_scale = static_cast<T>(scale);
-          return reduce_values<SumCombine<T>, S>(plan, out, in,
+          return reduce_values<SumCombine<T>, T>(plan, out, in,
                                                  [=](T sum) { return sum * typed_scale; });
         } else {
-          return reduce_values<SumCombine<T>, S>(plan, out, in, [=](T sum) {
+          return reduce_values<SumCombine<T>, T>(plan, out, in, [=](T sum) {
             return static_cast<T>(static_cast<double>(sum) * scale);
           });
         }
       case ReduceOp::Max:
-        return reduce_values<MaxCombine<T>, S>(plan, out, in, identity);
+        return reduce_values<MaxCombine<T>, T>(plan, out, in, identity);
       case ReduceOp::Min:
-        return reduce_values<MinCombine<T>, S>(plan, out, in, identity);
+        return reduce_values<MinCombine<T>, T>(plan, out, in, identity);
       default:
         break;
     }

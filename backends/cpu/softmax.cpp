@@ -13,24 +13,20 @@
 // The other dims are iterated like any strided layout. When they include a unit-stride dim
 // and the softmax dim does not (softmax over dim 0 of a row-major matrix), up to 256 adjacent
 // lines are processed together, with the inner loops over the unit-stride columns. Sums are
-// kept in double (across chunks of pairwise float sums in the one-line form). bfloat16 lines are
-// widened into a float32 buffer, computed as float32 lines are and rounded back once; backward,
-// which reads nothing back, widens each value as it loads it.
+// kept in double (across chunks of pairwise float sums in the one-line form).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
-#include "backends/cpu/bfloat16_rows.h"
+#include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise_math.h"
-#include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/pairwise.h"
 #include "backends/cpu/row_kernel.h"
-#include "backends/cpu/strided_loop.h"
 #include "backends/cpu/simd/vector_exp.h"
+#include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 
 namespace normgrad::backend::cpu {
@@ -206,103 +202,47 @@ void softmax_columns(T* y, const T* x, std::int64_t n, std::int64_t so, std::int
   }
 }
 
-// One block of lines (width 1: a line) in T, as for_each_line hands it over.
 template <typename T>
-void softmax_block(T* y, const T* x, std::int64_t n, std::int64_t so, std::int64_t sx,
-                   std::int64_t width, bool log) {
-  if (width == 1) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (so == 1 && sx == 1) return softmax_contiguous_row(y, x, n, log);
-    }
-    if (so == 1 && sx == 1)
-      softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
-    else
-      softmax_line(y, x, n, so, sx, log);
-  } else {
-    softmax_columns(y, x, n, so, sx, width, log);
-  }
-}
-
-// Scratch memory (kept_scratch.h): a bfloat16 block's lines, widened.
-enum class SoftmaxScratch { WidenedLines };
-
-// The values of x and y a bfloat16 block widens at most, together: a piece of a block of
-// columns that fits L2 (each column is computed on its own, so pieces give the same results).
-// A line is widened whole, however long (kept_scratch.h allocates past its kept size).
-constexpr std::int64_t widened_values = std::int64_t{1} << 16;
-
-// A bfloat16 block, widened into float32 lines, computed and rounded back: a line as the
-// float32 kernel computes a line of the same layout (contiguous or strided code), columns a
-// piece of at most widened_values at a time.
-void softmax_widened(bfloat16* y, const bfloat16* x, std::int64_t n, std::int64_t so,
-                     std::int64_t sx, std::int64_t width, bool log) {
-  const std::int64_t piece = std::clamp<std::int64_t>(widened_values / (2 * n), 1, width);
-  std::vector<float> fallback;
-  float* xs = kept_scratch<float, SoftmaxScratch::WidenedLines>(
-      static_cast<std::size_t>(2 * n * piece), fallback);
-  if (width == 1) {
-    float* ys = xs + n;
-    widen_rows(x, n, 1, sx, xs);
-    if (so == 1 && sx == 1)
-      softmax_contiguous_row(ys, xs, n, log);
-    else
-      softmax_line(ys, xs, n, std::int64_t{1}, std::int64_t{1}, log);
-    round_rows(ys, n, 1, y, so);
-    return;
-  }
-  for (std::int64_t first = 0; first < width; first += piece) {
-    const std::int64_t columns = std::min(piece, width - first);
-    float* ys = xs + n * columns;
-    widen_rows(x + first, n, columns, sx, xs);
-    softmax_columns(ys, xs, n, columns, columns, columns, log);
-    round_rows(ys, n, columns, y + first, so);
-  }
-}
-
-// bfloat16 blocks are widened into a float32 buffer of the thread's, computed as float32 and
-// rounded back once (bfloat16_rows.h). The block is computed as the float32 kernel computes
-// the same layout: a contiguous line takes the contiguous-row code, a strided one the strided
-// code (the same arithmetic as its unit-stride form), so the results are the float32 kernel's
-// on the same values, rounded. y is read back between the passes, which is why bfloat16 is not
-// computed in place.
-template <typename S>
 void softmax_forward(const TensorRef& out, const TensorRef& in, int dim, bool log) {
   const auto plan = make_line_plan<2>({&out, &in}, dim, "cpu softmax");
   const std::int64_t n = plan.length, so = plan.strides[0], sx = plan.strides[1];
   for_each_line<2>(plan, {&out, &in},
                    [&](const std::array<char*, 2>& pointers, std::int64_t width) {
-                     S* y = reinterpret_cast<S*>(pointers[0]);
-                     const S* x = reinterpret_cast<const S*>(pointers[1]);
-                     if constexpr (widens<S>) {
-                       softmax_widened(y, x, n, so, sx, width, log);
+                     T* y = reinterpret_cast<T*>(pointers[0]);
+                     const T* x = reinterpret_cast<const T*>(pointers[1]);
+                     if (width == 1) {
+                       if constexpr (std::is_same_v<T, float>) {
+                         if (so == 1 && sx == 1) return softmax_contiguous_row(y, x, n, log);
+                       }
+                       if (so == 1 && sx == 1)
+                         softmax_line(y, x, n, std::int64_t{1}, std::int64_t{1}, log);
+                       else
+                         softmax_line(y, x, n, so, sx, log);
                      } else {
-                       softmax_block(y, x, n, so, sx, width, log);
+                       softmax_columns(y, x, n, so, sx, width, log);
                      }
                    });
 }
 
 // Backward, one line: s = sum(dy * y) (softmax) or sum(dy) (log_softmax), pairwise, then dx.
-// S values are computed in T = compute_t<S>, each widened as it is loaded and dx rounded once
-// as it is stored: nothing is read back, so bfloat16 needs no float32 buffer here.
 // unit_stride: every stride is 1, and the loops, knowing it, vectorise.
-template <bool unit_stride, typename S, typename T = compute_t<S>>
-NORMGRAD_ROW_KERNEL void softmax_backward_line(S* dx, const S* dy, const S* y, std::int64_t n,
+template <bool unit_stride, typename T>
+NORMGRAD_ROW_KERNEL void softmax_backward_line(T* dx, const T* dy, const T* y, std::int64_t n,
                                                std::int64_t dx_stride, std::int64_t dy_stride,
                                                std::int64_t y_stride, bool log) {
   const std::int64_t sdx = unit_stride ? 1 : dx_stride, sdy = unit_stride ? 1 : dy_stride,
                      sy = unit_stride ? 1 : y_stride;
-  const auto at = [](const S* values, std::int64_t index) { return static_cast<T>(values[index]); };
   T buffer[line_chunk];
   if (log) {
     const T s = reduce_row<SumCombine<T>>(dy, n, sdy);
     for (std::int64_t first = 0; first < n; first += line_chunk) {
       const std::int64_t count = std::min(line_chunk, n - first);
 #pragma omp simd
-      for (std::int64_t k = 0; k < count; ++k) buffer[k] = at(y, (first + k) * sy);
+      for (std::int64_t k = 0; k < count; ++k) buffer[k] = y[(first + k) * sy];
       exp_in_place(buffer, count);
 #pragma omp simd
       for (std::int64_t k = 0; k < count; ++k)
-        store_value(dx, (first + k) * sdx, at(dy, (first + k) * sdy) - buffer[k] * s);
+        dx[(first + k) * sdx] = dy[(first + k) * sdy] - buffer[k] * s;
     }
     return;
   }
@@ -311,28 +251,26 @@ NORMGRAD_ROW_KERNEL void softmax_backward_line(S* dx, const S* dy, const S* y, s
     const std::int64_t count = std::min(line_chunk, n - first);
 #pragma omp simd
     for (std::int64_t k = 0; k < count; ++k)
-      buffer[k] = at(dy, (first + k) * sdy) * at(y, (first + k) * sy);
+      buffer[k] = dy[(first + k) * sdy] * y[(first + k) * sy];
     sum += reduce_row<SumCombine<T>>(buffer, count, 1);
   }
   const T s = static_cast<T>(sum);
   // Each dx[k] is written after its own dy[k] and y[k] are read, so dx may be dy itself (the
   // same memory with the same strides).
 #pragma omp simd
-  for (std::int64_t k = 0; k < n; ++k)
-    store_value(dx, k * sdx, at(y, k * sy) * (at(dy, k * sdy) - s));
+  for (std::int64_t k = 0; k < n; ++k) dx[k * sdx] = y[k * sy] * (dy[k * sdy] - s);
 }
 
-template <typename S, typename T = compute_t<S>>
-NORMGRAD_ROW_KERNEL void softmax_backward_columns(S* dx, const S* dy, const S* y, std::int64_t n,
+template <typename T>
+NORMGRAD_ROW_KERNEL void softmax_backward_columns(T* dx, const T* dy, const T* y, std::int64_t n,
                                                   std::int64_t sdx, std::int64_t sdy,
                                                   std::int64_t sy, std::int64_t width, bool log) {
-  const auto at = [](const S* values, std::int64_t index) { return static_cast<T>(values[index]); };
   double sum[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) sum[j] = 0.0;
   for (std::int64_t k = 0; k < n; ++k) {
 #pragma omp simd
     for (std::int64_t j = 0; j < width; ++j)
-      sum[j] += log ? at(dy, k * sdy + j) : at(dy, k * sdy + j) * at(y, k * sy + j);
+      sum[j] += log ? dy[k * sdy + j] : dy[k * sdy + j] * y[k * sy + j];
   }
   T s[softmax_column_block];
   for (std::int64_t j = 0; j < width; ++j) s[j] = static_cast<T>(sum[j]);
@@ -340,20 +278,19 @@ NORMGRAD_ROW_KERNEL void softmax_backward_columns(S* dx, const S* dy, const S* y
   for (std::int64_t k = 0; k < n; ++k) {
     if (log) {
 #pragma omp simd
-      for (std::int64_t j = 0; j < width; ++j) exps[j] = at(y, k * sy + j);
+      for (std::int64_t j = 0; j < width; ++j) exps[j] = y[k * sy + j];
       exp_in_place(exps, width);
 #pragma omp simd
-      for (std::int64_t j = 0; j < width; ++j)
-        store_value(dx, k * sdx + j, at(dy, k * sdy + j) - exps[j] * s[j]);
+      for (std::int64_t j = 0; j < width; ++j) dx[k * sdx + j] = dy[k * sdy + j] - exps[j] * s[j];
     } else {
 #pragma omp simd
       for (std::int64_t j = 0; j < width; ++j)
-        store_value(dx, k * sdx + j, at(y, k * sy + j) * (at(dy, k * sdy + j) - s[j]));
+        dx[k * sdx + j] = y[k * sy + j] * (dy[k * sdy + j] - s[j]);
     }
   }
 }
 
-template <typename S>
+template <typename T>
 void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const TensorRef& y, int dim,
                             bool log) {
   const auto plan = make_line_plan<3>({&dx, &dy, &y}, dim, "cpu softmax_backward");
@@ -361,9 +298,9 @@ void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const Tens
                      sy = plan.strides[2];
   for_each_line<3>(
       plan, {&dx, &dy, &y}, [&](const std::array<char*, 3>& pointers, std::int64_t width) {
-        S* grad_in = reinterpret_cast<S*>(pointers[0]);
-        const S* grad_out = reinterpret_cast<const S*>(pointers[1]);
-        const S* out = reinterpret_cast<const S*>(pointers[2]);
+        T* grad_in = reinterpret_cast<T*>(pointers[0]);
+        const T* grad_out = reinterpret_cast<const T*>(pointers[1]);
+        const T* out = reinterpret_cast<const T*>(pointers[2]);
         if (width == 1 && sdx == 1 && sdy == 1 && sy == 1)
           softmax_backward_line<true>(grad_in, grad_out, out, n, sdx, sdy, sy, log);
         else if (width == 1)
@@ -377,7 +314,12 @@ void softmax_backward_typed(const TensorRef& dx, const TensorRef& dy, const Tens
 
 void CpuBackend::softmax(const TensorRef& out, const TensorRef& in, int dim, bool log) {
   NG_CHECK(out.dtype == in.dtype, "cpu softmax", "out is ", out.dtype, " but in is ", in.dtype);
-  dispatch_floating_or_bfloat16(in.dtype, "cpu softmax", [&](auto tag) {
+  if (any_bfloat16({&out, &in})) {
+    Float32Copies f(*this);
+    softmax(f.output(out), f.input(in), dim, log);
+    return f.finish();
+  }
+  dispatch_floating(in.dtype, "cpu softmax", [&](auto tag) {
     softmax_forward<typename decltype(tag)::type>(out, in, dim, log);
   });
 }
@@ -386,7 +328,12 @@ void CpuBackend::softmax_backward(const TensorRef& dx, const TensorRef& dy, cons
                                   int dim, bool log) {
   NG_CHECK(dx.dtype == dy.dtype && dx.dtype == y.dtype, "cpu softmax_backward",
            "dtypes differ: dx ", dx.dtype, ", dy ", dy.dtype, ", y ", y.dtype);
-  dispatch_floating_or_bfloat16(dx.dtype, "cpu softmax_backward", [&](auto tag) {
+  if (any_bfloat16({&dx, &dy, &y})) {
+    Float32Copies f(*this);
+    softmax_backward(f.output(dx), f.input(dy), f.input(y), dim, log);
+    return f.finish();
+  }
+  dispatch_floating(dx.dtype, "cpu softmax_backward", [&](auto tag) {
     softmax_backward_typed<typename decltype(tag)::type>(dx, dy, y, dim, log);
   });
 }

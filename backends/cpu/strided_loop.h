@@ -24,7 +24,6 @@
 #include <type_traits>
 
 #include "backends/backend.h"
-#include "backends/cpu/bfloat16_rows.h"
 #include "base/error.h"
 
 namespace normgrad::backend::cpu {
@@ -226,8 +225,7 @@ void for_each_element(const std::array<const TensorRef*, N>& tensors, const char
 }
 
 // ---- row kernels ----------------------------------------------------------------------------
-// out[i] = f(in[i]) along one row; strides in elements. Values are stored through store_value,
-// which rounds a bfloat16 output from f's compute-type result (bfloat16_rows.h).
+// out[i] = f(in[i]) along one row; strides in elements.
 template <typename Out, typename In, typename Function>
 inline void unary_row(char* out_bytes, const char* in_bytes, std::int64_t out_stride,
                       std::int64_t in_stride, std::int64_t count, Function function) {
@@ -235,12 +233,11 @@ inline void unary_row(char* out_bytes, const char* in_bytes, std::int64_t out_st
   const In* in = reinterpret_cast<const In*>(in_bytes);
   if (out_stride == 1 && in_stride == 1) {
 #pragma omp simd
-    for (std::int64_t i = 0; i < count; ++i) store_value(out, i, function(in[i]));
+    for (std::int64_t i = 0; i < count; ++i) out[i] = function(in[i]);
   } else if (out_stride == 1 && in_stride == 0) {
     std::fill(out, out + count, static_cast<Out>(function(in[0])));
   } else {
-    for (std::int64_t i = 0; i < count; ++i)
-      store_value(out, i * out_stride, function(in[i * in_stride]));
+    for (std::int64_t i = 0; i < count; ++i) out[i * out_stride] = function(in[i * in_stride]);
   }
 }
 
@@ -254,18 +251,17 @@ inline void binary_row(char* out_bytes, const char* a_bytes, const char* b_bytes
   const std::int64_t so = strides[0], sa = strides[1], sb = strides[2];
   if (so == 1 && sa == 1 && sb == 1) {
 #pragma omp simd
-    for (std::int64_t i = 0; i < count; ++i) store_value(out, i, function(a[i], b[i]));
+    for (std::int64_t i = 0; i < count; ++i) out[i] = function(a[i], b[i]);
   } else if (so == 1 && sa == 1 && sb == 0) {
     const B scalar = b[0];
 #pragma omp simd
-    for (std::int64_t i = 0; i < count; ++i) store_value(out, i, function(a[i], scalar));
+    for (std::int64_t i = 0; i < count; ++i) out[i] = function(a[i], scalar);
   } else if (so == 1 && sa == 0 && sb == 1) {
     const A scalar = a[0];
 #pragma omp simd
-    for (std::int64_t i = 0; i < count; ++i) store_value(out, i, function(scalar, b[i]));
+    for (std::int64_t i = 0; i < count; ++i) out[i] = function(scalar, b[i]);
   } else {
-    for (std::int64_t i = 0; i < count; ++i)
-      store_value(out, i * so, function(a[i * sa], b[i * sb]));
+    for (std::int64_t i = 0; i < count; ++i) out[i * so] = function(a[i * sa], b[i * sb]);
   }
 }
 
