@@ -1,9 +1,12 @@
 #pragma once
 // normgrad: the umbrella header. #include <normgrad/normgrad.h> brings in the whole public API.
 
+#include "autograd/functions/batch_norm.h"
+#include "autograd/functions/norm.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "base/device.h"
@@ -39,13 +42,11 @@
 #include "nn/losses.h"
 #include "nn/lstm.h"
 #include "nn/lstm_sequence.h"
-#include "nn/mixed_precision.h"
 #include "nn/module.h"
 #include "nn/multi_head_attention.h"
 #include "nn/norms/batch_norm.h"
 #include "nn/norms/composed.h"
 #include "nn/norms/factory.h"
-#include "nn/norms/fused.h"
 #include "nn/norms/l2_norm.h"
 #include "nn/norms/layer_norm.h"
 #include "nn/norms/norm.h"

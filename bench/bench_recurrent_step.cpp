@@ -58,7 +58,7 @@ StepInputs make_inputs(std::int64_t gates, std::int64_t batch, std::int64_t hidd
 
 // A norm over `features` values in the form the fused steps take, from a module as cells
 // build it.
-nn::RowNorm row_norm_of(const std::string& spec, std::int64_t features, Device device) {
+normgrad::RowNorm row_norm_of(const std::string& spec, std::int64_t features, Device device) {
   const auto module = nn::make_norm(nn::NormSpec::parse(spec), features);
   module->to(device);
   return *module->row_form();
@@ -67,10 +67,10 @@ nn::RowNorm row_norm_of(const std::string& spec, std::int64_t features, Device d
 // Runs backward from the step's output (upstream's first columns for a GRU's h, all of it for
 // an LSTM's [h | c]) and drops every gradient, so that each call does the same work.
 void backward_and_clear(const Tensor& out, const StepInputs& in,
-                        const std::vector<nn::RowNorm>& norms) {
+                        const std::vector<normgrad::RowNorm>& norms) {
   out.backward(in.upstream.narrow(1, 0, out.size(1)));
   for (Tensor t : {in.gx, in.h, in.c, in.weight, in.bias}) t.zero_grad();
-  for (const nn::RowNorm& norm : norms)
+  for (const normgrad::RowNorm& norm : norms)
     for (Tensor t : {norm.gain, norm.bias})
       if (t.defined()) t.zero_grad();
 }
@@ -84,7 +84,7 @@ void gru_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t 
   for (const std::string& spec : specs) {
     const nn::functional::GruStateNorms norms{row_norm_of(spec, 2 * hidden, device),
                                               row_norm_of(spec, hidden, device)};
-    const std::vector<nn::RowNorm> parameters = {norms.gates, norms.candidate};
+    const std::vector<normgrad::RowNorm> parameters = {norms.gates, norms.candidate};
     cases.push_back({spec + " fused", [&in, norms, parameters] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
                        backward_and_clear(nn::functional::normed_gru_step(in.gx, gh, in.h, norms),
@@ -95,7 +95,7 @@ void gru_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t 
            const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
            const std::vector<Tensor> blocks = split(gh, {2 * hidden, hidden}, -1);
            const Tensor normalised =
-               cat({nn::row_norm(blocks[0], norms.gates), nn::row_norm(blocks[1], norms.candidate)},
+               cat({normgrad::row_norm(blocks[0], norms.gates), normgrad::row_norm(blocks[1], norms.candidate)},
                    -1);
            backward_and_clear(nn::functional::gru_step(in.gx, normalised, in.h), in, parameters);
          }});
@@ -112,7 +112,7 @@ void lstm_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t
   for (const std::string& spec : specs) {
     const nn::functional::LstmStepNorms norms{row_norm_of(spec, 4 * hidden, device),
                                               row_norm_of(spec, hidden, device)};
-    const std::vector<nn::RowNorm> parameters = {*norms.state, *norms.cell};
+    const std::vector<normgrad::RowNorm> parameters = {*norms.state, *norms.cell};
     cases.push_back({spec + " fused", [&in, norms, parameters] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
                        const auto state = nn::functional::lstm_step(in.gx, gh, in.h, in.c, norms);
@@ -120,10 +120,10 @@ void lstm_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t
                      }});
     cases.push_back({spec + " separate", [&in, norms, parameters, hidden] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
-                       const Tensor gates = in.gx + nn::row_norm(gh, *norms.state);
+                       const Tensor gates = in.gx + normgrad::row_norm(gh, *norms.state);
                        const Tensor c = nn::functional::lstm_cell_state(gates, in.c);
                        const Tensor h = sigmoid(gates.narrow(1, 3 * hidden, hidden)) *
-                                        tanh(nn::row_norm(c, *norms.cell));
+                                        tanh(normgrad::row_norm(c, *norms.cell));
                        backward_and_clear(cat({h, c}, 1), in, parameters);
                      }});
   }

@@ -1,10 +1,10 @@
 #include "nn/additive_attention.h"
 
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
-#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 

@@ -25,7 +25,7 @@
 // padding mask [batch, source_len], int64, nonzero at padded positions (see attention.h). A
 // sentence that is all padding gets zero weights and a zero context vector. The context and
 // the queries have the parameters' dtype, or are both bfloat16 for float32 parameters (mixed
-// precision, nn/mixed_precision.h).
+// precision, autograd/mixed_precision.h).
 //
 // Initialisation as Nematus's norm_weight: N(0, 0.01^2), or a random orthogonal matrix when
 // the weight is square; the bias b starts at zero. The draws come from the default generator,

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "autograd/mixed_precision.h"
 #include "base/error.h"
 #include "nn/init.h"
-#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 

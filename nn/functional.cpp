@@ -1,8 +1,8 @@
 #include "nn/functional.h"
 
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "nn/mixed_precision.h"
 
 namespace normgrad::nn::functional {
 

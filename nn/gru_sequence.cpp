@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
 #include "nn/recurrent_kernel_args.h"
 #include "nn/sequence_steps.h"
 
@@ -162,7 +162,7 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
 Tensor gru_sequence(const Tensor& input_side, const Tensor& h0_in, const Tensor& weight_in,
                     const Tensor& bias_in, const std::optional<GruStateNorms>& given_norms,
                     const SequenceOptions& options) {
-  // Mixed precision: float32 parameters rounded for bfloat16 data (nn/mixed_precision.h).
+  // Mixed precision: float32 parameters rounded for bfloat16 data (autograd/mixed_precision.h).
   const Tensor weight = in_input_dtype(weight_in, input_side);
   const Tensor bias = in_input_dtype(bias_in, input_side);
   std::optional<GruStateNorms> norms;

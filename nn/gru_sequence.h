@@ -26,7 +26,7 @@ namespace normgrad::nn::functional {
 // nullopt for none; options: a mask or packed batch sizes, state dropout and the direction
 // (sequence_options.h). Returns the state after every step, [T, B, H], in time order; a row
 // that skips a step holds its previous state there. A bfloat16 input takes float32 weights,
-// gains and biases (nn/mixed_precision.h).
+// gains and biases (autograd/mixed_precision.h).
 Tensor gru_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& weight_hh,
                     const Tensor& bias_hh, const std::optional<GruStateNorms>& norms,
                     const SequenceOptions& options = {});

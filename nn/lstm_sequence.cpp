@@ -6,12 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
 #include "nn/recurrent_kernel_args.h"
 #include "nn/sequence_steps.h"
 
@@ -140,7 +140,7 @@ autograd::Grads backward(const Plan& plan, const Tensor& d_states,
 Tensor forward(const Tensor& input_side, const Tensor& h0_in, const Tensor& c0_in,
                const Tensor& weight_in, const Tensor& bias_in, const LstmStepNorms& given_norms,
                const SequenceOptions& options) {
-  // Mixed precision: float32 parameters rounded for bfloat16 data (nn/mixed_precision.h).
+  // Mixed precision: float32 parameters rounded for bfloat16 data (autograd/mixed_precision.h).
   const Tensor weight = in_input_dtype(weight_in, input_side);
   const Tensor bias = in_input_dtype(bias_in, input_side);
   const LstmStepNorms norms = kernel_args::for_input(given_norms, input_side);

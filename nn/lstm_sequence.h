@@ -20,7 +20,7 @@ namespace normgrad::nn::functional {
 // norms of lstm_step, either left out; options: a mask or packed batch sizes, state dropout and
 // the direction (sequence_options.h). Returns [T, B, 2H]: [h | c] after every step, in time
 // order; a row that skips a step holds its previous h and c there. A bfloat16 input takes
-// float32 weights, gains and biases (nn/mixed_precision.h).
+// float32 weights, gains and biases (autograd/mixed_precision.h).
 Tensor lstm_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& c0,
                      const Tensor& weight_hh, const Tensor& bias_hh, const LstmStepNorms& norms,
                      const SequenceOptions& options = {});

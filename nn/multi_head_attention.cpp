@@ -1,11 +1,11 @@
 #include "nn/multi_head_attention.h"
 
 #include "autograd/grad_mode.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
-#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 
@@ -16,7 +16,7 @@ constexpr const char* cache_op = "MultiHeadAttention (cached keys and values)";
 
 // Throws unless x is a [batch, length, d_model] tensor the layer takes: of the parameters'
 // dtype, or bfloat16 for float32 parameters (mixed precision: the projections round the
-// parameters, nn/mixed_precision.h).
+// parameters, autograd/mixed_precision.h).
 void check_cached_input(const Tensor& x, std::int64_t d_model, DType dtype, const char* what) {
   NG_CHECK(
       x.defined() && x.dim() == 3 && x.size(2) == d_model && takes_input_dtype(x.dtype(), dtype),

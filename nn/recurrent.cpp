@@ -189,7 +189,7 @@ void Recurrent::check_arguments(const Tensor& input, const Tensor& mask,
            "input must be [", options_.batch_first ? "batch, steps" : "steps, batch", ", ",
            first.input_size(), "], got ", input.defined() ? input.shape() : Shape{});
   // Mixed precision: a float32 layer runs bfloat16 input with its weights rounded for the step's
-  // products and norms (nn/mixed_precision.h); its state is then bfloat16 too.
+  // products and norms (autograd/mixed_precision.h); its state is then bfloat16 too.
   const DType dtype = first.options().dtype;
   NG_CHECK(input.dtype() == dtype || (input.dtype() == DType::BFloat16 && dtype == DType::Float32),
            name, "input of dtype ", input.dtype(), " does not match the layer's dtype ", dtype,

@@ -45,7 +45,7 @@ struct RecurrentCellOptions {
   bool recurrent_bias = true;  // b_hh, added to the state side before its norm (as PyTorch)
   bool fused = true;           // false: the composed pointwise twin, for tests
   // The parameters' dtype. A float32 layer also runs bfloat16 input: mixed precision, its
-  // weights and gains rounded for each step (nn/mixed_precision.h), its gradients float32.
+  // weights and gains rounded for each step (autograd/mixed_precision.h), its gradients float32.
   DType dtype = DType::Float32;
 };
 

@@ -10,8 +10,8 @@
 #include <array>
 #include <optional>
 
+#include "autograd/functions/norm.h"
 #include "core/tensor.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn::functional {
 

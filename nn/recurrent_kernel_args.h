@@ -8,15 +8,14 @@
 #include <cstdint>
 #include <span>
 
+#include "autograd/functions/norm.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "backends/backend.h"
 #include "base/error.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
-#include "nn/norms/fused.h"
-#include "nn/norms/row_norm_params.h"
 #include "nn/recurrent_functional.h"
 
 namespace normgrad::nn::functional::kernel_args {
@@ -45,7 +44,7 @@ inline Tensor norm_parameter(const Tensor& parameter, std::int64_t width, const 
 }
 
 // Mixed precision: a norm's float32 gain and bias rounded for bfloat16 data through a
-// differentiable to(), so that their gradients come back in float32 (nn/mixed_precision.h).
+// differentiable to(), so that their gradients come back in float32 (autograd/mixed_precision.h).
 inline RowNorm for_input(RowNorm norm, const Tensor& data) {
   norm.gain = in_input_dtype(norm.gain, data);
   norm.bias = in_input_dtype(norm.bias, data);

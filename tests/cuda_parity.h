@@ -108,12 +108,12 @@ inline Tolerance summed(normgrad::DType dtype, double terms, double term_scale =
 // The fused normalisers, forward: statistics are accumulated in double on the CPU and may be
 // reduced in another order (or in float32 before the final combination) on the GPU; the bound
 // is the one the fused kernels are held to against their composed twins in
-// test_norms_fused.cpp (2e-5 in float32, 1e-11 in float64).
+// test_norm.cpp (2e-5 in float32, 1e-11 in float64).
 inline Tolerance norm_values(normgrad::DType dtype) {
   return dtype == normgrad::DType::Float64 ? Tolerance{1e-11, 1e-11} : Tolerance{2e-5, 2e-5};
 }
 // Their backward passes subtract row means of dy-terms from dy (cancellation), and dgain and
-// dbias sum over rows: ten times the forward bound, as in test_norms_fused.cpp.
+// dbias sum over rows: ten times the forward bound, as in test_norm.cpp.
 inline Tolerance norm_gradients(normgrad::DType dtype) {
   const Tolerance values = norm_values(dtype);
   return {values.rtol * 10, values.atol * 10};

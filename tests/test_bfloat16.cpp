@@ -271,10 +271,10 @@ TEST_CASE("bfloat16 ops give the float32 kernel's result on the rounded inputs, 
   CHECK(same_bits(matmul(b.t(), a.t()), once(matmul(f32(b).t(), f32(a).t()))));  // transposed
   CHECK(same_bits(matmul(batched, b), once(matmul(f32(batched), f32(b)))));      // broadcast batch
   const Tensor gain = bf16(randn({6}, generator)), bias = bf16(randn({6}, generator));
-  CHECK(same_bits(nn::layer_norm(a, 1, gain, bias),
-                  once(nn::layer_norm(f32(a), 1, f32(gain), f32(bias)))));
-  CHECK(same_bits(nn::rms_norm(batched, 1, gain, Tensor()),
-                  once(nn::rms_norm(f32(batched), 1, f32(gain), Tensor()))));
+  CHECK(same_bits(normgrad::layer_norm(a, 1, gain, bias),
+                  once(normgrad::layer_norm(f32(a), 1, f32(gain), f32(bias)))));
+  CHECK(same_bits(normgrad::rms_norm(batched, 1, gain, Tensor()),
+                  once(normgrad::rms_norm(f32(batched), 1, f32(gain), Tensor()))));
 
   // Backward passes too: the gradient of each bfloat16 input is bfloat16.
   Tensor x = a.clone().requires_grad_(), w = b.clone().requires_grad_();
@@ -325,7 +325,7 @@ TEST_CASE("bfloat16 convolutions, pooling and batch norm: the float32 kernels' r
   SUBCASE("batch_norm in training, with gain and bias") {
     const Tensor gain = bf16(randn({3}, generator)), shift = bf16(randn({3}, generator));
     check_op({image, gain, shift}, [](const std::vector<Tensor>& v) {
-      return nn::batch_norm(v[0], v[1], v[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+      return normgrad::batch_norm(v[0], v[1], v[2], Tensor(), Tensor(), true, 0.1, 1e-5);
     });
   }
   SUBCASE("the backend's im2col and col2im, which the convolutions use inside") {
@@ -427,7 +427,7 @@ TEST_CASE("bfloat16 products and norms stay within the stated tolerances of floa
     const Tensor gain = randn({512}, generator), bias = randn({512}, generator);
     const Tensor dy = randn({32, 512}, generator);
     const auto norm = [layer](const Tensor& input, const Tensor& g, const Tensor& shift) {
-      return layer ? nn::layer_norm(input, 1, g, shift) : nn::rms_norm(input, 1, g, shift);
+      return layer ? normgrad::layer_norm(input, 1, g, shift) : normgrad::rms_norm(input, 1, g, shift);
     };
     Tensor x32 = x.clone().requires_grad_(), x16 = bf16(x).requires_grad_();
     const Tensor y32 = norm(x32, gain, bias);
@@ -628,16 +628,16 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   Generator generator(12);
   const std::int64_t batch = 5, hidden = 7;
   const Tensor mask = from_vector<float>({1, 1, 0, 1, 1}, {batch});
-  const auto norm = [&](nn::RowStatistic statistic, std::int64_t width) {
-    return nn::RowNorm{statistic,
+  const auto norm = [&](normgrad::RowStatistic statistic, std::int64_t width) {
+    return normgrad::RowNorm{statistic,
                        0,
                        {},
                        (randn({width}, generator) * 0.3 + 1.0).requires_grad_(),
                        (randn({width}, generator) * 0.1).requires_grad_()};
   };
   // The same norm on float32 copies of the gain and bias as bfloat16 rounds them.
-  const auto rounded = [](const nn::RowNorm& n) {
-    return nn::RowNorm{n.statistic, n.k, n.options, f32(bf16(n.gain)).detach().requires_grad_(),
+  const auto rounded = [](const normgrad::RowNorm& n) {
+    return normgrad::RowNorm{n.statistic, n.k, n.options, f32(bf16(n.gain)).detach().requires_grad_(),
                        f32(bf16(n.bias)).detach().requires_grad_()};
   };
   const auto check_grads = [](const std::vector<Tensor>& mixed, const std::vector<Tensor>& exact) {
@@ -654,8 +654,8 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   };
 
   SUBCASE("GRU, LayerNorm on the gates, RMSNorm on the candidate") {
-    const nn::functional::GruStateNorms norms{norm(nn::RowStatistic::Variance, 2 * hidden),
-                                              norm(nn::RowStatistic::MeanSquare, hidden)};
+    const nn::functional::GruStateNorms norms{norm(normgrad::RowStatistic::Variance, 2 * hidden),
+                                              norm(normgrad::RowStatistic::MeanSquare, hidden)};
     const nn::functional::GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
     const Tensor gx = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
@@ -678,8 +678,8 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
                     bf16(nn::functional::gru_step(gx32, gh32, h32, mask))));
   }
   SUBCASE("LSTM, RMSNorm on the state side and LayerNorm on the cell") {
-    nn::functional::LstmStepNorms norms{norm(nn::RowStatistic::MeanSquare, 4 * hidden),
-                                        norm(nn::RowStatistic::Variance, hidden)};
+    nn::functional::LstmStepNorms norms{norm(normgrad::RowStatistic::MeanSquare, 4 * hidden),
+                                        norm(normgrad::RowStatistic::Variance, hidden)};
     nn::functional::LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
     const Tensor gx = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
@@ -839,7 +839,7 @@ TEST_CASE("cuda parity: bfloat16 products and norms, forward and backward") {
         const Device where = device == 0 ? Device::cpu() : parity_device();
         Tensor x = x0.to(where).requires_grad_();
         Tensor gain = gain0.to(where).requires_grad_(), bias = bias0.to(where).requires_grad_();
-        const Tensor y = layer ? nn::layer_norm(x, 1, gain, bias) : nn::rms_norm(x, 1, gain, bias);
+        const Tensor y = layer ? normgrad::layer_norm(x, 1, gain, bias) : normgrad::rms_norm(x, 1, gain, bias);
         (f32(y) * dy.to(where)).sum().backward();
         outputs[device] = y.to(Device::cpu());
         x_grads[device] = x.grad().to(Device::cpu());
@@ -892,7 +892,7 @@ TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward a
         leaves.push_back(t.to(where).requires_grad_());
       const Tensor y = conv2d(leaves[0], leaves[1], Tensor(), stride, 1);  // 12 or 6 square
       const Tensor normed =
-          nn::batch_norm(y, leaves[2], leaves[3], Tensor(), Tensor(), true, 0.1, 1e-5);
+          normgrad::batch_norm(y, leaves[2], leaves[3], Tensor(), Tensor(), true, 0.1, 1e-5);
       const Tensor maxima = max_pool2d(leaky_relu(normed, 0.1), 2);
       const Tensor pooled = stride == 1 ? avg_pool2d(maxima, 2) : maxima;  // 3 square
       (f32(pooled) * upstream.to(where)).sum().backward();

@@ -173,7 +173,7 @@ TEST_CASE("lstm_sequence: errors name the op and the shapes") {
   CHECK_ERROR(nn::functional::lstm_sequence(x, h0, c0, w, b, {}, {.batch_sizes = {3, 4}}),
               "lstm_sequence", "batch_sizes[1]", "got 4");
   CHECK_ERROR(nn::functional::lstm_sequence(
-                  x, h0, c0, w, b, {.state = std::nullopt, .cell = nn::RowNorm{.gain = ones({5})}}),
+                  x, h0, c0, w, b, {.state = std::nullopt, .cell = normgrad::RowNorm{.gain = ones({5})}}),
               "lstm_sequence", "the cell norm's gain", "[5]");
   CHECK_ERROR(nn::functional::lstm_sequence(x, h0, c0.to(DType::Float64), w, b, {}),
               "lstm_sequence", "float64");

@@ -25,8 +25,8 @@ void check_close(const Tensor& actual, const json& c, const char* key) {
   testing::check_fixture_close(actual, c, key);
 }
 
-nn::EpsPlacement placement(const json& c) {
-  return c["placement"] == "outside" ? nn::EpsPlacement::OutsideSqrt : nn::EpsPlacement::InsideSqrt;
+normgrad::EpsPlacement placement(const json& c) {
+  return c["placement"] == "outside" ? normgrad::EpsPlacement::OutsideSqrt : normgrad::EpsPlacement::InsideSqrt;
 }
 
 nn::PartialRounding rounding(const json& c) {

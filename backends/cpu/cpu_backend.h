@@ -2,7 +2,7 @@
 // CpuBackend: the Backend interface on host memory, with OpenMP for our own kernels and
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
-// norm_forward.cpp, norm_backward.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
+// norm.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
 // conv.cpp, pool.cpp, indexing.cpp, recurrent_cells.cpp); this header only declares the class.
 // Obtain the instance via cpu_backend().
 

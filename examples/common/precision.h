@@ -2,7 +2,7 @@
 // The programs' --precision: "float32" (the default) or "bfloat16", mixed precision as
 // fairseq's --bf16 and Marian's --precision: activations stored in bfloat16 and computed in
 // float32, while the parameters, their gradients and the optimiser's moments stay float32
-// (normgrad/nn/mixed_precision.h). A model folder's config.json keeps the name, so translate
+// (normgrad/autograd/mixed_precision.h). A model folder's config.json keeps the name, so translate
 // and score run in the precision the model was trained in.
 //
 //   const ng::DType activations =

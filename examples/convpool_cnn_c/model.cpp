@@ -84,8 +84,8 @@ Tensor NormalizedLayer::weight() const {
 
 Tensor NormalizedLayer::product(const Tensor& x, const Tensor& bias_parameter) const {
   // In mixed precision the weight and bias are rounded to x's bfloat16 for the op.
-  const Tensor w = ng::nn::in_input_dtype(weight(), x);
-  const Tensor bias = ng::nn::in_input_dtype(bias_parameter, x);
+  const Tensor w = ng::in_input_dtype(weight(), x);
+  const Tensor bias = ng::in_input_dtype(bias_parameter, x);
   if (is_convolution()) return ng::conv2d(x, w, bias, 1, padding_);
   const Tensor y = ng::matmul(x, w.t());
   return bias.defined() ? y + bias : y;

@@ -81,8 +81,8 @@ NormalizedLinear::NormalizedLinear(std::int64_t in, std::int64_t out, const ng::
 
 ng::Tensor NormalizedLinear::forward(const ng::Tensor& x) {
   const ng::Tensor w = weight_norm_ ? weight_norm_->weight() : weight_;
-  return norm_->forward(ng::nn::functional::linear(x, ng::nn::in_input_dtype(w, x),
-                                                   ng::nn::in_input_dtype(bias_, x)));
+  return norm_->forward(ng::nn::functional::linear(x, ng::in_input_dtype(w, x),
+                                                   ng::in_input_dtype(bias_, x)));
 }
 
 RnnSearch::RnnSearch(const ModelConfig& config, ng::Generator& generator)
@@ -347,8 +347,8 @@ RnnSearch::Step RnnSearch::step(const ng::nn::AdditiveAttention::ProjectedContex
 
 ng::Tensor RnnSearch::decoder_state_projection(const ng::Tensor& state) const {
   const ng::Tensor weight = decoder_gru1_->weight_hh();
-  return ng::nn::functional::linear(state, ng::nn::in_input_dtype(weight, state),
-                                    ng::nn::in_input_dtype(decoder_gru1_->bias_hh, state))
+  return ng::nn::functional::linear(state, ng::in_input_dtype(weight, state),
+                                    ng::in_input_dtype(decoder_gru1_->bias_hh, state))
       .to(config_.dtype);
 }
 

@@ -115,7 +115,7 @@ ng::Tensor TransformerNmt::embed(const ng::nn::Embedding& table, const ng::Tenso
 }
 
 ng::Tensor TransformerNmt::output_logits(const ng::Tensor& states) {
-  return ng::nn::functional::linear(states, ng::nn::in_input_dtype(output_weight_, states));
+  return ng::nn::functional::linear(states, ng::in_input_dtype(output_weight_, states));
 }
 
 ng::Tensor TransformerNmt::encode(const ng::Tensor& source, const ng::Tensor& source_padding) {

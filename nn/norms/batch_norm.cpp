@@ -1,7 +1,7 @@
 #include "nn/norms/batch_norm.h"
 
+#include "autograd/mixed_precision.h"
 #include "base/error.h"
-#include "nn/mixed_precision.h"
 
 namespace normgrad::nn {
 

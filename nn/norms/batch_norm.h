@@ -6,7 +6,7 @@
 // In training the batch's statistics are used and the running estimates running_mean
 // (init 0) and running_var (init 1) follow them with `momentum`, the weight of the new batch
 // (PyTorch's convention; the paper's CIFAR code says 0.9 for the same update, see
-// nn::batch_norm in fused.h). In evaluation the running estimates are used instead. Without
+// normgrad::batch_norm in fused.h). In evaluation the running estimates are used instead. Without
 // track_running_stats there are no running estimates, and the batch's statistics are used
 // in evaluation too.
 //
@@ -15,8 +15,9 @@
 #include <cstdint>
 #include <string>
 
+#include "autograd/functions/batch_norm.h"
+#include "autograd/functions/norm.h"
 #include "nn/norms/norm.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

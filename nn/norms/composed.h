@@ -16,17 +16,16 @@
 // BatchNorm normalises each channel of x = [N, C, ...] over the batch and the spatial dims:
 //   training    y = g (x - mean) / sqrt(var + eps) + b, mean and population var over dims
 //               {0, 2, 3, ...}; the running estimates, when given, are updated in place
-//               as batch_norm (fused.h) documents
+//               as batch_norm (autograd/functions/batch_norm.h) documents
 //   evaluation  y = g (x - running_mean) / sqrt(running_var + eps) + b
 // gain, bias and the running estimates have shape [C].
 
 #include <cstdint>
 
+#include "autograd/functions/norm.h"
 #include "core/tensor.h"
 
 namespace normgrad::nn {
-
-enum class EpsPlacement { InsideSqrt, OutsideSqrt };
 
 Tensor layer_norm_composed(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                            const Tensor& bias, double eps);

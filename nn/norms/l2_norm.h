@@ -4,8 +4,8 @@
 // ||x|| = sqrt(n) RMS(x), its outputs are sqrt(n) times smaller than RMSNorm's at the same
 // gain, which is why the paper found it trains worse.
 
+#include "autograd/functions/norm.h"
 #include "nn/norms/affine_norm.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

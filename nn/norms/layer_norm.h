@@ -6,8 +6,8 @@
 // With per_channel, the input is a feature map [N, C, H, W] and each (sample, channel) map is
 // normalised over H x W, with one gain and bias per channel: normalized_shape is then {C}.
 
+#include "autograd/functions/norm.h"
 #include "nn/norms/affine_norm.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

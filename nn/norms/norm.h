@@ -5,8 +5,8 @@
 
 #include <optional>
 
+#include "autograd/functions/norm.h"
 #include "nn/layer.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

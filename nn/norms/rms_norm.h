@@ -13,8 +13,8 @@
 //
 // per_channel: the spatial form for feature maps [N, C, H, W], as for LayerNorm.
 
+#include "autograd/functions/norm.h"
 #include "nn/norms/affine_norm.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

@@ -2,10 +2,10 @@
 
 #include <vector>
 
+#include "autograd/functions/norm.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "nn/norms/fused.h"
 
 namespace normgrad::nn {
 

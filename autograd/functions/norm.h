@@ -1,21 +1,27 @@
 #pragma once
-// The fused normalisers: one backend kernel forward, one backward (backends/backend.h,
-// norm_forward / norm_backward). Same formulas and options as their composed twins in
-// composed.h, which the tests hold them to.
+// The norm family's differentiable ops: LayerNorm, RMSNorm, pRMSNorm and L2Norm over groups of
+// trailing values, each one fused backend kernel forward and one backward (the backend's
+// norm_forward and norm_backward; backends/backend.h gives the formulas and the backward's
+// derivation). Same formulas and options as their composed twins (nn/norms/composed.h), which
+// the tests hold them to. The modules (nn/norms/) call these.
 //
 // The trailing `normalized_dims` dims of x form one group. gain and bias (each optional:
 // pass an undefined Tensor) have the shape of those trailing dims — or, in the spatial form
 // (`per_channel`), x is [N, C, H, W], the groups are the H x W maps of each (sample,
 // channel), and gain and bias have shape [C].
 //
-// batch_norm is the other kind: statistics per channel over the batch (below).
+// batch_norm is the other kind: statistics per channel over the batch (batch_norm.h).
 
 #include <cstdint>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
-#include "nn/norms/composed.h"
 
-namespace normgrad::nn {
+namespace normgrad {
+
+// Where a RMS-family norm adds eps: inside the square root (the default) or outside it, as the
+// paper's PyTorch code does.
+enum class EpsPlacement { InsideSqrt, OutsideSqrt };
 
 struct NormOptions {
   double eps = 1e-5;
@@ -54,24 +60,10 @@ Tensor partial_rms_norm(const Tensor& x, std::int64_t normalized_dims, std::int6
 Tensor l2_norm(const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                const Tensor& bias, NormOptions options = {});
 
-// BatchNorm (Ioffe & Szegedy 2015). x is [N, C, ...]; channel c is normalised over its
-// M = N S values, S the product of the spatial dims (1 for [N, C]), with the fused kernels of
-// backends/cpu/batch_norm.cpp. gain and bias ([C]) are optional, and so are running_mean and
-// running_var ([C], both or neither).
-//   training:   y = g (x - mean) / sqrt(var + eps) + b, with the batch's mean and biased
-//               variance (both functions of x for backward). The running estimates, when
-//               given, are updated in place outside autograd:
-//                 running_mean = (1 - momentum) running_mean + momentum mean
-//                 running_var  = (1 - momentum) running_var  + momentum var M / (M - 1)
-//               (the unbiased variance, as PyTorch does). momentum is the weight of the new
-//               batch, PyTorch's convention; the "momentum 0.9" of the paper's Lasagne CIFAR
-//               code (paper, Appendix A.4) is the weight kept by the old average: the same 0.1.
-//               That code corrects the variance by N / (N - 1), N the batch size, even for
-//               feature maps; M / (M - 1) counts every value that entered the mean, as
-//               PyTorch does. Training needs M > 1.
-//   evaluation: the running estimates take the batch's place; y is an affine map of x.
-Tensor batch_norm(const Tensor& x, const Tensor& gain, const Tensor& bias,
-                  const Tensor& running_mean, const Tensor& running_var, bool training,
-                  double momentum = 0.1, double eps = 1e-5);
+// The backend's NormParams of a row norm over rows of n values, for the ops that fuse a row
+// norm with the work around it (the normed GRU and LSTM steps). k: the leading values that give
+// a MeanSquare statistic (0: all n).
+backend::NormParams kernel_params(RowStatistic statistic, std::int64_t k, std::int64_t n,
+                                  const NormOptions& options);
 
-}  // namespace normgrad::nn
+}  // namespace normgrad

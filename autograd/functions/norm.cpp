@@ -1,17 +1,18 @@
-// The differentiable wrappers of the fused norm kernels: argument checks, the [rows, n] view
-// the kernels want (strided rows read in place), and the backward node that hands dy to
-// norm_backward.
+// The norm family's differentiable ops: argument checks, the [rows, n] view the kernels want
+// (strided rows read in place), the forward kernel, and right below it the backward node that
+// hands dy to the backward kernel. The formulas of both passes, the backward's derivation
+// included, are the backend's contract (backends/backend.h, "fused normalisers"); the kernels
+// are backends/cpu/norm.cpp and backends/cuda/norm.cu.
 
-#include "nn/norms/fused.h"
+#include "autograd/functions/norm.h"
 
+#include "autograd/mixed_precision.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
-#include "nn/norms/row_norm_params.h"
 
-namespace normgrad::nn {
+namespace normgrad {
 
 namespace {
 
@@ -170,4 +171,4 @@ Tensor row_norm(const Tensor& x, const RowNorm& norm) {
   throw Error("row_norm: unknown statistic");
 }
 
-}  // namespace normgrad::nn
+}  // namespace normgrad

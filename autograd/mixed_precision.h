@@ -12,7 +12,7 @@
 
 #include "core/tensor.h"
 
-namespace normgrad::nn {
+namespace normgrad {
 
 // Whether a layer whose parameters are of dtype `parameters` takes input of dtype `input`: its
 // own dtype, or bfloat16 for float32 parameters.
@@ -28,4 +28,4 @@ inline Tensor in_input_dtype(const Tensor& parameter, const Tensor& input) {
   return parameter;
 }
 
-}  // namespace normgrad::nn
+}  // namespace normgrad

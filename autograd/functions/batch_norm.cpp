@@ -1,17 +1,19 @@
-// The differentiable wrapper of the fused BatchNorm kernels: argument checks, the [N, C, S]
-// view the kernels want, the running-estimate update, and the backward node that hands dy to
-// batch_norm_backward.
+// The batch_norm family's differentiable op: argument checks, the [N, C, S] view the kernels
+// want, the running-estimate update, and the backward node that hands dy to the backward
+// kernel. The formulas are the backend's contract (backends/backend.h, "batch
+// normalisation"); the kernels are backends/cpu/batch_norm.cpp and backends/cuda/batch_norm.cu.
+
+#include "autograd/functions/batch_norm.h"
 
 #include "autograd/grad_mode.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/mixed_precision.h"
-#include "nn/norms/fused.h"
 
-namespace normgrad::nn {
+namespace normgrad {
 
 namespace {
 
@@ -135,4 +137,4 @@ Tensor batch_norm(const Tensor& x, const Tensor& gain_in, const Tensor& bias_in,
   return y;
 }
 
-}  // namespace normgrad::nn
+}  // namespace normgrad

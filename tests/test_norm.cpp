@@ -1,13 +1,17 @@
-// The fused CPU normalisers (backends/cpu/norm_forward.cpp and norm_backward.cpp), called
-// directly through the backend, against their composed twins (nn/norms/composed.h): forward
-// values, and for backward the gradients that autograd takes of sum(composed(x) * dy) with
-// respect to x, gain and bias.
-// Every normaliser (LayerNorm, RMSNorm with eps inside and outside the sqrt, pRMSNorm with k
-// rounded both ways, L2Norm, the per-channel spatial form) over row lengths from 1 to 4097, in
-// float32 and float64; rows of zeros; rows with a large mean and a small spread; dgain/dbias
-// identical for 1 and 2 threads; rows strided within wider rows; int64 and other layouts
-// refused. bfloat16 rows give, bit for bit, the float32 kernel's results on the same values,
-// rounded once.
+// The norm family (LayerNorm, RMSNorm, pRMSNorm, L2Norm) on each floor, each section below:
+//   - the composed twins (nn/norms/composed.h): values worked out by hand, the options of each,
+//     and float64 gradient checks through every option;
+//   - the differentiable ops (autograd/functions/norm.h) against their composed twins, through
+//     autograd, and against finite differences;
+//   - the CPU kernels (backends/cpu/norm.cpp), called directly through the backend, against the
+//     composed twins: forward values, and for backward the gradients that autograd takes of
+//     sum(composed(x) * dy) with respect to x, gain and bias. Every normaliser (LayerNorm,
+//     RMSNorm with eps inside and outside the sqrt, pRMSNorm with k rounded both ways, L2Norm,
+//     the per-channel spatial form) over row lengths from 1 to 4097, in float32 and float64;
+//     rows of zeros; rows with a large mean and a small spread; dgain/dbias identical for 1 and
+//     2 threads; rows strided within wider rows; int64 and other layouts refused. bfloat16 rows
+//     give, bit for bit, the float32 kernel's results on the same values, rounded once.
+// The GPU's kernels against the CPU's: test_cuda_norms.cpp.
 
 #include <algorithm>
 #include <cmath>
@@ -21,10 +25,293 @@
 #include "helpers.h"
 
 using namespace normgrad;
+using testing::all_close;
+using testing::leaf;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+const Tensor none;
+}  // namespace
+
+// ---- the composed twins ----------------------------------------------------------------------
+
+TEST_CASE("composed normalisers on one row worked out by hand") {
+  const Tensor x = tensor({{1, 2, 3, 6}}, {.dtype = DType::Float64});
+  // mean 3, population variance (4 + 1 + 0 + 9) / 4 = 3.5; mean square (1+4+9+36)/4 = 12.5
+  const double sd = std::sqrt(3.5), rms = std::sqrt(12.5), norm = std::sqrt(50.0);
+  CHECK(all_close(nn::layer_norm_composed(x, 1, none, none, 0), {-2 / sd, -1 / sd, 0, 3 / sd}));
+  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0), {1 / rms, 2 / rms, 3 / rms, 6 / rms}));
+  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0.5, normgrad::EpsPlacement::OutsideSqrt),
+                  {1 / (rms + 0.5), 2 / (rms + 0.5), 3 / (rms + 0.5), 6 / (rms + 0.5)}));
+  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0.5),
+                  {1 / std::sqrt(13.0), 2 / std::sqrt(13.0), 3 / std::sqrt(13.0), 6 / std::sqrt(13.0)}));
+  // pRMSNorm with k = 2: the statistic is sqrt((1 + 4) / 2), every value is divided by it.
+  const double partial = std::sqrt(2.5);
+  CHECK(all_close(nn::partial_rms_norm_composed(x, 1, 2, none, none, 0),
+                  {1 / partial, 2 / partial, 3 / partial, 6 / partial}));
+  CHECK(all_close(nn::l2_norm_composed(x, 1, none, none, 0), {1 / norm, 2 / norm, 3 / norm, 6 / norm}));
+  const Tensor gain = tensor({1, 2, 3, 4}, {.dtype = DType::Float64});
+  const Tensor bias = tensor({0, 0, 0, 1}, {.dtype = DType::Float64});
+  CHECK(all_close(nn::rms_norm_composed(x, 1, gain, bias, 0),
+                  {1 / rms, 4 / rms, 9 / rms, 24 / rms + 1}));
+}
+
+TEST_CASE("normalising the last two dims treats them as one group") {
+  const Tensor x = leaf({2, 3, 4});
+  CHECK(all_close(nn::layer_norm_composed(x, 2, none, none, 1e-5),
+                  nn::layer_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
+  CHECK(all_close(nn::rms_norm_composed(x, 2, none, none, 1e-5),
+                  nn::rms_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
+}
+
+TEST_CASE("partial_count rounds as the paper (ceil) or its code (floor)") {
+  using nn::PartialRounding;
+  CHECK(nn::partial_count(1024, 0.0625, PartialRounding::Ceil) == 64);
+  CHECK(nn::partial_count(1024, 0.0625, PartialRounding::Floor) == 64);
+  CHECK(nn::partial_count(100, 0.0625, PartialRounding::Ceil) == 7);
+  CHECK(nn::partial_count(100, 0.0625, PartialRounding::Floor) == 6);
+  CHECK(nn::partial_count(7, 0.0625, PartialRounding::Floor) == 1);  // never zero
+  CHECK(nn::partial_count(8, 1.0, PartialRounding::Ceil) == 8);
+  CHECK_ERROR(nn::partial_count(8, 0.0, PartialRounding::Ceil), "partial_count", "(0, 1]");
+  CHECK_ERROR(nn::partial_count(0, 0.5, PartialRounding::Ceil), "partial_count", "positive");
+}
+
+TEST_CASE("gradcheck: composed normalisers through every option") {
+  const Tensor x = leaf({3, 8}, 1, 2.0), gain = leaf({8}, 2), bias = leaf({8}, 3);
+  constexpr auto outside = normgrad::EpsPlacement::OutsideSqrt;  // a constant: lambdas use it uncaptured
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, none, none, 1e-5); }, {x});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-8); }, {x, gain});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-3, outside); }, {x, gain});
+  // pRMSNorm with k < n: the values on both sides of k get different gradients.
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 3, in[1], in[2], 1e-5); }, {x, gain, bias});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 1, in[1], none, 1e-3, outside); }, {x, gain});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::l2_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
+  // The spatial form: per sample and channel over H x W, per-channel gain and bias.
+  const Tensor maps = leaf({2, 3, 2, 2}, 4), channel_gain = leaf({3, 1, 1}, 5);
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 2, in[1], none, 1e-6); }, {maps, channel_gain});
+  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 2, in[1], none, 1e-6); }, {maps, channel_gain});
+}
+
+TEST_CASE("pRMSNorm's statistic ignores the values after the first k") {
+  Tensor x = tensor({{1, 2, 100, -50}}, {.dtype = DType::Float64});
+  Tensor y = tensor({{1, 2, 7, 9}}, {.dtype = DType::Float64});
+  const Tensor ratio_x = nn::partial_rms_norm_composed(x, 1, 2, none, none, 0) / x;
+  const Tensor ratio_y = nn::partial_rms_norm_composed(y, 1, 2, none, none, 0) / y;
+  CHECK(all_close(ratio_x, ratio_y.to_vector<double>()));
+}
+
+TEST_CASE("composed normalisers refuse bad arguments") {
+  CHECK_ERROR(nn::rms_norm_composed(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none, 1e-5), "rms_norm", "int64");
+  CHECK_ERROR(nn::layer_norm_composed(zeros({2, 3}), 3, none, none, 1e-5), "layer_norm", "last 3 dims", "[2, 3]");
+  CHECK_ERROR(nn::partial_rms_norm_composed(zeros({2, 3}), 1, 4, none, none, 1e-5), "partial_rms_norm", "k = 4");
+  CHECK_ERROR(nn::l2_norm_composed(zeros({2, 3}), 0, none, none, 1e-5), "l2_norm", "last 0 dims");
+}
+
+// ---- the differentiable ops -------------------------------------------------------------------
 
 namespace {
 
-const Tensor none;
+
+using NormFunction = std::function<Tensor(const Tensor& x, const Tensor& gain, const Tensor& bias)>;
+
+// Forward values and the gradients of sum(f(x) * dy) for x, gain and bias agree.
+void check_against_twin(const NormFunction& fused, const NormFunction& composed, const Shape& shape,
+                        const Shape& affine_shape, DType dtype, double rtol) {
+  Generator generator(17);
+  const TensorOptions options{.dtype = dtype};
+  const Tensor x0 = randn(shape, generator, options) * 3.0 + 0.5;
+  const Tensor g0 = randn(affine_shape, generator, options);
+  const Tensor b0 = randn(affine_shape, generator, options);
+  const Tensor dy = randn(shape, generator, options);
+  std::vector<Tensor> grads[2];
+  Tensor outputs[2];
+  for (int which = 0; which < 2; ++which) {
+    Tensor x = x0.clone().requires_grad_(), g = g0.clone().requires_grad_(),
+           b = b0.clone().requires_grad_();
+    outputs[which] = (which == 0 ? fused : composed)(x, g, b);
+    (outputs[which] * dy).sum().backward();
+    grads[which] = {x.grad(), g.grad(), b.grad()};
+  }
+  CHECK(all_close(outputs[0], outputs[1], rtol, rtol));
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(all_close(grads[0][i], grads[1][i], rtol, rtol * 10));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused normalisers match their composed twins, forward and backward") {
+  const auto outside = normgrad::NormOptions{.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
+    for (std::int64_t n : {1, 7, 33, 1000}) {
+      CAPTURE(n);
+      const Shape shape{5, n};
+      const Shape affine{n};
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x, 1, g, b); },
+                         [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x, 1, g, b, 1e-5); },
+                         shape, affine, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b); },
+                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x, 1, g, b, 1e-5); },
+                         shape, affine, dtype, rtol);
+      check_against_twin([outside](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b, outside); },
+                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x, 1, g, b, 1e-3, normgrad::EpsPlacement::OutsideSqrt); },
+                         shape, affine, dtype, rtol);
+      const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+      check_against_twin([k](auto& x, auto& g, auto& b) { return normgrad::partial_rms_norm(x, 1, k, g, b); },
+                         [k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm_composed(x, 1, k, g, b, 1e-5); },
+                         shape, affine, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::l2_norm(x, 1, g, b); },
+                         [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x, 1, g, b, 1e-5); },
+                         shape, affine, dtype, rtol);
+    }
+    // The spatial form: [N, C, H, W], per-channel gain and bias.
+    const normgrad::NormOptions spatial{.eps = 1e-6, .per_channel = true};
+    check_against_twin([spatial](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 2, g, b, spatial); },
+                       [](auto& x, auto& g, auto& b) {
+                         return nn::rms_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
+                       },
+                       {2, 3, 4, 5}, {3}, dtype, rtol);
+    check_against_twin([spatial](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x, 2, g, b, spatial); },
+                       [](auto& x, auto& g, auto& b) {
+                         return nn::layer_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
+                       },
+                       {2, 3, 4, 5}, {3}, dtype, rtol);
+  }
+}
+
+TEST_CASE("fused normalisers match their twins on non-contiguous inputs") {
+  // x is drawn as [n, 6] and normalised as its transpose [6, n]: every row is strided. The
+  // output is transposed back so that the check sees x's shape.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
+    for (std::int64_t n : {7, 1000}) {
+      CAPTURE(n);
+      const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([k](auto& x, auto& g, auto& b) { return normgrad::partial_rms_norm(x.t(), 1, k, g, b).t(); },
+                         [k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm_composed(x.t(), 1, k, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::l2_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+                         {n, 6}, {n}, dtype, rtol);
+    }
+  }
+}
+
+TEST_CASE("fused normalisers match their twins on slices of wider rows") {
+  // x is drawn as [5, n + 7] and its columns [3, 3 + n) are normalised in place, the rest passed
+  // through, as a recurrent cell normalises its gates within its projection: the kernels read x
+  // and (through cat's backward) dy with strided rows.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
+    for (std::int64_t n : {1, 8, 1000}) {
+      CAPTURE(n);
+      const auto within = [n](const Tensor& x, const Tensor& normalised) {
+        return cat({x.narrow(1, 0, 3), normalised, x.narrow(1, 3 + n, 4)}, 1);
+      };
+      const auto slice = [n](const Tensor& x) { return x.narrow(1, 3, n); };
+      const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::layer_norm(slice(x), 1, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::layer_norm_composed(slice(x), 1, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::rms_norm(slice(x), 1, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::rms_norm_composed(slice(x), 1, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::partial_rms_norm(slice(x), 1, k, g, b)); },
+                         [=](auto& x, auto& g, auto& b) { return within(x, nn::partial_rms_norm_composed(slice(x), 1, k, g, b, 1e-5)); },
+                         {5, n + 7}, {n}, dtype, rtol);
+    }
+  }
+}
+
+TEST_CASE("gradcheck: fused normalisers, with and without gain and bias") {
+  const Tensor x = leaf({4, 9}, 1, 2.0), g = leaf({9}, 2), b = leaf({9}, 3);
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::layer_norm(in[0], 1, in[1], in[2]); }, {x, g, b});
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 1, in[1], none); }, {x, g});
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 1, none, in[1]); }, {x, b});
+  CHECK_GRADIENTS([](const Inputs& in) {
+    return normgrad::rms_norm(in[0], 1, in[1], none, {.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt});
+  }, {x, g});
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::partial_rms_norm(in[0], 1, 3, in[1], in[2]); }, {x, g, b});
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::l2_norm(in[0], 1, in[1], none); }, {x, g});
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 2, in[1], in[2], {.per_channel = true}); },
+                  {leaf({2, 3, 2, 2}, 4), leaf({3}, 5), leaf({3}, 6)});
+  // Non-contiguous input.
+  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::layer_norm(in[0].t(), 1, none, none); }, {leaf({9, 4}, 7)});
+}
+
+TEST_CASE("rows of zeros stay finite, and the fused LayerNorm is precise for large means") {
+  const Tensor zero_rows = zeros({3, 16}).requires_grad_();
+  const Tensor y = normgrad::rms_norm(zero_rows, 1, none, none);
+  CHECK(y.abs().sum().item() == 0);
+  y.sum().backward();
+  CHECK(std::isfinite(zero_rows.grad().abs().sum().item()));
+  CHECK(std::isfinite(normgrad::layer_norm(zeros({3, 16}), 1, none, none).abs().sum().item()));
+
+  // The reference sees the same float32 values, in float64: what is measured is the kernel's
+  // own arithmetic, which must not cancel catastrophically (no E[x^2] - E[x]^2).
+  Generator generator(3);
+  for (double offset : {1e4, 1e5, 1e6}) {
+    CAPTURE(offset);
+    const Tensor big = (randn({8, 1024}, generator, {.dtype = DType::Float64}) * 1e-2 + offset).to(DType::Float32);
+    const Tensor exact = nn::layer_norm_composed(big.to(DType::Float64), 1, none, none, 1e-5);
+    CHECK(all_close(normgrad::layer_norm(big, 1, none, none).to(DType::Float64), exact, 1e-5, 1e-5));
+  }
+}
+
+TEST_CASE("fused normalisers refuse bad arguments") {
+  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, zeros({4}), none), "rms_norm", "gain", "[3]", "[4]");
+  CHECK_ERROR(normgrad::layer_norm(zeros({2, 3}), 1, none, zeros({3}, {.dtype = DType::Float64})), "layer_norm", "float64");
+  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none), "rms_norm", "int64");
+  CHECK_ERROR(normgrad::partial_rms_norm(zeros({2, 3}), 1, 4, none, none), "partial_rms_norm", "k = 4");
+  CHECK_ERROR(normgrad::partial_rms_norm(zeros({2, 3}), 1, 0, none, none), "partial_rms_norm", "at least 1");
+  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, none, none, {.per_channel = true}), "rms_norm", "[N, C, H, W]");
+  CHECK_ERROR(normgrad::l2_norm(zeros({2, 3}), 3, none, none), "l2_norm", "last 3 dims");
+  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, none, none, {.eps = -1}), "rms_norm", "eps");
+}
+
+TEST_CASE("norm modules: parameters, defaults and shape checks") {
+  nn::LayerNorm layer_norm({8});
+  CHECK(layer_norm.named_parameters().size() == 2);
+  CHECK(layer_norm.gain.to_vector<float>() == std::vector<float>(8, 1.0f));
+  CHECK(layer_norm.bias.to_vector<float>() == std::vector<float>(8, 0.0f));
+  nn::RMSNorm rms_norm({8});
+  CHECK(rms_norm.named_parameters().size() == 1);  // the paper's code: gain, no bias
+  CHECK_FALSE(rms_norm.bias.defined());
+  CHECK(rms_norm.type_name() == "RMSNorm");
+  nn::RMSNorm partial({8}, {.partial = 0.25});
+  CHECK(partial.type_name() == "pRMSNorm");
+  nn::L2Norm l2({8}, {.bias = true});
+  CHECK(l2.named_parameters().size() == 2);
+
+  Generator generator(8);
+  const Tensor x = randn({3, 8}, generator);
+  CHECK(all_close(layer_norm.forward(x), nn::layer_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(rms_norm.forward(x), nn::rms_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(partial.forward(x), nn::partial_rms_norm_composed(x, 1, 2, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(l2.forward(x), nn::l2_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
+
+  nn::RMSNorm spatial({3}, {.per_channel = true});
+  CHECK(spatial.forward(randn({2, 3, 4, 4}, generator)).shape() == Shape{2, 3, 4, 4});
+  CHECK_ERROR(layer_norm.forward(zeros({3, 7})), "LayerNorm", "ending in [8]", "[3, 7]");
+  CHECK_ERROR(spatial.forward(zeros({2, 4, 4, 4})), "RMSNorm", "[N, 3, H, W]");
+  CHECK_ERROR(nn::RMSNorm({8}, {.partial = 0}), "RMSNorm", "(0, 1]");
+  CHECK_ERROR(nn::LayerNorm({}), "LayerNorm", "non-empty");
+}
+
+// ---- the CPU kernels ---------------------------------------------------------------------------
+
+namespace {
+
 
 enum class Kind { Layer, Rms, PartialCeil, PartialFloor, L2 };
 
@@ -68,7 +355,7 @@ backend::NormParams params_for(Kind kind, std::int64_t n, double eps, bool eps_i
 
 Tensor composed(Kind kind, const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                 const Tensor& bias, double eps, bool eps_inside) {
-  const auto placement = eps_inside ? nn::EpsPlacement::InsideSqrt : nn::EpsPlacement::OutsideSqrt;
+  const auto placement = eps_inside ? normgrad::EpsPlacement::InsideSqrt : normgrad::EpsPlacement::OutsideSqrt;
   switch (kind) {
     case Kind::Layer:
       return nn::layer_norm_composed(x, normalized_dims, gain, bias, eps);
