@@ -1,6 +1,6 @@
 // A GRU or LSTM layer's forward and backward over a whole sequence, two ways, timed in
 // alternating rounds:
-//   sequence  the layer as it runs: each direction's loop as one op (functional::gru_sequence,
+//   sequence  the layer as it runs: each direction's loop as one op (normgrad::gru_sequence,
 //             lstm_sequence), W_hh's gradient one product over all the rows the steps computed;
 //   stepped   the same layer with its cells stepped through autograd one step at a time (each
 //             step's state-side product, then its fused step), as the layer ran before: W_hh's
@@ -37,7 +37,7 @@ template <class Cell> class Stepped : public Cell {
  public:
   using Cell::Cell;
   std::optional<std::vector<Tensor>> run_sequence(const Tensor&, const std::vector<Tensor>&,
-                                                  const nn::functional::SequenceOptions&) override {
+                                                  const normgrad::SequenceOptions&) override {
     return std::nullopt;
   }
 };

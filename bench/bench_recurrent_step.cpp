@@ -2,10 +2,10 @@
 // (W_hh h + b_hh) and then the pointwise step, with gradients for the input side, the previous
 // state, W_hh, b_hh and the norms' gains and biases. For a GRU (--cell gru) or an LSTM (--cell
 // lstm), three ways, timed in alternating rounds:
-//   plain            no norm: the GEMM and the fused step kernel (functional::gru_step or
-//                    functional::lstm_step without norms);
-//   <norm> fused     the norms inside the step's kernel (functional::normed_gru_step or
-//                    functional::lstm_step), what cells with LayerNorm, RMSNorm, pRMSNorm or L2Norm
+//   plain            no norm: the GEMM and the fused step kernel (normgrad::gru_step or
+//                    normgrad::lstm_step without norms);
+//   <norm> fused     the norms inside the step's kernel (normgrad::normed_gru_step or
+//                    normgrad::lstm_step), what cells with LayerNorm, RMSNorm, pRMSNorm or L2Norm
 //                    run;
 //   <norm> separate  the norms as kernels of their own around the step's: a GRU's split, two
 //                    norms, cat and gate kernel; an LSTM's norm, add, cell-state kernel, sigmoid,
@@ -79,15 +79,15 @@ void gru_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t 
                const std::vector<std::string>& specs, Device device) {
   cases.push_back({"plain", [&in] {
                      const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
-                     backward_and_clear(nn::functional::gru_step(in.gx, gh, in.h), in, {});
+                     backward_and_clear(normgrad::gru_step(in.gx, gh, in.h), in, {});
                    }});
   for (const std::string& spec : specs) {
-    const nn::functional::GruStateNorms norms{row_norm_of(spec, 2 * hidden, device),
+    const normgrad::GruStateNorms norms{row_norm_of(spec, 2 * hidden, device),
                                               row_norm_of(spec, hidden, device)};
     const std::vector<normgrad::RowNorm> parameters = {norms.gates, norms.candidate};
     cases.push_back({spec + " fused", [&in, norms, parameters] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
-                       backward_and_clear(nn::functional::normed_gru_step(in.gx, gh, in.h, norms),
+                       backward_and_clear(normgrad::normed_gru_step(in.gx, gh, in.h, norms),
                                           in, parameters);
                      }});
     cases.push_back(
@@ -97,7 +97,7 @@ void gru_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t 
            const Tensor normalised =
                cat({normgrad::row_norm(blocks[0], norms.gates), normgrad::row_norm(blocks[1], norms.candidate)},
                    -1);
-           backward_and_clear(nn::functional::gru_step(in.gx, normalised, in.h), in, parameters);
+           backward_and_clear(normgrad::gru_step(in.gx, normalised, in.h), in, parameters);
          }});
   }
 }
@@ -106,22 +106,22 @@ void lstm_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t
                 const std::vector<std::string>& specs, Device device) {
   cases.push_back({"plain", [&in] {
                      const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
-                     const auto state = nn::functional::lstm_step(in.gx, gh, in.h, in.c, {});
+                     const auto state = normgrad::lstm_step(in.gx, gh, in.h, in.c, {});
                      backward_and_clear(cat({state[0], state[1]}, 1), in, {});
                    }});
   for (const std::string& spec : specs) {
-    const nn::functional::LstmStepNorms norms{row_norm_of(spec, 4 * hidden, device),
+    const normgrad::LstmStepNorms norms{row_norm_of(spec, 4 * hidden, device),
                                               row_norm_of(spec, hidden, device)};
     const std::vector<normgrad::RowNorm> parameters = {*norms.state, *norms.cell};
     cases.push_back({spec + " fused", [&in, norms, parameters] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
-                       const auto state = nn::functional::lstm_step(in.gx, gh, in.h, in.c, norms);
+                       const auto state = normgrad::lstm_step(in.gx, gh, in.h, in.c, norms);
                        backward_and_clear(cat({state[0], state[1]}, 1), in, parameters);
                      }});
     cases.push_back({spec + " separate", [&in, norms, parameters, hidden] {
                        const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
                        const Tensor gates = in.gx + normgrad::row_norm(gh, *norms.state);
-                       const Tensor c = nn::functional::lstm_cell_state(gates, in.c);
+                       const Tensor c = normgrad::lstm_cell_state(gates, in.c);
                        const Tensor h = sigmoid(gates.narrow(1, 3 * hidden, hidden)) *
                                         tanh(normgrad::row_norm(c, *norms.cell));
                        backward_and_clear(cat({h, c}, 1), in, parameters);

@@ -2,7 +2,7 @@
 
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "nn/gru_sequence.h"
+#include "autograd/functions/gru_sequence.h"
 
 namespace normgrad::nn {
 
@@ -33,31 +33,31 @@ std::vector<Tensor> GruCell::step(const Tensor& input_side, const std::vector<Te
   const Tensor projection = project_state(h, state_dropout);
   if (options().fused && norm_spec().normalises_outputs())
     if (const auto norms = fused_state_norms())
-      return {functional::normed_gru_step(input_side, projection, h, *norms, mask)};
+      return {normgrad::normed_gru_step(input_side, projection, h, *norms, mask)};
   const Tensor gh = normalise(projection, *state_gates_norm_, *state_candidate_norm_);
-  if (options().fused) return {functional::gru_step(input_side, gh, h, mask)};
-  return {functional::gru_step_composed(input_side, gh, h, mask)};
+  if (options().fused) return {normgrad::gru_step(input_side, gh, h, mask)};
+  return {normgrad::gru_step_composed(input_side, gh, h, mask)};
 }
 
 std::optional<std::vector<Tensor>> GruCell::run_sequence(const Tensor& input_side,
                                                          const std::vector<Tensor>& initial,
-                                                         const functional::SequenceOptions& run) {
+                                                         const normgrad::SequenceOptions& run) {
   if (!options().fused) return std::nullopt;
-  std::optional<functional::GruStateNorms> norms;
+  std::optional<normgrad::GruStateNorms> norms;
   if (norm_spec().normalises_outputs()) {
     norms = fused_state_norms();
     if (!norms) return std::nullopt;  // BatchNorm: the step by step path
   }
   NG_CHECK(initial.size() == 1, type_name(), "has one state, got ", initial.size());
   return std::vector<Tensor>{
-      functional::gru_sequence(input_side, initial[0], weight_hh(), bias_hh, norms, run)};
+      normgrad::gru_sequence(input_side, initial[0], weight_hh(), bias_hh, norms, run)};
 }
 
-std::optional<functional::GruStateNorms> GruCell::fused_state_norms() const {
+std::optional<normgrad::GruStateNorms> GruCell::fused_state_norms() const {
   std::optional<RowNorm> gates = state_gates_norm_->row_form();
   std::optional<RowNorm> candidate = state_candidate_norm_->row_form();
   if (!gates || !candidate) return std::nullopt;
-  return functional::GruStateNorms{std::move(*gates), std::move(*candidate)};
+  return normgrad::GruStateNorms{std::move(*gates), std::move(*candidate)};
 }
 
 Tensor GruCell::forward(const Tensor& x, const Tensor& h_prev, const Tensor& mask) {

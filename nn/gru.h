@@ -10,7 +10,7 @@
 // results.
 //
 // With norms that have a row form (LayerNorm, RMSNorm, pRMSNorm, L2Norm: Norm::row_form), a
-// fused step applies N2 and N4 inside its kernel (functional::normed_gru_step); the others
+// fused step applies N2 and N4 inside its kernel (normgrad::normed_gru_step); the others
 // (BatchNorm) and options.fused = false go through the norm modules and the composed step.
 //
 //   nn::GruCell cell(256, 512, {.norm = "layernorm"});
@@ -22,7 +22,7 @@
 #include <optional>
 
 #include "nn/recurrent.h"
-#include "nn/recurrent_functional.h"
+#include "autograd/functions/recurrent.h"
 
 namespace normgrad::nn {
 
@@ -39,17 +39,17 @@ class GruCell : public RecurrentCell {
   std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
                            const Tensor& mask, const Tensor& state_dropout = Tensor()) override;
   std::size_t state_count() const override { return 1; }
-  // The fused path's whole loop as one op (functional::gru_sequence): the step's outputs bit
+  // The fused path's whole loop as one op (normgrad::gru_sequence): the step's outputs bit
   // for bit, W_hh's gradient as one product over all steps.
   std::optional<std::vector<Tensor>> run_sequence(const Tensor& input_side,
                                                   const std::vector<Tensor>& initial,
-                                                  const functional::SequenceOptions& run) override;
+                                                  const normgrad::SequenceOptions& run) override;
 
  private:
   // [gates (2H) | candidate (H)] with N_gates on the first part and N_candidate on the second.
   Tensor normalise(const Tensor& projection, Norm& gates, Norm& candidate) const;
   // N2 and N4 in the form the fused normed step takes; nullopt where either has no row form.
-  std::optional<functional::GruStateNorms> fused_state_norms() const;
+  std::optional<normgrad::GruStateNorms> fused_state_norms() const;
 
   std::shared_ptr<Norm> input_gates_norm_, state_gates_norm_;
   std::shared_ptr<Norm> input_candidate_norm_, state_candidate_norm_;

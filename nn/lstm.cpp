@@ -2,7 +2,7 @@
 
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "nn/lstm_sequence.h"
+#include "autograd/functions/lstm_sequence.h"
 
 namespace normgrad::nn {
 
@@ -26,12 +26,12 @@ std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<T
   const Tensor projection = project_state(h, state_dropout);
   if (options().fused)
     if (const auto norms = fused_norms()) {
-      const auto [h_new, c_new] = functional::lstm_step(input_side, projection, h, c, *norms, mask);
+      const auto [h_new, c_new] = normgrad::lstm_step(input_side, projection, h, c, *norms, mask);
       return {h_new, c_new};
     }
   const Tensor gates = input_side + state_norm_->forward(projection);
-  const Tensor c_new = options().fused ? functional::lstm_cell_state(gates, c, mask)
-                                       : functional::lstm_cell_state_composed(gates, c, mask);
+  const Tensor c_new = options().fused ? normgrad::lstm_cell_state(gates, c, mask)
+                                       : normgrad::lstm_cell_state_composed(gates, c, mask);
   const Tensor output_gate = sigmoid(gates.narrow(1, 3 * hidden, hidden));
   Tensor h_new = output_gate * tanh(cell_norm_->forward(c_new));
   if (mask.defined()) h_new = where(ne(mask.detach(), 0.0).unsqueeze(1), h_new, h);
@@ -40,23 +40,23 @@ std::vector<Tensor> LstmCell::step(const Tensor& input_side, const std::vector<T
 
 std::optional<std::vector<Tensor>> LstmCell::run_sequence(const Tensor& input_side,
                                                           const std::vector<Tensor>& initial,
-                                                          const functional::SequenceOptions& run) {
+                                                          const normgrad::SequenceOptions& run) {
   if (!options().fused) return std::nullopt;
   const auto norms = fused_norms();
   if (!norms) return std::nullopt;  // BatchNorm: the step by step path
   NG_CHECK(initial.size() == 2, type_name(), "expects the state {h, c}, got ", initial.size(),
            " tensors");
-  const Tensor states = functional::lstm_sequence(input_side, initial[0], initial[1], weight_hh(),
+  const Tensor states = normgrad::lstm_sequence(input_side, initial[0], initial[1], weight_hh(),
                                                   bias_hh, *norms, run);
   const std::vector<Tensor> halves = split(states, hidden_size(), 2);  // h, c
   return halves;
 }
 
-std::optional<functional::LstmStepNorms> LstmCell::fused_norms() const {
-  if (!norm_spec().normalises_outputs()) return functional::LstmStepNorms{};
+std::optional<normgrad::LstmStepNorms> LstmCell::fused_norms() const {
+  if (!norm_spec().normalises_outputs()) return normgrad::LstmStepNorms{};
   std::optional<RowNorm> state = state_norm_->row_form(), cell = cell_norm_->row_form();
   if (!state || !cell) return std::nullopt;
-  return functional::LstmStepNorms{std::move(state), std::move(cell)};
+  return normgrad::LstmStepNorms{std::move(state), std::move(cell)};
 }
 
 LstmState LstmCell::forward(const Tensor& x, const LstmState& previous, const Tensor& mask) {

@@ -8,10 +8,10 @@
 // order and parameter shapes are PyTorch's (W_ih [4H, input], W_hh [4H, H]), so with norm
 // "none" this is PyTorch's LSTM.
 //
-// A fused step (functional::lstm_step) does everything after the state side's GEMM in one
+// A fused step (normgrad::lstm_step) does everything after the state side's GEMM in one
 // kernel, N2 and N3 included, for every norm with a row form (LayerNorm, RMSNorm, pRMSNorm,
 // L2Norm) and for none; BatchNorm and options.fused = false go through the norm modules. A
-// layer runs a fused cell's whole loop in a direction as one op (functional::lstm_sequence).
+// layer runs a fused cell's whole loop in a direction as one op (normgrad::lstm_sequence).
 //
 //   nn::Lstm reader(240, 240, {.cell = {.norm = "rmsnorm"}, .bidirectional = true});
 //   nn::RecurrentOutput out = reader.forward_lengths(x, lengths);  // out.hidden, out.cell
@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "nn/recurrent.h"
-#include "nn/recurrent_functional.h"
+#include "autograd/functions/recurrent.h"
 
 namespace normgrad::nn {
 
@@ -42,16 +42,16 @@ class LstmCell : public RecurrentCell {
   std::vector<Tensor> step(const Tensor& input_side, const std::vector<Tensor>& state,
                            const Tensor& mask, const Tensor& state_dropout = Tensor()) override;
   std::size_t state_count() const override { return 2; }
-  // The fused path's whole loop as one op (functional::lstm_sequence): the steps' states bit
+  // The fused path's whole loop as one op (normgrad::lstm_sequence): the steps' states bit
   // for bit, W_hh's gradient as one product over all steps.
   std::optional<std::vector<Tensor>> run_sequence(const Tensor& input_side,
                                                   const std::vector<Tensor>& initial,
-                                                  const functional::SequenceOptions& run) override;
+                                                  const normgrad::SequenceOptions& run) override;
 
  private:
   // The state and cell norms in the form the fused step takes (none for a spec without output
   // norms); nullopt where either has no row form (BatchNorm).
-  std::optional<functional::LstmStepNorms> fused_norms() const;
+  std::optional<normgrad::LstmStepNorms> fused_norms() const;
 
   std::shared_ptr<Norm> input_norm_, state_norm_, cell_norm_;
 };

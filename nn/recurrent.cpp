@@ -63,7 +63,7 @@ void RecurrentCell::set_weights(const Tensor& weight_ih, const Tensor& weight_hh
 
 std::optional<std::vector<Tensor>> RecurrentCell::run_sequence(const Tensor&,
                                                                const std::vector<Tensor>&,
-                                                               const functional::SequenceOptions&) {
+                                                               const normgrad::SequenceOptions&) {
   return std::nullopt;
 }
 

@@ -10,7 +10,7 @@
 // How a step is computed (paper, App. A.1 and A.2): the input side of every step, W_ih x + b_ih
 // and its norms, is one GEMM over all T B rows before the loop; the loop does only the
 // state side, W_hh h + b_hh and its norms, and the fused pointwise kernel of
-// recurrent_functional.h.
+// autograd/functions/recurrent.h.
 //
 // Variable lengths: a mask ([T, B], or [B, T] when batch_first; nonzero = a real step) or a
 // lengths vector. A row's state does not change at its padded steps, so the reverse direction
@@ -28,7 +28,7 @@
 #include "nn/norms/batch_norm.h"
 #include "nn/norms/factory.h"
 #include "nn/norms/weight_norm.h"
-#include "nn/sequence_options.h"
+#include "autograd/functions/recurrent_sequence_options.h"
 
 namespace normgrad::nn {
 
@@ -86,13 +86,13 @@ class RecurrentCell : public Module {
                                    const Tensor& mask, const Tensor& state_dropout = Tensor()) = 0;
   virtual std::size_t state_count() const = 0;
   // A whole direction's loop at once, where the cell runs it as one op (a fused GRU:
-  // functional::gru_sequence): from every step's input side [T, B, gates H] and the initial
+  // normgrad::gru_sequence): from every step's input side [T, B, gates H] and the initial
   // state (as in step()), with a mask or packed batch sizes, state dropout as in step() and
   // the direction in `options`, each state after every step ({h}, or {h, c}), [T, B, H] in time
   // order; a row holds its state where it skips a step. nullopt where the cell steps.
   virtual std::optional<std::vector<Tensor>> run_sequence(
       const Tensor& input_side, const std::vector<Tensor>& initial,
-      const functional::SequenceOptions& options);
+      const normgrad::SequenceOptions& options);
 
  protected:
   Tensor project_input(const Tensor& x) const;  // W_ih x + b_ih

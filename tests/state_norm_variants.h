@@ -16,8 +16,8 @@ namespace testing {
 using namespace normgrad;
 
 using normgrad::RowStatistic;
-using nn::functional::GruStateNorms;
-using nn::functional::LstmStepNorms;
+using normgrad::GruStateNorms;
+using normgrad::LstmStepNorms;
 
 // One way of normalising both blocks of the state side.
 struct Variant {

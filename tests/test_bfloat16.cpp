@@ -654,17 +654,17 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   };
 
   SUBCASE("GRU, LayerNorm on the gates, RMSNorm on the candidate") {
-    const nn::functional::GruStateNorms norms{norm(normgrad::RowStatistic::Variance, 2 * hidden),
+    const normgrad::GruStateNorms norms{norm(normgrad::RowStatistic::Variance, 2 * hidden),
                                               norm(normgrad::RowStatistic::MeanSquare, hidden)};
-    const nn::functional::GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
+    const normgrad::GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
     const Tensor gx = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor h = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor gx32 = f32(gx).detach().requires_grad_(), gh32 = f32(gh).detach().requires_grad_();
     const Tensor h32 = f32(h).detach().requires_grad_();
     const Tensor upstream = bf16(randn({batch, hidden}, generator));
-    const Tensor out = nn::functional::normed_gru_step(gx, gh, h, norms, bf16(mask));
-    const Tensor exact = nn::functional::normed_gru_step(gx32, gh32, h32, exact_norms, mask);
+    const Tensor out = normgrad::normed_gru_step(gx, gh, h, norms, bf16(mask));
+    const Tensor exact = normgrad::normed_gru_step(gx32, gh32, h32, exact_norms, mask);
     CHECK(same_bits(out, bf16(exact)));
     (f32(out) * f32(upstream)).sum().backward();
     (exact * f32(upstream)).sum().backward();
@@ -674,22 +674,22 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
                 {gx32, gh32, h32, gx32, exact_norms.gates.gain, exact_norms.gates.bias,
                  exact_norms.candidate.gain, exact_norms.candidate.bias});
     // The plain fused step too.
-    CHECK(same_bits(nn::functional::gru_step(gx, gh, h, bf16(mask)),
-                    bf16(nn::functional::gru_step(gx32, gh32, h32, mask))));
+    CHECK(same_bits(normgrad::gru_step(gx, gh, h, bf16(mask)),
+                    bf16(normgrad::gru_step(gx32, gh32, h32, mask))));
   }
   SUBCASE("LSTM, RMSNorm on the state side and LayerNorm on the cell") {
-    nn::functional::LstmStepNorms norms{norm(normgrad::RowStatistic::MeanSquare, 4 * hidden),
+    normgrad::LstmStepNorms norms{norm(normgrad::RowStatistic::MeanSquare, 4 * hidden),
                                         norm(normgrad::RowStatistic::Variance, hidden)};
-    nn::functional::LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
+    normgrad::LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
     const Tensor gx = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor h = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor c = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor gx32 = f32(gx).detach().requires_grad_(), gh32 = f32(gh).detach().requires_grad_();
     const Tensor h32 = f32(h).detach().requires_grad_(), c32 = f32(c).detach().requires_grad_();
-    const auto [h_out, c_out] = nn::functional::lstm_step(gx, gh, h, c, norms, bf16(mask));
+    const auto [h_out, c_out] = normgrad::lstm_step(gx, gh, h, c, norms, bf16(mask));
     const auto [h_exact, c_exact] =
-        nn::functional::lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
+        normgrad::lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
     CHECK(same_bits(h_out, bf16(h_exact)));
     CHECK(same_bits(c_out, bf16(c_exact)));
     const Tensor dh = bf16(randn({batch, hidden}, generator));

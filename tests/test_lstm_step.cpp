@@ -1,5 +1,5 @@
 // The LSTM step after its GEMM, fused with its state and cell norms
-// (nn::functional::lstm_step): against its composed twin for every row norm and for none, with
+// (normgrad::lstm_step): against its composed twin for every row norm and for none, with
 // and without a mask, in float32 and float64, through h and c; float64 gradient checks of
 // every input and of the norms' gains and biases; the cells that take it; and errors.
 
@@ -10,7 +10,7 @@
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using nn::functional::LstmStepNorms;
+using normgrad::LstmStepNorms;
 using testing::affine_of;
 using testing::all_close;
 using testing::leaf;
@@ -60,7 +60,7 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
           inputs.push_back(t);
         }
 
-        const std::array<Tensor, 2> fused = nn::functional::lstm_step(gx, gh, h, c, norms, mask);
+        const std::array<Tensor, 2> fused = normgrad::lstm_step(gx, gh, h, c, norms, mask);
         both(fused, dh, dc).backward();
         std::vector<Tensor> fused_grads;
         for (Tensor& t : inputs) {
@@ -68,7 +68,7 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
           t.zero_grad();
         }
         const std::array<Tensor, 2> composed =
-            nn::functional::lstm_step_composed(gx, gh, h, c, norms, mask);
+            normgrad::lstm_step_composed(gx, gh, h, c, norms, mask);
         both(composed, dh, dc).backward();
 
         const double tolerance = dtype == DType::Float32 ? 2e-5 : 1e-12;
@@ -100,7 +100,7 @@ TEST_CASE("lstm_step passes gradcheck for every row norm and none, gains and bia
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          const std::array<Tensor, 2> state = nn::functional::lstm_step(
+          const std::array<Tensor, 2> state = normgrad::lstm_step(
               in[0], in[1], in[2], in[3], with_affine(norms, in, 4), mask);
           return cat({state[0].flatten(), (state[1] * 0.7).flatten()});
         },
@@ -136,13 +136,13 @@ TEST_CASE("LSTM cells run the fused step for row norms and none, the modules for
 TEST_CASE("lstm_step refuses operands and norms it cannot take, naming them") {
   const Tensor gx = leaf({2, 12}), gh = leaf({2, 12}), h = leaf({2, 3}), c = leaf({2, 3});
   LstmStepNorms norms = lstm_norms(variants[1], 3, DType::Float64);
-  CHECK_ERROR(nn::functional::lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step",
+  CHECK_ERROR(normgrad::lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step",
               "gh must be [2, 12]");
-  CHECK_ERROR(nn::functional::lstm_step(gx, gh, h, leaf({2, 4}), norms), "lstm_step", "c_prev");
+  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, leaf({2, 4}), norms), "lstm_step", "c_prev");
   norms.cell->gain = leaf({4});
-  CHECK_ERROR(nn::functional::lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain",
+  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain",
               "[3]");
   norms = lstm_norms(variants[1], 3, DType::Float64);
   norms.state->k = 13;
-  CHECK_ERROR(nn::functional::lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
+  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
 }

@@ -11,7 +11,7 @@
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/gate_math.h"
+#include "backends/cpu/recurrent_gate_math.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/recurrent_checks.h"

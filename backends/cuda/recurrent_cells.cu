@@ -16,7 +16,7 @@
 #include "backends/compute_type.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_guard.h"
-#include "backends/cuda/gate_math.cuh"
+#include "backends/cuda/recurrent_gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/dtype_dispatch.h"
 #include "backends/recurrent_checks.h"

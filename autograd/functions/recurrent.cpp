@@ -1,4 +1,4 @@
-#include "nn/recurrent_functional.h"
+#include "autograd/functions/recurrent.h"
 
 #include <array>
 #include <span>
@@ -9,9 +9,9 @@
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/recurrent_kernel_args.h"
+#include "autograd/functions/recurrent_kernel_args.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 namespace {
 
@@ -281,4 +281,4 @@ Tensor lstm_cell_state_composed(const Tensor& gates, const Tensor& c_prev, const
   return keep_where_masked(c, c_prev, mask);
 }
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

@@ -1,5 +1,5 @@
 // An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract; the CPU's
-// backends/cpu/lstm_step.cpp is the twin the tests hold this to, and both take their row-norm
+// backends/cpu/recurrent_lstm_step.cpp is the twin the tests hold this to, and both take their row-norm
 // arithmetic from backends/fused_row_norm.h). A step is then one kernel forward and one (plus a
 // column sum for the gains) backward, where the composed step takes a norm, an add, the cell
 // kernel, a sigmoid, a second norm, a tanh, a product and a select each way.
@@ -19,7 +19,7 @@
 #include "backends/compute_type.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_guard.h"
-#include "backends/cuda/gate_math.cuh"
+#include "backends/cuda/recurrent_gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/row_blocks.cuh"
 #include "backends/dtype_dispatch.h"

@@ -1,5 +1,5 @@
 // A GRU step with its state side's two norms fused into it (backend.h gives the contract; the
-// CPU's backends/cpu/normed_gru_cell.cpp is the twin the tests hold this to). A normed step is
+// CPU's backends/cpu/recurrent_normed_gru.cpp is the twin the tests hold this to). A normed step is
 // then one kernel after its GEMM forward, and one (plus a small column sum) backward, where
 // the composed step takes a split, two norms, a cat and the gate kernel each way.
 //
@@ -27,7 +27,7 @@
 #include "backends/compute_type.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device_guard.h"
-#include "backends/cuda/gate_math.cuh"
+#include "backends/cuda/recurrent_gate_math.cuh"
 #include "backends/cuda/launch.cuh"
 #include "backends/cuda/row_blocks.cuh"
 #include "backends/dtype_dispatch.h"

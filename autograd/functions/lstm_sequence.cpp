@@ -1,4 +1,4 @@
-#include "nn/lstm_sequence.h"
+#include "autograd/functions/lstm_sequence.h"
 
 #include <array>
 #include <cstdint>
@@ -12,10 +12,10 @@
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/recurrent_kernel_args.h"
-#include "nn/sequence_steps.h"
+#include "autograd/functions/recurrent_kernel_args.h"
+#include "autograd/functions/recurrent_steps.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 namespace {
 
@@ -249,4 +249,4 @@ Tensor lstm_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& c
   return lstm_loop::forward(input_side, h0, c0, weight_hh, bias_hh, norms, options);
 }
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

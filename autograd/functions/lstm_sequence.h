@@ -1,7 +1,7 @@
 #pragma once
 // An LSTM layer's whole time loop in one direction as one differentiable op, as
 // gru_sequence.h has the GRU's: forward runs each step's state-side product and the fused step
-// kernel with its norms (functional::lstm_step); backward runs the steps in reverse and then
+// kernel with its norms (normgrad::lstm_step); backward runs the steps in reverse and then
 // forms W_hh's gradient as ONE matrix product over all the rows the steps computed, and b_hh's
 // as one column sum, where stepping through autograd makes T thin products and T additions.
 //
@@ -10,10 +10,10 @@
 // order). Packed (SequenceOptions::batch_sizes), each step computes only its running rows.
 
 #include "core/tensor.h"
-#include "nn/recurrent_functional.h"
-#include "nn/sequence_options.h"
+#include "autograd/functions/recurrent.h"
+#include "autograd/functions/recurrent_sequence_options.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 // input_side [T, B, 4H]: every step's (normalised) input-side pre-activations [i | f | g | o];
 // h0, c0 [B, H]; weight_hh [4H, H] and bias_hh [4H] (or undefined); norms: the state and cell
@@ -25,4 +25,4 @@ Tensor lstm_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& c
                      const Tensor& weight_hh, const Tensor& bias_hh, const LstmStepNorms& norms,
                      const SequenceOptions& options = {});
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

@@ -16,9 +16,9 @@
 #include "base/error.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
-#include "nn/recurrent_functional.h"
+#include "autograd/functions/recurrent.h"
 
-namespace normgrad::nn::functional::kernel_args {
+namespace normgrad::kernel_args {
 
 // The mask as the kernels want it: contiguous, in the data's dtype, never requiring grad.
 inline Tensor mask(const Tensor& mask, DType dtype) {
@@ -152,4 +152,4 @@ inline backend::LstmStepNormGrads lstm_affine_grads(std::span<const Tensor, 4> g
           optional_ref(grads[2], refs[2]), optional_ref(grads[3], refs[3])};
 }
 
-}  // namespace normgrad::nn::functional::kernel_args
+}  // namespace normgrad::kernel_args

@@ -1,6 +1,6 @@
 #pragma once
 // The activations and the mask test of the recurrent kernels (recurrent_cells.cu,
-// normed_gru_cell.cu), each the CUDA twin of the CPU's.
+// recurrent_normed_gru.cu), each the CUDA twin of the CPU's.
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // row, the state norm's statistic, the gates, the cell state, the cell norm and the output, and
 // the reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
 // activations through vector_exp.h). The norms' formulas and coefficients are those of
-// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/lstm_step.cu) uses too; here
+// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/recurrent_lstm_step.cu) uses too; here
 // the sums are taken as the CPU's norm kernels take them (norm_rows.h: the data's type within
 // blocks of 256 values, the blocks in double) and the values in the data's type.
 //
@@ -18,7 +18,7 @@
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/gate_math.h"
+#include "backends/cpu/recurrent_gate_math.h"
 #include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"

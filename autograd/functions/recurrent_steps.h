@@ -12,9 +12,9 @@
 #include "base/error.h"
 #include "core/tensor.h"
 #include "core/tensor_internal.h"
-#include "nn/sequence_options.h"
+#include "autograd/functions/recurrent_sequence_options.h"
 
-namespace normgrad::nn::functional::sequence_steps {
+namespace normgrad::sequence_steps {
 
 struct Sizes {
   std::int64_t steps, batch, hidden;
@@ -174,4 +174,4 @@ inline void add_state_gradient(backend::Backend& kernels, const Tensor& d_prev,
   kernels.binary(backend::BinaryOp::Add, ref(d_prev), ref(d_prev), ref(scratch), 0);
 }
 
-}  // namespace normgrad::nn::functional::sequence_steps
+}  // namespace normgrad::sequence_steps

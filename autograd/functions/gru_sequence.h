@@ -1,7 +1,7 @@
 #pragma once
 // A GRU layer's whole time loop in one direction as one differentiable op, the form cuDNN's RNN
 // has: forward runs each step's state-side product and its fused step kernel (plain, or with
-// the state-side norms inside: functional::gru_step, normed_gru_step); backward runs the steps
+// the state-side norms inside: normgrad::gru_step, normed_gru_step); backward runs the steps
 // in reverse and then forms the gradient of W_hh as ONE matrix product over all T B rows,
 // dW_hh = sum over t of dgh_t^T h_{t-1}, and b_hh's as one column sum. Step by step through
 // autograd, that gradient is T thin products (B rows each) added up one by one; here it is a
@@ -16,10 +16,10 @@
 #include <optional>
 
 #include "core/tensor.h"
-#include "nn/recurrent_functional.h"
-#include "nn/sequence_options.h"
+#include "autograd/functions/recurrent.h"
+#include "autograd/functions/recurrent_sequence_options.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 // input_side [T, B, 3H]: every step's (normalised) input-side pre-activations; h0 [B, H];
 // weight_hh [3H, H] and bias_hh [3H] (or undefined); norms: the state side's N2 and N4, or
@@ -31,4 +31,4 @@ Tensor gru_sequence(const Tensor& input_side, const Tensor& h0, const Tensor& we
                     const Tensor& bias_hh, const std::optional<GruStateNorms>& norms,
                     const SequenceOptions& options = {});
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

@@ -1,4 +1,4 @@
-#include "nn/gru_sequence.h"
+#include "autograd/functions/gru_sequence.h"
 
 #include <array>
 #include <cstdint>
@@ -13,10 +13,10 @@
 #include "autograd/record.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
-#include "nn/recurrent_kernel_args.h"
-#include "nn/sequence_steps.h"
+#include "autograd/functions/recurrent_kernel_args.h"
+#include "autograd/functions/recurrent_steps.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 namespace {
 
@@ -268,4 +268,4 @@ Tensor gru_sequence(const Tensor& input_side, const Tensor& h0_in, const Tensor&
   return states;
 }
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

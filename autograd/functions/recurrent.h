@@ -13,7 +13,7 @@
 #include "autograd/functions/norm.h"
 #include "core/tensor.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 // One GRU step in the form of Nematus (paper, Appendix A.1), after the pre-activations have been
 // computed and normalised. gx, gh: [B, 3H], the input-side and state-side terms of
@@ -76,4 +76,4 @@ Tensor lstm_cell_state(const Tensor& gates, const Tensor& c_prev, const Tensor& 
 Tensor lstm_cell_state_composed(const Tensor& gates, const Tensor& c_prev,
                                 const Tensor& mask = Tensor());
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad

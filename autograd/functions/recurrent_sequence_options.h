@@ -11,7 +11,7 @@
 
 #include "core/tensor.h"
 
-namespace normgrad::nn::functional {
+namespace normgrad {
 
 struct SequenceOptions {
   // Undefined, or [T, B], any dtype: rows where it is 0 keep their state at that step.
@@ -27,4 +27,4 @@ struct SequenceOptions {
   bool reverse = false;  // run t = T-1 down to 0
 };
 
-}  // namespace normgrad::nn::functional
+}  // namespace normgrad
