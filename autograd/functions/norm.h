@@ -30,7 +30,7 @@ struct NormOptions {
 };
 
 // A row normaliser over the last dim in the form a kernel that fuses it with the ops around it
-// takes (a GRU step's: recurrent_functional.h): its statistic, the leading values that give it,
+// takes (a GRU step's: recurrent.h): its statistic, the leading values that give it,
 // its options and its gain and bias. A LayerNorm, RMSNorm, pRMSNorm or L2Norm module gives its
 // own through Norm::row_form.
 enum class RowStatistic {

@@ -1,5 +1,5 @@
 #pragma once
-// What the fused recurrent ops (recurrent_functional.cpp, gru_sequence.cpp, lstm_sequence.cpp)
+// What the fused recurrent ops (recurrent.cpp, gru_sequence.cpp, lstm_sequence.cpp)
 // share when they
 // hand a step to the backend: the mask as the kernels read it, optional operands as pointers,
 // and a state norm's parameters, checked. Internal to nn/.
