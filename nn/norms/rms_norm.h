@@ -15,6 +15,7 @@
 
 #include "autograd/functions/norm.h"
 #include "nn/norms/affine_norm.h"
+#include "nn/norms/composed.h"
 
 namespace normgrad::nn {
 
