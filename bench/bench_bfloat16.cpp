@@ -47,7 +47,8 @@ std::function<void()> norm_step(bool layer, const Tensor& x0, const Tensor& gain
   const Tensor bias = on(bias0, dtype, device).requires_grad_();
   const Tensor upstream = on(upstream0, dtype, device);
   return [layer, x, gain, bias, upstream] {
-    const Tensor y = layer ? normgrad::layer_norm(x, 1, gain, bias) : normgrad::rms_norm(x, 1, gain, bias);
+    const Tensor y =
+        layer ? normgrad::layer_norm(x, 1, gain, bias) : normgrad::rms_norm(x, 1, gain, bias);
     y.backward(upstream);
     for (Tensor t : {x, gain, bias}) t.zero_grad();
   };

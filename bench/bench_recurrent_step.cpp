@@ -94,9 +94,9 @@ void gru_cases(std::vector<StepCase>& cases, const StepInputs& in, std::int64_t 
         {spec + " separate", [&in, norms, parameters, hidden] {
            const Tensor gh = nn::functional::linear(in.h, in.weight, in.bias);
            const std::vector<Tensor> blocks = split(gh, {2 * hidden, hidden}, -1);
-           const Tensor normalised =
-               cat({normgrad::row_norm(blocks[0], norms.gates), normgrad::row_norm(blocks[1], norms.candidate)},
-                   -1);
+           const Tensor normalised = cat({normgrad::row_norm(blocks[0], norms.gates),
+                                          normgrad::row_norm(blocks[1], norms.candidate)},
+                                         -1);
            backward_and_clear(normgrad::gru_step(in.gx, normalised, in.h), in, parameters);
          }});
   }

@@ -170,6 +170,12 @@ backend::TensorRef ref(const Tensor& tensor) {
   return view;
 }
 
+const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
+  if (!tensor.defined()) return nullptr;
+  storage = ref(tensor);
+  return &storage;
+}
+
 backend::TensorRef broadcast_ref(const Tensor& tensor, const Shape& shape) {
   backend::TensorRef view = ref(tensor);
   const std::size_t lead = shape.size() - view.shape.size();

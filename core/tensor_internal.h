@@ -17,6 +17,8 @@ Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t 
 
 backend::Backend& backend_of(const Tensor& tensor);
 backend::TensorRef ref(const Tensor& tensor);
+// A kernel's optional operand: null for an undefined tensor, else its ref, kept in `storage`.
+const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage);
 
 // The same view, broadcast to `shape` (stride 0 in broadcast dims); shapes were checked.
 backend::TensorRef broadcast_ref(const Tensor& tensor, const Shape& shape);

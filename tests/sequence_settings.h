@@ -58,7 +58,7 @@ inline Tensor setting_mask(const SequenceSetting& setting, DType dtype) {
 }
 
 // The options that run a setting as one op, with the mask setting_mask gave.
-inline normgrad::SequenceOptions setting_options(const SequenceSetting& setting,
+inline SequenceOptions setting_options(const SequenceSetting& setting,
                                                        const Tensor& mask, const Tensor& dropout) {
   return {.mask = setting.packed ? Tensor() : mask,
           .batch_sizes = setting.packed ? packed_sizes : std::vector<std::int64_t>{},
@@ -71,7 +71,7 @@ template <class Cell> class SteppedCell : public Cell {
  public:
   using Cell::Cell;
   std::optional<std::vector<Tensor>> run_sequence(const Tensor&, const std::vector<Tensor>&,
-                                                  const normgrad::SequenceOptions&) override {
+                                                  const SequenceOptions&) override {
     return std::nullopt;
   }
 };

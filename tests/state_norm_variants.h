@@ -15,16 +15,12 @@ namespace testing {
 
 using namespace normgrad;
 
-using normgrad::RowStatistic;
-using normgrad::GruStateNorms;
-using normgrad::LstmStepNorms;
-
 // One way of normalising both blocks of the state side.
 struct Variant {
   std::string name;
   RowStatistic statistic = RowStatistic::MeanSquare;
   double partial = 1.0;  // MeanSquare: the share of each block that gives the statistic
-  normgrad::NormOptions options = {};
+  NormOptions options = {};
   bool gain = true, bias = false;
 };
 
@@ -32,7 +28,7 @@ inline const std::vector<Variant> variants = {
     {.name = "layernorm", .statistic = RowStatistic::Variance, .bias = true},
     {.name = "rmsnorm"},
     {.name = "rmsnorm, eps outside the sqrt, with a bias",
-     .options = {.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt},
+     .options = {.eps = 1e-3, .placement = EpsPlacement::OutsideSqrt},
      .bias = true},
     {.name = "prmsnorm, p = 0.5", .partial = 0.5},
     {.name = "l2norm", .statistic = RowStatistic::SumOfSquares},
@@ -40,10 +36,10 @@ inline const std::vector<Variant> variants = {
 };
 
 // The norm of one block of `width` values, its gain near 1 and bias near 0 drawn from `seed`.
-inline normgrad::RowNorm block_norm(const Variant& variant, std::int64_t width, DType dtype,
+inline RowNorm block_norm(const Variant& variant, std::int64_t width, DType dtype,
                               std::uint64_t seed) {
   Generator generator(seed);
-  normgrad::RowNorm norm{.statistic = variant.statistic, .options = variant.options};
+  RowNorm norm{.statistic = variant.statistic, .options = variant.options};
   if (variant.partial < 1)
     norm.k = nn::partial_count(width, variant.partial, nn::PartialRounding::Ceil);
   if (variant.gain)
@@ -83,7 +79,7 @@ inline LstmStepNorms lstm_norms(const Variant& variant, std::int64_t hidden, DTy
 
 inline std::vector<Tensor> affine_of(const LstmStepNorms& norms) {
   std::vector<Tensor> parameters;
-  for (const std::optional<normgrad::RowNorm>* norm : {&norms.state, &norms.cell})
+  for (const std::optional<RowNorm>* norm : {&norms.state, &norms.cell})
     if (norm->has_value())
       for (const Tensor& t : {(*norm)->gain, (*norm)->bias})
         if (t.defined()) parameters.push_back(t);
@@ -92,7 +88,7 @@ inline std::vector<Tensor> affine_of(const LstmStepNorms& norms) {
 
 inline LstmStepNorms with_affine(LstmStepNorms norms, const std::vector<Tensor>& in,
                                  std::size_t first) {
-  for (std::optional<normgrad::RowNorm>* norm : {&norms.state, &norms.cell})
+  for (std::optional<RowNorm>* norm : {&norms.state, &norms.cell})
     if (norm->has_value())
       for (Tensor* t : {&(*norm)->gain, &(*norm)->bias})
         if (t->defined()) *t = in[first++];

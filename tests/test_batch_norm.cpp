@@ -1,4 +1,4 @@
-// BatchNorm: the fused op (normgrad::batch_norm, backends/cpu/batch_norm.cpp) against its composed
+// BatchNorm: the fused op (batch_norm, backends/cpu/batch_norm.cpp) against its composed
 // twin and finite differences, the running estimates against values worked out by hand,
 // evaluation with the running estimates, results identical for 1 and 2 threads, the
 // modules, and the errors.
@@ -29,7 +29,7 @@ using BatchNormFunction =
 
 const BatchNormFunction fused = [](const Tensor& x, const Tensor& g, const Tensor& b,
                                    const Tensor& rm, const Tensor& rv, bool training) {
-  return normgrad::batch_norm(x, g, b, rm, rv, training, 0.1, 1e-5);
+  return batch_norm(x, g, b, rm, rv, training, 0.1, 1e-5);
 };
 const BatchNormFunction composed = [](const Tensor& x, const Tensor& g, const Tensor& b,
                                       const Tensor& rm, const Tensor& rv, bool training) {
@@ -101,7 +101,7 @@ TEST_CASE("batch_norm on values worked out by hand: running estimates use the un
   const double s0 = std::sqrt(8.0 / 3), s1 = std::sqrt(32.0 / 3);
   for (bool use_fused : {true, false}) {
     CAPTURE(use_fused);
-    const auto function = use_fused ? normgrad::batch_norm : nn::batch_norm_composed;
+    const auto function = use_fused ? batch_norm : nn::batch_norm_composed;
     Tensor rm = zeros({2}, {.dtype = DType::Float64}), rv = ones({2}, {.dtype = DType::Float64});
     const Tensor y = function(x, none, none, rm, rv, true, 0.1, 1e-5);
     CHECK(all_close(y, {-2 / s0, -4 / s1, 0, 0, 2 / s0, 4 / s1}, 1e-5));
@@ -132,7 +132,7 @@ TEST_CASE("batch_norm in evaluation uses the running estimates and leaves them a
   const Tensor b = tensor({0, 10}, {.dtype = DType::Float64});
   // y = g (x - rm) / sqrt(rv) + b, eps 0
   const std::vector<double> expected{0, 16, 2, 24};
-  for (const auto& function : {normgrad::batch_norm, nn::batch_norm_composed}) {
+  for (const auto& function : {batch_norm, nn::batch_norm_composed}) {
     const Tensor running_mean = rm.clone(), running_var = rv.clone();
     CHECK(all_close(function(x, g, b, running_mean, running_var, false, 0.1, 0.0), expected));
     CHECK(all_close(running_mean, rm, 0, 0));
@@ -181,25 +181,25 @@ TEST_CASE("gradcheck: batch_norm in training and evaluation, with and without ga
     const std::int64_t channels = shape[1];
     const Tensor x = leaf(shape, 1, 2.0), g = leaf({channels}, 2), b = leaf({channels}, 3);
     CHECK_GRADIENTS(
-        [](const Inputs& in) { return normgrad::batch_norm(in[0], in[1], in[2], none, none, true); },
+        [](const Inputs& in) { return batch_norm(in[0], in[1], in[2], none, none, true); },
         {x, g, b});
     CHECK_GRADIENTS(
-        [](const Inputs& in) { return normgrad::batch_norm(in[0], none, none, none, none, true); }, {x});
+        [](const Inputs& in) { return batch_norm(in[0], none, none, none, none, true); }, {x});
     CHECK_GRADIENTS(
         [](const Inputs& in) {
-          return normgrad::batch_norm(in[0], in[1], none, none, none, true, 0.1, 1e-6);
+          return batch_norm(in[0], in[1], none, none, none, true, 0.1, 1e-6);
         },
         {x, g});
     // Evaluation: an affine map of x with fixed statistics.
     const Tensor rm = leaf({channels}, 4).detach();
     const Tensor rv = (leaf({channels}, 5).detach().square() + 0.5);
     CHECK_GRADIENTS(
-        [&](const Inputs& in) { return normgrad::batch_norm(in[0], in[1], in[2], rm, rv, false); },
+        [&](const Inputs& in) { return batch_norm(in[0], in[1], in[2], rm, rv, false); },
         {x, g, b});
   }
   // A non-contiguous input.
   CHECK_GRADIENTS(
-      [](const Inputs& in) { return normgrad::batch_norm(in[0].t(), in[1], none, none, none, true); },
+      [](const Inputs& in) { return batch_norm(in[0].t(), in[1], none, none, none, true); },
       {leaf({3, 5}, 6), leaf({3}, 7)});
 }
 
@@ -214,7 +214,7 @@ TEST_CASE("batch_norm keeps its precision for channels with a large mean") {
     const Tensor dy = randn(big.shape(), generator);
     const Tensor x32 = big.detach().requires_grad_();
     const Tensor x64 = big.to(DType::Float64).detach().requires_grad_();
-    const Tensor y32 = normgrad::batch_norm(x32, none, none, none, none, true);
+    const Tensor y32 = batch_norm(x32, none, none, none, none, true);
     const Tensor y64 = nn::batch_norm_composed(x64, none, none, none, none, true, 0.1, 1e-5);
     (y32 * dy).sum().backward();
     (y64 * dy.to(DType::Float64)).sum().backward();
@@ -296,36 +296,36 @@ TEST_CASE("BatchNorm1d and BatchNorm2d: parameters, buffers, modes") {
 }
 
 TEST_CASE("batch_norm refuses bad arguments") {
-  CHECK_ERROR(normgrad::batch_norm(zeros({1, 3}), none, none, none, none, true), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({1, 3}), none, none, none, none, true), "batch_norm",
               "more than one value per channel", "[1, 3]");
-  CHECK_ERROR(normgrad::batch_norm(zeros({1, 3, 1, 1}), none, none, none, none, true), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({1, 3, 1, 1}), none, none, none, none, true), "batch_norm",
               "[1, 3, 1, 1]");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), zeros({4}), none, none, none, true), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({2, 3}), zeros({4}), none, none, none, true), "batch_norm",
               "gain", "[3]", "[4]");
   CHECK_ERROR(
-      normgrad::batch_norm(zeros({2, 3}), none, zeros({3}, {.dtype = DType::Float64}), none, none, true),
+      batch_norm(zeros({2, 3}), none, zeros({3}, {.dtype = DType::Float64}), none, none, true),
       "batch_norm", "float64");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}, {.dtype = DType::Int64}), none, none, none, none, true),
+  CHECK_ERROR(batch_norm(zeros({2, 3}, {.dtype = DType::Int64}), none, none, none, none, true),
               "batch_norm", "int64");
-  CHECK_ERROR(normgrad::batch_norm(zeros({3}), none, none, none, none, true), "batch_norm", "[N, C, ...]",
+  CHECK_ERROR(batch_norm(zeros({3}), none, none, none, none, true), "batch_norm", "[N, C, ...]",
               "[3]");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), none, none, none, none, false), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({2, 3}), none, none, none, none, false), "batch_norm",
               "running_mean");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), none, none, zeros({3}), none, true), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({2, 3}), none, none, zeros({3}), none, true), "batch_norm",
               "both or neither");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), none, none, zeros({2}), ones({2}), true), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({2, 3}), none, none, zeros({2}), ones({2}), true), "batch_norm",
               "running_mean", "[2]");
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), none, none, none, none, true, 1.5), "batch_norm",
+  CHECK_ERROR(batch_norm(zeros({2, 3}), none, none, none, none, true, 1.5), "batch_norm",
               "momentum");
   // Running estimates have the input's dtype, or float32 for bfloat16 input (mixed precision).
   const TensorOptions f64{.dtype = DType::Float64};
-  CHECK_ERROR(normgrad::batch_norm(zeros({2, 3}), none, none, zeros({3}, f64), ones({3}, f64), true),
+  CHECK_ERROR(batch_norm(zeros({2, 3}), none, none, zeros({3}, f64), ones({3}, f64), true),
               "batch_norm", "running_mean is float64", "input is float32");
   const TensorOptions bf16{.dtype = DType::BFloat16};
   CHECK_ERROR(
-      normgrad::batch_norm(zeros({2, 3}, bf16), none, none, zeros({3}, f64), ones({3}, f64), true),
+      batch_norm(zeros({2, 3}, bf16), none, none, zeros({3}, f64), ones({3}, f64), true),
       "batch_norm", "running_mean is float64", "input is bfloat16");
-  CHECK(normgrad::batch_norm(randn({4, 3}).to(DType::BFloat16), none, none, zeros({3}), ones({3}), true)
+  CHECK(batch_norm(randn({4, 3}).to(DType::BFloat16), none, none, zeros({3}), ones({3}), true)
             .dtype() == DType::BFloat16);
 }
 

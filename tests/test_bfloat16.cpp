@@ -271,10 +271,10 @@ TEST_CASE("bfloat16 ops give the float32 kernel's result on the rounded inputs, 
   CHECK(same_bits(matmul(b.t(), a.t()), once(matmul(f32(b).t(), f32(a).t()))));  // transposed
   CHECK(same_bits(matmul(batched, b), once(matmul(f32(batched), f32(b)))));      // broadcast batch
   const Tensor gain = bf16(randn({6}, generator)), bias = bf16(randn({6}, generator));
-  CHECK(same_bits(normgrad::layer_norm(a, 1, gain, bias),
-                  once(normgrad::layer_norm(f32(a), 1, f32(gain), f32(bias)))));
-  CHECK(same_bits(normgrad::rms_norm(batched, 1, gain, Tensor()),
-                  once(normgrad::rms_norm(f32(batched), 1, f32(gain), Tensor()))));
+  CHECK(same_bits(layer_norm(a, 1, gain, bias),
+                  once(layer_norm(f32(a), 1, f32(gain), f32(bias)))));
+  CHECK(same_bits(rms_norm(batched, 1, gain, Tensor()),
+                  once(rms_norm(f32(batched), 1, f32(gain), Tensor()))));
 
   // Backward passes too: the gradient of each bfloat16 input is bfloat16.
   Tensor x = a.clone().requires_grad_(), w = b.clone().requires_grad_();
@@ -325,7 +325,7 @@ TEST_CASE("bfloat16 convolutions, pooling and batch norm: the float32 kernels' r
   SUBCASE("batch_norm in training, with gain and bias") {
     const Tensor gain = bf16(randn({3}, generator)), shift = bf16(randn({3}, generator));
     check_op({image, gain, shift}, [](const std::vector<Tensor>& v) {
-      return normgrad::batch_norm(v[0], v[1], v[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+      return batch_norm(v[0], v[1], v[2], Tensor(), Tensor(), true, 0.1, 1e-5);
     });
   }
   SUBCASE("the backend's im2col and col2im, which the convolutions use inside") {
@@ -427,7 +427,7 @@ TEST_CASE("bfloat16 products and norms stay within the stated tolerances of floa
     const Tensor gain = randn({512}, generator), bias = randn({512}, generator);
     const Tensor dy = randn({32, 512}, generator);
     const auto norm = [layer](const Tensor& input, const Tensor& g, const Tensor& shift) {
-      return layer ? normgrad::layer_norm(input, 1, g, shift) : normgrad::rms_norm(input, 1, g, shift);
+      return layer ? layer_norm(input, 1, g, shift) : rms_norm(input, 1, g, shift);
     };
     Tensor x32 = x.clone().requires_grad_(), x16 = bf16(x).requires_grad_();
     const Tensor y32 = norm(x32, gain, bias);
@@ -628,16 +628,16 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   Generator generator(12);
   const std::int64_t batch = 5, hidden = 7;
   const Tensor mask = from_vector<float>({1, 1, 0, 1, 1}, {batch});
-  const auto norm = [&](normgrad::RowStatistic statistic, std::int64_t width) {
-    return normgrad::RowNorm{statistic,
+  const auto norm = [&](RowStatistic statistic, std::int64_t width) {
+    return RowNorm{statistic,
                        0,
                        {},
                        (randn({width}, generator) * 0.3 + 1.0).requires_grad_(),
                        (randn({width}, generator) * 0.1).requires_grad_()};
   };
   // The same norm on float32 copies of the gain and bias as bfloat16 rounds them.
-  const auto rounded = [](const normgrad::RowNorm& n) {
-    return normgrad::RowNorm{n.statistic, n.k, n.options, f32(bf16(n.gain)).detach().requires_grad_(),
+  const auto rounded = [](const RowNorm& n) {
+    return RowNorm{n.statistic, n.k, n.options, f32(bf16(n.gain)).detach().requires_grad_(),
                        f32(bf16(n.bias)).detach().requires_grad_()};
   };
   const auto check_grads = [](const std::vector<Tensor>& mixed, const std::vector<Tensor>& exact) {
@@ -654,17 +654,17 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   };
 
   SUBCASE("GRU, LayerNorm on the gates, RMSNorm on the candidate") {
-    const normgrad::GruStateNorms norms{norm(normgrad::RowStatistic::Variance, 2 * hidden),
-                                              norm(normgrad::RowStatistic::MeanSquare, hidden)};
-    const normgrad::GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
+    const GruStateNorms norms{norm(RowStatistic::Variance, 2 * hidden),
+                                              norm(RowStatistic::MeanSquare, hidden)};
+    const GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
     const Tensor gx = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor h = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor gx32 = f32(gx).detach().requires_grad_(), gh32 = f32(gh).detach().requires_grad_();
     const Tensor h32 = f32(h).detach().requires_grad_();
     const Tensor upstream = bf16(randn({batch, hidden}, generator));
-    const Tensor out = normgrad::normed_gru_step(gx, gh, h, norms, bf16(mask));
-    const Tensor exact = normgrad::normed_gru_step(gx32, gh32, h32, exact_norms, mask);
+    const Tensor out = normed_gru_step(gx, gh, h, norms, bf16(mask));
+    const Tensor exact = normed_gru_step(gx32, gh32, h32, exact_norms, mask);
     CHECK(same_bits(out, bf16(exact)));
     (f32(out) * f32(upstream)).sum().backward();
     (exact * f32(upstream)).sum().backward();
@@ -674,22 +674,22 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
                 {gx32, gh32, h32, gx32, exact_norms.gates.gain, exact_norms.gates.bias,
                  exact_norms.candidate.gain, exact_norms.candidate.bias});
     // The plain fused step too.
-    CHECK(same_bits(normgrad::gru_step(gx, gh, h, bf16(mask)),
-                    bf16(normgrad::gru_step(gx32, gh32, h32, mask))));
+    CHECK(same_bits(gru_step(gx, gh, h, bf16(mask)),
+                    bf16(gru_step(gx32, gh32, h32, mask))));
   }
   SUBCASE("LSTM, RMSNorm on the state side and LayerNorm on the cell") {
-    normgrad::LstmStepNorms norms{norm(normgrad::RowStatistic::MeanSquare, 4 * hidden),
-                                        norm(normgrad::RowStatistic::Variance, hidden)};
-    normgrad::LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
+    LstmStepNorms norms{norm(RowStatistic::MeanSquare, 4 * hidden),
+                                        norm(RowStatistic::Variance, hidden)};
+    LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
     const Tensor gx = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor h = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor c = bf16(randn({batch, hidden}, generator)).requires_grad_();
     const Tensor gx32 = f32(gx).detach().requires_grad_(), gh32 = f32(gh).detach().requires_grad_();
     const Tensor h32 = f32(h).detach().requires_grad_(), c32 = f32(c).detach().requires_grad_();
-    const auto [h_out, c_out] = normgrad::lstm_step(gx, gh, h, c, norms, bf16(mask));
+    const auto [h_out, c_out] = lstm_step(gx, gh, h, c, norms, bf16(mask));
     const auto [h_exact, c_exact] =
-        normgrad::lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
+        lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
     CHECK(same_bits(h_out, bf16(h_exact)));
     CHECK(same_bits(c_out, bf16(c_exact)));
     const Tensor dh = bf16(randn({batch, hidden}, generator));
@@ -839,7 +839,7 @@ TEST_CASE("cuda parity: bfloat16 products and norms, forward and backward") {
         const Device where = device == 0 ? Device::cpu() : parity_device();
         Tensor x = x0.to(where).requires_grad_();
         Tensor gain = gain0.to(where).requires_grad_(), bias = bias0.to(where).requires_grad_();
-        const Tensor y = layer ? normgrad::layer_norm(x, 1, gain, bias) : normgrad::rms_norm(x, 1, gain, bias);
+        const Tensor y = layer ? layer_norm(x, 1, gain, bias) : rms_norm(x, 1, gain, bias);
         (f32(y) * dy.to(where)).sum().backward();
         outputs[device] = y.to(Device::cpu());
         x_grads[device] = x.grad().to(Device::cpu());
@@ -875,10 +875,14 @@ TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward a
     return (f32(actual) - f32(expected)).abs().max().item() / f32(expected).abs().max().item();
   };
   // Stride 1 computes the input gradient as a convolution, stride 2 through col2im.
-  for (const auto& [algorithm, stride] :
+  for (const auto& setting :
        {std::pair{cuda::ConvAlgorithm::Columns, 1}, std::pair{cuda::ConvAlgorithm::Columns, 2},
         std::pair{cuda::ConvAlgorithm::ImplicitGemm, 1},
         std::pair{cuda::ConvAlgorithm::ImplicitGemm, 2}}) {
+    // Plain variables, not a structured binding: CAPTURE's lambda takes them, which clang
+    // allows for bindings only from version 16.
+    const cuda::ConvAlgorithm algorithm = setting.first;
+    const int stride = setting.second;
     CAPTURE(static_cast<int>(algorithm));
     CAPTURE(stride);
     const cuda::ConvAlgorithm before = cuda::conv_algorithm();
@@ -892,7 +896,7 @@ TEST_CASE("cuda parity: bfloat16 convolutions, pooling and batch norm, forward a
         leaves.push_back(t.to(where).requires_grad_());
       const Tensor y = conv2d(leaves[0], leaves[1], Tensor(), stride, 1);  // 12 or 6 square
       const Tensor normed =
-          normgrad::batch_norm(y, leaves[2], leaves[3], Tensor(), Tensor(), true, 0.1, 1e-5);
+          batch_norm(y, leaves[2], leaves[3], Tensor(), Tensor(), true, 0.1, 1e-5);
       const Tensor maxima = max_pool2d(leaky_relu(normed, 0.1), 2);
       const Tensor pooled = stride == 1 ? avg_pool2d(maxima, 2) : maxima;  // 3 square
       (f32(pooled) * upstream.to(where)).sum().backward();

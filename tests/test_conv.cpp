@@ -265,7 +265,7 @@ TEST_CASE("implicit columns: every entry is im2col's") {
     Shape input;
     backend::Window2d window;
   };
-  const std::vector<Case> cases = {
+  const std::vector<Case> layouts = {
       {{2, 3, 7, 6},
        {.kernel_h = 2,
         .kernel_w = 3,
@@ -290,7 +290,7 @@ TEST_CASE("implicit columns: every entry is im2col's") {
         .padding_w = 1,
         .dilation_h = 2}},
   };
-  for (const Case& c : cases) {
+  for (const Case& c : layouts) {
     INFO("input " << c.input);
     const backend::Window2d& k = c.window;
     const std::int64_t out_h =

@@ -47,9 +47,10 @@ TEST_CASE("ConvPool-CNN-C schedule: the paper's learning rate and beta1 over 200
 TEST_CASE("ConvPool-CNN-C: a tiny model learns, every epoch recorded") {
   // An output norm, a weight norm with data-dependent initialisation, and batch norm in mixed
   // precision.
-  for (const auto& [norm, precision] :
-       {std::pair{"rmsnorm", "float32"}, std::pair{"weightnorm", "float32"},
-        std::pair{"batchnorm", "bfloat16"}}) {
+  for (const auto& setting : {std::pair{"rmsnorm", "float32"}, std::pair{"weightnorm", "float32"},
+                              std::pair{"batchnorm", "bfloat16"}}) {
+    const auto& norm = setting.first;
+    const auto& precision = setting.second;
     INFO("norm: " << norm << ", precision: " << precision);
     ModelConfig config = tiny(norm);
     config.precision = precision;

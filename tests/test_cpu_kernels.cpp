@@ -556,7 +556,9 @@ TEST_CASE("cpu random: float32 uniforms eight at a time equal the element-by-ele
   // Offsets whose counters cross 2^32 within a vector of 8 and at its edge.
   const std::vector<std::uint64_t> offsets = {0, 3, (1ull << 32) - 5, (1ull << 32) - 8,
                                               0xfffffffffffffff0ull};
-  for (const auto& [low, high] : ranges) {
+  for (const auto& range : ranges) {
+    const auto& low = range.first;
+    const auto& high = range.second;
     for (std::uint64_t offset : offsets) {
       CAPTURE(low);
       CAPTURE(high);

@@ -40,15 +40,15 @@ TEST_CASE("cuda determinism: LayerNorm and RMSNorm gradients are bit-identical a
                         normal({512}, 3, dtype)};
     INFO(dtype);
     CHECK_NO_MISMATCH(rerun_mismatch(
-        [](const Inputs& in) { return normgrad::layer_norm(in[0], 1, in[1], in[2]); }, inputs));
+        [](const Inputs& in) { return layer_norm(in[0], 1, in[1], in[2]); }, inputs));
     CHECK_NO_MISMATCH(rerun_mismatch(
-        [](const Inputs& in) { return normgrad::rms_norm(in[0], 1, in[1], in[2]); }, inputs));
+        [](const Inputs& in) { return rms_norm(in[0], 1, in[1], in[2]); }, inputs));
     CHECK_NO_MISMATCH(rerun_mismatch(
-        [](const Inputs& in) { return normgrad::partial_rms_norm(in[0], 1, 32, in[1], none); }, inputs));
+        [](const Inputs& in) { return partial_rms_norm(in[0], 1, 32, in[1], none); }, inputs));
     // The spatial form: per-channel dgain over 64 samples x 32 x 32 positions.
     CHECK_NO_MISMATCH(rerun_mismatch(
         [](const Inputs& in) {
-          return normgrad::rms_norm(in[0], 2, in[1], in[2], {.per_channel = true});
+          return rms_norm(in[0], 2, in[1], in[2], {.per_channel = true});
         },
         {normal({64, 8, 32, 32}, 4, dtype), normal({8}, 5, dtype), normal({8}, 6, dtype)}));
   }
@@ -62,11 +62,11 @@ TEST_CASE("cuda determinism: BatchNorm gradients are bit-identical across runs")
     const Inputs inputs{normal({64, 16, 32, 32}, 7, dtype, 2.0), normal({16}, 8, dtype),
                         normal({16}, 9, dtype)};
     CHECK_NO_MISMATCH(rerun_mismatch(
-        [](const Inputs& in) { return normgrad::batch_norm(in[0], in[1], in[2], none, none, true); },
+        [](const Inputs& in) { return batch_norm(in[0], in[1], in[2], none, none, true); },
         inputs));
     CHECK_NO_MISMATCH(rerun_mismatch(
         [](const Inputs& in) {
-          return normgrad::batch_norm(in[0].flatten(2).transpose(1, 2).reshape({-1, 16}), in[1], in[2],
+          return batch_norm(in[0].flatten(2).transpose(1, 2).reshape({-1, 16}), in[1], in[2],
                                 none, none, true);
         },
         inputs));

@@ -194,7 +194,7 @@ TEST_CASE("with a cuda device, ops that mix cpu and cuda tensors throw an Error 
   CHECK_ERROR(where(host, gpu, gpu), "cpu", "cuda:0");
   CHECK_ERROR(cat({host, gpu}), "cpu", "cuda:0");
   CHECK_ERROR(index_select(gpu, 0, tensor({1.0, 0.0}, {.dtype = DType::Int64})), "cpu", "cuda:0");
-  CHECK_ERROR(normgrad::layer_norm(gpu, 1, ones({3}), Tensor()), "cpu", "cuda:0");
+  CHECK_ERROR(layer_norm(gpu, 1, ones({3}), Tensor()), "cpu", "cuda:0");
   CHECK_ERROR(conv2d(ones({1, 1, 3, 3}), ones({1, 1, 2, 2}, {.device = Device::cuda()})), "cpu",
               "cuda:0");
   nn::Linear layer(3, 2);

@@ -40,15 +40,15 @@ struct NormCase {
 // Every fused normaliser over the last dim, for rows of n values.
 std::vector<NormCase> feature_norms(std::int64_t n) {
   const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
-  const normgrad::NormOptions outside{.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt};
+  const NormOptions outside{.eps = 1e-3, .placement = EpsPlacement::OutsideSqrt};
   return {
-      {"layer_norm", [](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x, 1, g, b); }},
-      {"rms_norm", [](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b); }},
+      {"layer_norm", [](auto& x, auto& g, auto& b) { return layer_norm(x, 1, g, b); }},
+      {"rms_norm", [](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b); }},
       {"rms_norm, eps outside",
-       [outside](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b, outside); }},
+       [outside](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b, outside); }},
       {"partial_rms_norm",
-       [k](auto& x, auto& g, auto& b) { return normgrad::partial_rms_norm(x, 1, k, g, b); }},
-      {"l2_norm", [](auto& x, auto& g, auto& b) { return normgrad::l2_norm(x, 1, g, b); }},
+       [k](auto& x, auto& g, auto& b) { return partial_rms_norm(x, 1, k, g, b); }},
+      {"l2_norm", [](auto& x, auto& g, auto& b) { return l2_norm(x, 1, g, b); }},
   };
 }
 
@@ -103,18 +103,18 @@ TEST_CASE("cuda parity: fused norms over several trailing dims and many rows") {
     INFO(dtype);
     // [3, 4, 6, 10]: groups of 60 values over the last two dims, 12 rows.
     CHECK_NO_MISMATCH(parity_mismatch(
-        [](const Inputs& in) { return normgrad::layer_norm(in[0], 2, in[1], in[2]); },
+        [](const Inputs& in) { return layer_norm(in[0], 2, in[1], in[2]); },
         norm_inputs({3, 4, 6, 10}, {6, 10}, dtype), norm_values(dtype), norm_gradients(dtype)));
     CHECK_NO_MISMATCH(
-        parity_mismatch([](const Inputs& in) { return normgrad::rms_norm(in[0], 2, in[1], none); },
+        parity_mismatch([](const Inputs& in) { return rms_norm(in[0], 2, in[1], none); },
                         {normal({3, 4, 6, 10}, 7, dtype, 3.0), normal({6, 10}, 8, dtype)},
                         norm_values(dtype), norm_gradients(dtype)));
     // 4096 rows of 64: dgain and dbias add 4096 terms each.
     CHECK_NO_MISMATCH(parity_mismatch(
-        [](const Inputs& in) { return normgrad::layer_norm(in[0], 1, in[1], in[2]); },
+        [](const Inputs& in) { return layer_norm(in[0], 1, in[1], in[2]); },
         norm_inputs({4096, 64}, {64}, dtype), norm_values(dtype), affine_gradients(dtype, 4096)));
     CHECK_NO_MISMATCH(parity_mismatch(
-        [](const Inputs& in) { return normgrad::rms_norm(in[0], 1, in[1], in[2]); },
+        [](const Inputs& in) { return rms_norm(in[0], 1, in[1], in[2]); },
         norm_inputs({4096, 64}, {64}, dtype), norm_values(dtype), affine_gradients(dtype, 4096)));
   }
 }
@@ -145,7 +145,7 @@ TEST_CASE("cuda parity: fused norms on slices of wider rows, read and written in
 
 TEST_CASE("cuda parity: fused norms in the spatial layout, per-channel gain and bias") {
   SKIP_PARITY_WITHOUT_CUDA();
-  const normgrad::NormOptions spatial{.eps = 1e-6, .per_channel = true};
+  const NormOptions spatial{.eps = 1e-6, .per_channel = true};
   for (const DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{4, 8, 9, 7}}) {
       INFO(dtype << ", " << shape);
@@ -153,18 +153,18 @@ TEST_CASE("cuda parity: fused norms in the spatial layout, per-channel gain and 
       const double per_channel = static_cast<double>(shape[0] * shape[2] * shape[3]);
       const std::vector<testing::Tolerance> gradients = affine_gradients(dtype, per_channel);
       CHECK_NO_MISMATCH(parity_mismatch(
-          [spatial](const Inputs& in) { return normgrad::layer_norm(in[0], 2, in[1], in[2], spatial); },
+          [spatial](const Inputs& in) { return layer_norm(in[0], 2, in[1], in[2], spatial); },
           inputs, norm_values(dtype), gradients));
       CHECK_NO_MISMATCH(parity_mismatch(
-          [spatial](const Inputs& in) { return normgrad::rms_norm(in[0], 2, in[1], in[2], spatial); },
+          [spatial](const Inputs& in) { return rms_norm(in[0], 2, in[1], in[2], spatial); },
           inputs, norm_values(dtype), gradients));
       CHECK_NO_MISMATCH(parity_mismatch(
           [spatial](const Inputs& in) {
-            return normgrad::partial_rms_norm(in[0], 2, 3, in[1], none, spatial);
+            return partial_rms_norm(in[0], 2, 3, in[1], none, spatial);
           },
           inputs, norm_values(dtype), gradients));
       CHECK_NO_MISMATCH(parity_mismatch(
-          [spatial](const Inputs& in) { return normgrad::l2_norm(in[0], 2, in[1], none, spatial); },
+          [spatial](const Inputs& in) { return l2_norm(in[0], 2, in[1], none, spatial); },
           inputs, norm_values(dtype), gradients));
     }
   }
@@ -199,17 +199,17 @@ TEST_CASE("cuda parity: batch_norm in training and evaluation, values and gradie
       const std::vector<testing::Tolerance> gradients = affine_gradients(dtype, per_channel);
       // Training: the batch's statistics, functions of x.
       CHECK_NO_MISMATCH(parity_mismatch(
-          [](const Inputs& in) { return normgrad::batch_norm(in[0], in[1], in[2], none, none, true); },
+          [](const Inputs& in) { return batch_norm(in[0], in[1], in[2], none, none, true); },
           inputs, norm_values(dtype), gradients));
       CHECK_NO_MISMATCH(parity_mismatch(
-          [](const Inputs& in) { return normgrad::batch_norm(in[0], none, none, none, none, true); },
+          [](const Inputs& in) { return batch_norm(in[0], none, none, none, none, true); },
           {inputs[0]}, norm_values(dtype), gradients));
       // Evaluation: the running estimates, captured and moved to the inputs' device.
       const Tensor running_mean = normal({shape[1]}, 11, dtype);
       const Tensor running_var = testing::uniform({shape[1]}, 12, 0.5, 2.0, dtype);
       CHECK_NO_MISMATCH(parity_mismatch(
           [&](const Inputs& in) {
-            return normgrad::batch_norm(in[0], in[1], in[2], testing::on_device_of(running_mean, in[0]),
+            return batch_norm(in[0], in[1], in[2], testing::on_device_of(running_mean, in[0]),
                                   testing::on_device_of(running_var, in[0]), false);
           },
           inputs, norm_values(dtype), gradients));

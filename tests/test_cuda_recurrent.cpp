@@ -85,20 +85,20 @@ TEST_CASE("cuda parity: fused gru_step and lstm_cell_state, with and without a m
       };
       CHECK_NO_MISMATCH(parity_mismatch(
           [&](const Inputs& in) {
-            return normgrad::gru_step(in[0], in[1], in[2], mask_on(in[0]));
+            return gru_step(in[0], in[1], in[2], mask_on(in[0]));
           },
           {normal({5, 21}, 1, dtype, 2.0), normal({5, 21}, 2, dtype, 2.0),
            normal({5, 7}, 3, dtype)},
           elementwise(dtype)));
       CHECK_NO_MISMATCH(parity_mismatch(
           [&](const Inputs& in) {
-            return normgrad::lstm_cell_state(in[0], in[1], mask_on(in[0]));
+            return lstm_cell_state(in[0], in[1], mask_on(in[0]));
           },
           {normal({5, 28}, 4, dtype, 2.0), normal({5, 7}, 5, dtype)}, elementwise(dtype)));
       // Strided operands (transposed views) are read correctly too.
       CHECK_NO_MISMATCH(parity_mismatch(
           [&](const Inputs& in) {
-            return normgrad::gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0]));
+            return gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0]));
           },
           {normal({21, 5}, 6, dtype, 2.0), normal({5, 21}, 7, dtype, 2.0),
            normal({7, 5}, 8, dtype)},
@@ -114,12 +114,14 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
   const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 1024}};
   for (const DType dtype : {DType::Float32, DType::Float64}) {
     for (const testing::Variant& variant : testing::variants) {
-      for (const auto& [rows, hidden] : sizes) {
+      for (const auto& size : sizes) {
+        const auto& rows = size.first;
+        const auto& hidden = size.second;
         for (const bool masked : {false, true}) {
           INFO(variant.name << ", " << dtype << ", " << rows << " rows of " << hidden
                             << " units, masked " << masked);
           const Tensor mask = masked ? every_third_row_kept(rows, dtype) : Tensor();
-          const normgrad::GruStateNorms norms = testing::state_norms(variant, hidden, dtype);
+          const GruStateNorms norms = testing::state_norms(variant, hidden, dtype);
           Inputs inputs = {normal({rows, 3 * hidden}, 1, dtype),
                            normal({rows, 3 * hidden}, 2, dtype, 3.0),
                            normal({rows, hidden}, 3, dtype)};
@@ -129,7 +131,7 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
-                return normgrad::normed_gru_step(in[0], in[1], in[2],
+                return normed_gru_step(in[0], in[1], in[2],
                                                        testing::with_affine(norms, in, 3), m);
               },
               inputs, testing::norm_values(dtype), {gradients, gradients, gradients, affine}));
@@ -143,12 +145,16 @@ TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below a
   SKIP_PARITY_WITHOUT_CUDA();
   const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 512}};
   for (const DType dtype : {DType::Float32, DType::Float64}) {
-    std::vector<std::pair<std::string, normgrad::LstmStepNorms>> cases;
-    for (const auto& [rows, hidden] : sizes) {
+    std::vector<std::pair<std::string, LstmStepNorms>> cases;
+    for (const auto& size : sizes) {
+      const auto& rows = size.first;
+      const auto& hidden = size.second;
       for (const testing::Variant& variant : testing::variants)
         cases.emplace_back(variant.name, testing::lstm_norms(variant, hidden, dtype));
-      cases.emplace_back("no norm", normgrad::LstmStepNorms{});
-      for (const auto& [name, norms] : cases) {
+      cases.emplace_back("no norm", LstmStepNorms{});
+      for (const auto& norm_case : cases) {
+        const auto& name = norm_case.first;
+        const auto& norms = norm_case.second;
         for (const bool masked : {false, true}) {
           INFO(name << ", " << dtype << ", " << rows << " rows of " << hidden << " units, masked "
                     << masked);
@@ -162,7 +168,7 @@ TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below a
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
-                const std::array<Tensor, 2> state = normgrad::lstm_step(
+                const std::array<Tensor, 2> state = lstm_step(
                     in[0], in[1], in[2], in[3], testing::with_affine(norms, in, 4), m);
                 return cat({state[0].flatten(), state[1].flatten()});
               },

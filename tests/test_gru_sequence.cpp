@@ -1,4 +1,4 @@
-// A GRU direction's whole loop as one op (normgrad::gru_sequence): against the step by
+// A GRU direction's whole loop as one op (gru_sequence): against the step by
 // step path it replaces (the state-side product, then the fused step), values bit for bit and
 // gradients to rounding, for no norm and every row norm, with masks, packed batch sizes, state
 // dropout, either direction and without b_hh; float64 gradient checks of every input; the
@@ -13,7 +13,6 @@
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using normgrad::GruStateNorms;
 using testing::affine_of;
 using testing::all_close;
 using testing::leaf;
@@ -35,8 +34,8 @@ Tensor step_by_step(const Tensor& input_side, const Tensor& h0, const Tensor& we
     const std::int64_t t = reverse ? steps - 1 - i : i;
     const Tensor gh = nn::functional::linear(dropout.defined() ? h * dropout : h, weight, bias);
     const Tensor m = mask.defined() ? mask.select(0, t) : Tensor();
-    h = norms ? normgrad::normed_gru_step(input_side.select(0, t), gh, h, *norms, m)
-              : normgrad::gru_step(input_side.select(0, t), gh, h, m);
+    h = norms ? normed_gru_step(input_side.select(0, t), gh, h, *norms, m)
+              : gru_step(input_side.select(0, t), gh, h, m);
     states[static_cast<std::size_t>(t)] = h;
   }
   return stack(states, 0);
@@ -73,7 +72,7 @@ TEST_CASE("gru_sequence: the step by step path's values bit for bit, its gradien
           for (const Tensor& t : affine_of(*norms)) inputs.push_back(t);
         const Tensor dy = randn({steps, batch, hidden}, generator, {.dtype = dtype});
 
-        const Tensor fused = normgrad::gru_sequence(
+        const Tensor fused = gru_sequence(
             x, h0, w, b, norms, testing::setting_options(setting, mask, dropout));
         testing::check_against_steps(
             fused, [&] { return step_by_step(x, h0, w, b, norms, mask, dropout, setting.reverse); },
@@ -96,7 +95,7 @@ TEST_CASE("gru_sequence passes gradcheck: inputs, state, weights, bias, gains an
                                   leaf({3 * hidden}, 4, 0.3)};
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::gru_sequence(
+          return gru_sequence(
               in[0], in[1], in[2], in[3], std::nullopt,
               {.mask = mask, .state_dropout = dropout, .reverse = reverse});
         },
@@ -105,14 +104,14 @@ TEST_CASE("gru_sequence passes gradcheck: inputs, state, weights, bias, gains an
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::gru_sequence(in[0], in[1], in[2], in[3], with_affine(norms, in, 4),
+          return gru_sequence(in[0], in[1], in[2], in[3], with_affine(norms, in, 4),
                                               {.mask = mask, .reverse = reverse});
         },
         inputs);
     // Packed: the second step runs one row and the third none.
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::gru_sequence(
+          return gru_sequence(
               in[0], in[1], in[2], in[3], with_affine(norms, in, 4),
               {.batch_sizes = {2, 1, 0}, .state_dropout = dropout, .reverse = reverse});
         },
@@ -155,29 +154,29 @@ TEST_CASE("GRU layers run their fused loops as one op: the cell's steps' values,
 
 TEST_CASE("gru_sequence: errors name the op and the shapes") {
   const Tensor x = randn({2, 3, 12}), h0 = randn({3, 4}), w = randn({12, 4}), b = randn({12});
-  CHECK_ERROR(normgrad::gru_sequence(randn({2, 3, 11}), h0, w, b, std::nullopt),
+  CHECK_ERROR(gru_sequence(randn({2, 3, 11}), h0, w, b, std::nullopt),
               "gru_sequence", "input_side", "[2, 3, 11]");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, randn({12, 5}), b, std::nullopt), "gru_sequence",
+  CHECK_ERROR(gru_sequence(x, h0, randn({12, 5}), b, std::nullopt), "gru_sequence",
               "weight_hh", "[12, 5]");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, randn({11}), std::nullopt), "gru_sequence",
+  CHECK_ERROR(gru_sequence(x, h0, w, randn({11}), std::nullopt), "gru_sequence",
               "bias_hh", "[11]");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, b, std::nullopt, {.mask = randn({3, 2})}),
+  CHECK_ERROR(gru_sequence(x, h0, w, b, std::nullopt, {.mask = randn({3, 2})}),
               "gru_sequence", "mask", "[3, 2]");
   CHECK_ERROR(
-      normgrad::gru_sequence(x, h0, w, b, std::nullopt, {.state_dropout = randn({3, 5})}),
+      gru_sequence(x, h0, w, b, std::nullopt, {.state_dropout = randn({3, 5})}),
       "gru_sequence", "state_dropout", "[3, 5]");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3}}),
+  CHECK_ERROR(gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3}}),
               "gru_sequence", "batch_sizes", "one count per step (2)", "got 1");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, 4}}),
+  CHECK_ERROR(gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, 4}}),
               "gru_sequence", "batch_sizes[1]", "[0, 3]", "got 4");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, -1}}),
+  CHECK_ERROR(gru_sequence(x, h0, w, b, std::nullopt, {.batch_sizes = {3, -1}}),
               "gru_sequence", "batch_sizes[1]", "got -1");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0, w, b, std::nullopt,
+  CHECK_ERROR(gru_sequence(x, h0, w, b, std::nullopt,
                                            {.mask = ones({2, 3}), .batch_sizes = {3, 3}}),
               "gru_sequence", "mask or batch_sizes, not both");
-  CHECK_ERROR(normgrad::gru_sequence(randn({0, 3, 12}), h0, w, b, std::nullopt),
+  CHECK_ERROR(gru_sequence(randn({0, 3, 12}), h0, w, b, std::nullopt),
               "gru_sequence", "steps > 0");
-  CHECK_ERROR(normgrad::gru_sequence(x, h0.to(DType::Float64), w, b, std::nullopt),
+  CHECK_ERROR(gru_sequence(x, h0.to(DType::Float64), w, b, std::nullopt),
               "gru_sequence", "float64");
 }
 

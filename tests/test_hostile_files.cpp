@@ -104,7 +104,8 @@ TEST_CASE("safetensors shapes whose byte count overflows are refused, naming the
               safetensors_file(
                   R"({"t":{"dtype":"F32","shape":[4611686018427387905,4],"data_offsets":[0,16]}})",
                   std::string(16, '\0')));
-  CHECK_ERROR(io::load_tensors(path), "load", "tensor 't'", "more elements than an int64 can count");
+  CHECK_ERROR(io::load_tensors(path), "load", "tensor 't'",
+              "more elements than an int64 can count");
   // Sizes outside [0, 2^63): negative, above int64, above uint64 (parsed as a float).
   for (const char* shape : {"[-1]", "[9223372036854775808]", "[1e30]", "[2.5]"}) {
     write_bytes(path, safetensors_file(std::string(R"({"t":{"dtype":"F32","shape":)") + shape +

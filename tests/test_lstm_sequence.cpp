@@ -1,4 +1,4 @@
-// An LSTM direction's whole loop as one op (normgrad::lstm_sequence): against the step by
+// An LSTM direction's whole loop as one op (lstm_sequence): against the step by
 // step path it replaces (the state-side product, then the fused step), states bit for bit and
 // gradients to rounding, for no norm and every row norm, with masks, packed batch sizes, state
 // dropout, either direction and without b_hh; float64 gradient checks of every input; the
@@ -13,7 +13,6 @@
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using normgrad::LstmStepNorms;
 using testing::affine_of;
 using testing::leaf;
 using testing::lstm_norms;
@@ -35,7 +34,7 @@ Tensor step_by_step(const Tensor& input_side, const Tensor& h0, const Tensor& c0
     const Tensor gh = nn::functional::linear(dropout.defined() ? h * dropout : h, weight, bias);
     const Tensor m = mask.defined() ? mask.select(0, t) : Tensor();
     const auto [h_new, c_new] =
-        normgrad::lstm_step(input_side.select(0, t), gh, h, c, norms, m);
+        lstm_step(input_side.select(0, t), gh, h, c, norms, m);
     h = h_new;
     c = c_new;
     states[static_cast<std::size_t>(t)] = cat({h, c}, 1);
@@ -72,7 +71,7 @@ TEST_CASE("lstm_sequence: the step by step path's states bit for bit, its gradie
         for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
         const Tensor dy = randn({steps, batch, 2 * hidden}, generator, {.dtype = dtype});
 
-        const Tensor fused = normgrad::lstm_sequence(
+        const Tensor fused = lstm_sequence(
             x, h0, c0, w, b, norms, testing::setting_options(setting, mask, dropout));
         testing::check_against_steps(
             fused,
@@ -96,7 +95,7 @@ TEST_CASE("lstm_sequence passes gradcheck: inputs, states, weights, bias, gains 
                                   leaf({4 * hidden, hidden}, 4, 0.6), leaf({4 * hidden}, 5, 0.3)};
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::lstm_sequence(
+          return lstm_sequence(
               in[0], in[1], in[2], in[3], in[4], {},
               {.mask = mask, .state_dropout = dropout, .reverse = reverse});
         },
@@ -105,7 +104,7 @@ TEST_CASE("lstm_sequence passes gradcheck: inputs, states, weights, bias, gains 
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::lstm_sequence(in[0], in[1], in[2], in[3], in[4],
+          return lstm_sequence(in[0], in[1], in[2], in[3], in[4],
                                                with_affine(norms, in, 5),
                                                {.mask = mask, .reverse = reverse});
         },
@@ -113,7 +112,7 @@ TEST_CASE("lstm_sequence passes gradcheck: inputs, states, weights, bias, gains 
     // Packed: the second step runs one row and the third none.
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::lstm_sequence(
+          return lstm_sequence(
               in[0], in[1], in[2], in[3], in[4], with_affine(norms, in, 5),
               {.batch_sizes = {2, 1, 0}, .state_dropout = dropout, .reverse = reverse});
         },
@@ -159,22 +158,22 @@ TEST_CASE(
 TEST_CASE("lstm_sequence: errors name the op and the shapes") {
   const Tensor x = randn({2, 3, 16}), h0 = randn({3, 4}), c0 = randn({3, 4});
   const Tensor w = randn({16, 4}), b = randn({16});
-  CHECK_ERROR(normgrad::lstm_sequence(randn({2, 3, 12}), h0, c0, w, b, {}), "lstm_sequence",
+  CHECK_ERROR(lstm_sequence(randn({2, 3, 12}), h0, c0, w, b, {}), "lstm_sequence",
               "input_side", "[2, 3, 12]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, randn({3, 5}), w, b, {}), "lstm_sequence", "c0",
+  CHECK_ERROR(lstm_sequence(x, h0, randn({3, 5}), w, b, {}), "lstm_sequence", "c0",
               "[3, 5]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, Tensor(), w, b, {}), "lstm_sequence", "c0");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, c0, randn({12, 4}), b, {}), "lstm_sequence",
+  CHECK_ERROR(lstm_sequence(x, h0, Tensor(), w, b, {}), "lstm_sequence", "c0");
+  CHECK_ERROR(lstm_sequence(x, h0, c0, randn({12, 4}), b, {}), "lstm_sequence",
               "weight_hh", "[12, 4]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, c0, w, randn({12}), {}), "lstm_sequence",
+  CHECK_ERROR(lstm_sequence(x, h0, c0, w, randn({12}), {}), "lstm_sequence",
               "bias_hh", "[12]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, c0, w, b, {}, {.mask = randn({3, 2})}),
+  CHECK_ERROR(lstm_sequence(x, h0, c0, w, b, {}, {.mask = randn({3, 2})}),
               "lstm_sequence", "mask", "[3, 2]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, c0, w, b, {}, {.batch_sizes = {3, 4}}),
+  CHECK_ERROR(lstm_sequence(x, h0, c0, w, b, {}, {.batch_sizes = {3, 4}}),
               "lstm_sequence", "batch_sizes[1]", "got 4");
-  CHECK_ERROR(normgrad::lstm_sequence(
-                  x, h0, c0, w, b, {.state = std::nullopt, .cell = normgrad::RowNorm{.gain = ones({5})}}),
+  CHECK_ERROR(lstm_sequence(
+                  x, h0, c0, w, b, {.state = std::nullopt, .cell = RowNorm{.gain = ones({5})}}),
               "lstm_sequence", "the cell norm's gain", "[5]");
-  CHECK_ERROR(normgrad::lstm_sequence(x, h0, c0.to(DType::Float64), w, b, {}),
+  CHECK_ERROR(lstm_sequence(x, h0, c0.to(DType::Float64), w, b, {}),
               "lstm_sequence", "float64");
 }

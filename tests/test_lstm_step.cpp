@@ -1,5 +1,5 @@
 // The LSTM step after its GEMM, fused with its state and cell norms
-// (normgrad::lstm_step): against its composed twin for every row norm and for none, with
+// (lstm_step): against its composed twin for every row norm and for none, with
 // and without a mask, in float32 and float64, through h and c; float64 gradient checks of
 // every input and of the norms' gains and biases; the cells that take it; and errors.
 
@@ -10,7 +10,6 @@
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using normgrad::LstmStepNorms;
 using testing::affine_of;
 using testing::all_close;
 using testing::leaf;
@@ -42,7 +41,9 @@ Tensor both(const std::array<Tensor, 2>& state, const Tensor& dh, const Tensor& 
 TEST_CASE("lstm_step: fused against composed for every row norm and none, values and gradients") {
   const std::int64_t batch = 4, hidden = 5;
   for (const DType dtype : {DType::Float32, DType::Float64}) {
-    for (const auto& [name, norms] : norm_cases(hidden, dtype)) {
+    for (const auto& norm_case : norm_cases(hidden, dtype)) {
+      const auto& name = norm_case.first;
+      const auto& norms = norm_case.second;
       for (const bool masked : {false, true}) {
         INFO(name << ", " << dtype << ", masked " << masked);
         Generator generator(3);
@@ -60,7 +61,7 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
           inputs.push_back(t);
         }
 
-        const std::array<Tensor, 2> fused = normgrad::lstm_step(gx, gh, h, c, norms, mask);
+        const std::array<Tensor, 2> fused = lstm_step(gx, gh, h, c, norms, mask);
         both(fused, dh, dc).backward();
         std::vector<Tensor> fused_grads;
         for (Tensor& t : inputs) {
@@ -68,7 +69,7 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
           t.zero_grad();
         }
         const std::array<Tensor, 2> composed =
-            normgrad::lstm_step_composed(gx, gh, h, c, norms, mask);
+            lstm_step_composed(gx, gh, h, c, norms, mask);
         both(composed, dh, dc).backward();
 
         const double tolerance = dtype == DType::Float32 ? 2e-5 : 1e-12;
@@ -93,14 +94,16 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
 
 TEST_CASE("lstm_step passes gradcheck for every row norm and none, gains and biases included") {
   const Tensor mask = tensor({1, 0, 1}, {.dtype = DType::Float64});
-  for (const auto& [name, norms] : norm_cases(3, DType::Float64)) {
+  for (const auto& norm_case : norm_cases(3, DType::Float64)) {
+    const auto& name = norm_case.first;
+    const auto& norms = norm_case.second;
     INFO(name);
     std::vector<Tensor> inputs = {leaf({3, 12}, 1), leaf({3, 12}, 2, 2.0), leaf({3, 3}, 3),
                                   leaf({3, 3}, 4)};
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          const std::array<Tensor, 2> state = normgrad::lstm_step(
+          const std::array<Tensor, 2> state = lstm_step(
               in[0], in[1], in[2], in[3], with_affine(norms, in, 4), mask);
           return cat({state[0].flatten(), (state[1] * 0.7).flatten()});
         },
@@ -136,13 +139,13 @@ TEST_CASE("LSTM cells run the fused step for row norms and none, the modules for
 TEST_CASE("lstm_step refuses operands and norms it cannot take, naming them") {
   const Tensor gx = leaf({2, 12}), gh = leaf({2, 12}), h = leaf({2, 3}), c = leaf({2, 3});
   LstmStepNorms norms = lstm_norms(variants[1], 3, DType::Float64);
-  CHECK_ERROR(normgrad::lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step",
+  CHECK_ERROR(lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step",
               "gh must be [2, 12]");
-  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, leaf({2, 4}), norms), "lstm_step", "c_prev");
+  CHECK_ERROR(lstm_step(gx, gh, h, leaf({2, 4}), norms), "lstm_step", "c_prev");
   norms.cell->gain = leaf({4});
-  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain",
+  CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain",
               "[3]");
   norms = lstm_norms(variants[1], 3, DType::Float64);
   norms.state->k = 13;
-  CHECK_ERROR(normgrad::lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
+  CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
 }

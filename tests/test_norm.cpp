@@ -40,16 +40,19 @@ TEST_CASE("composed normalisers on one row worked out by hand") {
   // mean 3, population variance (4 + 1 + 0 + 9) / 4 = 3.5; mean square (1+4+9+36)/4 = 12.5
   const double sd = std::sqrt(3.5), rms = std::sqrt(12.5), norm = std::sqrt(50.0);
   CHECK(all_close(nn::layer_norm_composed(x, 1, none, none, 0), {-2 / sd, -1 / sd, 0, 3 / sd}));
-  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0), {1 / rms, 2 / rms, 3 / rms, 6 / rms}));
-  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0.5, normgrad::EpsPlacement::OutsideSqrt),
+  CHECK(
+      all_close(nn::rms_norm_composed(x, 1, none, none, 0), {1 / rms, 2 / rms, 3 / rms, 6 / rms}));
+  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0.5, EpsPlacement::OutsideSqrt),
                   {1 / (rms + 0.5), 2 / (rms + 0.5), 3 / (rms + 0.5), 6 / (rms + 0.5)}));
-  CHECK(all_close(nn::rms_norm_composed(x, 1, none, none, 0.5),
-                  {1 / std::sqrt(13.0), 2 / std::sqrt(13.0), 3 / std::sqrt(13.0), 6 / std::sqrt(13.0)}));
+  CHECK(all_close(
+      nn::rms_norm_composed(x, 1, none, none, 0.5),
+      {1 / std::sqrt(13.0), 2 / std::sqrt(13.0), 3 / std::sqrt(13.0), 6 / std::sqrt(13.0)}));
   // pRMSNorm with k = 2: the statistic is sqrt((1 + 4) / 2), every value is divided by it.
   const double partial = std::sqrt(2.5);
   CHECK(all_close(nn::partial_rms_norm_composed(x, 1, 2, none, none, 0),
                   {1 / partial, 2 / partial, 3 / partial, 6 / partial}));
-  CHECK(all_close(nn::l2_norm_composed(x, 1, none, none, 0), {1 / norm, 2 / norm, 3 / norm, 6 / norm}));
+  CHECK(all_close(nn::l2_norm_composed(x, 1, none, none, 0),
+                  {1 / norm, 2 / norm, 3 / norm, 6 / norm}));
   const Tensor gain = tensor({1, 2, 3, 4}, {.dtype = DType::Float64});
   const Tensor bias = tensor({0, 0, 0, 1}, {.dtype = DType::Float64});
   CHECK(all_close(nn::rms_norm_composed(x, 1, gain, bias, 0),
@@ -58,10 +61,12 @@ TEST_CASE("composed normalisers on one row worked out by hand") {
 
 TEST_CASE("normalising the last two dims treats them as one group") {
   const Tensor x = leaf({2, 3, 4});
-  CHECK(all_close(nn::layer_norm_composed(x, 2, none, none, 1e-5),
-                  nn::layer_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
-  CHECK(all_close(nn::rms_norm_composed(x, 2, none, none, 1e-5),
-                  nn::rms_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
+  CHECK(all_close(
+      nn::layer_norm_composed(x, 2, none, none, 1e-5),
+      nn::layer_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
+  CHECK(
+      all_close(nn::rms_norm_composed(x, 2, none, none, 1e-5),
+                nn::rms_norm_composed(x.reshape({2, 12}), 1, none, none, 1e-5).reshape({2, 3, 4})));
 }
 
 TEST_CASE("partial_count rounds as the paper (ceil) or its code (floor)") {
@@ -78,20 +83,43 @@ TEST_CASE("partial_count rounds as the paper (ceil) or its code (floor)") {
 
 TEST_CASE("gradcheck: composed normalisers through every option") {
   const Tensor x = leaf({3, 8}, 1, 2.0), gain = leaf({8}, 2), bias = leaf({8}, 3);
-  constexpr auto outside = normgrad::EpsPlacement::OutsideSqrt;  // a constant: lambdas use it uncaptured
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, none, none, 1e-5); }, {x});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-8); }, {x, gain});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-3, outside); }, {x, gain});
+  constexpr auto outside = EpsPlacement::OutsideSqrt;  // a constant: lambdas use it uncaptured
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, in[1], in[2], 1e-5); },
+      {x, gain, bias});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::layer_norm_composed(in[0], 1, none, none, 1e-5); }, {x});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], in[2], 1e-5); },
+      {x, gain, bias});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-8); },
+      {x, gain});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::rms_norm_composed(in[0], 1, in[1], none, 1e-3, outside); },
+      {x, gain});
   // pRMSNorm with k < n: the values on both sides of k get different gradients.
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 3, in[1], in[2], 1e-5); }, {x, gain, bias});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::partial_rms_norm_composed(in[0], 1, 1, in[1], none, 1e-3, outside); }, {x, gain});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::l2_norm_composed(in[0], 1, in[1], in[2], 1e-5); }, {x, gain, bias});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) {
+        return nn::partial_rms_norm_composed(in[0], 1, 3, in[1], in[2], 1e-5);
+      },
+      {x, gain, bias});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) {
+        return nn::partial_rms_norm_composed(in[0], 1, 1, in[1], none, 1e-3, outside);
+      },
+      {x, gain});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::l2_norm_composed(in[0], 1, in[1], in[2], 1e-5); },
+      {x, gain, bias});
   // The spatial form: per sample and channel over H x W, per-channel gain and bias.
   const Tensor maps = leaf({2, 3, 2, 2}, 4), channel_gain = leaf({3, 1, 1}, 5);
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::rms_norm_composed(in[0], 2, in[1], none, 1e-6); }, {maps, channel_gain});
-  CHECK_GRADIENTS([](const Inputs& in) { return nn::layer_norm_composed(in[0], 2, in[1], none, 1e-6); }, {maps, channel_gain});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::rms_norm_composed(in[0], 2, in[1], none, 1e-6); },
+      {maps, channel_gain});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return nn::layer_norm_composed(in[0], 2, in[1], none, 1e-6); },
+      {maps, channel_gain});
 }
 
 TEST_CASE("pRMSNorm's statistic ignores the values after the first k") {
@@ -103,16 +131,18 @@ TEST_CASE("pRMSNorm's statistic ignores the values after the first k") {
 }
 
 TEST_CASE("composed normalisers refuse bad arguments") {
-  CHECK_ERROR(nn::rms_norm_composed(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none, 1e-5), "rms_norm", "int64");
-  CHECK_ERROR(nn::layer_norm_composed(zeros({2, 3}), 3, none, none, 1e-5), "layer_norm", "last 3 dims", "[2, 3]");
-  CHECK_ERROR(nn::partial_rms_norm_composed(zeros({2, 3}), 1, 4, none, none, 1e-5), "partial_rms_norm", "k = 4");
+  CHECK_ERROR(nn::rms_norm_composed(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none, 1e-5),
+              "rms_norm", "int64");
+  CHECK_ERROR(nn::layer_norm_composed(zeros({2, 3}), 3, none, none, 1e-5), "layer_norm",
+              "last 3 dims", "[2, 3]");
+  CHECK_ERROR(nn::partial_rms_norm_composed(zeros({2, 3}), 1, 4, none, none, 1e-5),
+              "partial_rms_norm", "k = 4");
   CHECK_ERROR(nn::l2_norm_composed(zeros({2, 3}), 0, none, none, 1e-5), "l2_norm", "last 0 dims");
 }
 
 // ---- the differentiable ops -------------------------------------------------------------------
 
 namespace {
-
 
 using NormFunction = std::function<Tensor(const Tensor& x, const Tensor& gain, const Tensor& bias)>;
 
@@ -144,42 +174,52 @@ void check_against_twin(const NormFunction& fused, const NormFunction& composed,
 }  // namespace
 
 TEST_CASE("fused normalisers match their composed twins, forward and backward") {
-  const auto outside = normgrad::NormOptions{.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt};
+  const auto outside = NormOptions{.eps = 1e-3, .placement = EpsPlacement::OutsideSqrt};
   for (DType dtype : {DType::Float32, DType::Float64}) {
     const double rtol = dtype == DType::Float32 ? 2e-5 : 1e-11;
     for (std::int64_t n : {1, 7, 33, 1000}) {
       CAPTURE(n);
       const Shape shape{5, n};
       const Shape affine{n};
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x, 1, g, b); },
-                         [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x, 1, g, b, 1e-5); },
-                         shape, affine, dtype, rtol);
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b); },
-                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x, 1, g, b, 1e-5); },
-                         shape, affine, dtype, rtol);
-      check_against_twin([outside](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 1, g, b, outside); },
-                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x, 1, g, b, 1e-3, normgrad::EpsPlacement::OutsideSqrt); },
-                         shape, affine, dtype, rtol);
+      check_against_twin(
+          [](auto& x, auto& g, auto& b) { return layer_norm(x, 1, g, b); },
+          [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x, 1, g, b, 1e-5); },
+          shape, affine, dtype, rtol);
+      check_against_twin(
+          [](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b); },
+          [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x, 1, g, b, 1e-5); }, shape,
+          affine, dtype, rtol);
+      check_against_twin(
+          [outside](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b, outside); },
+          [](auto& x, auto& g, auto& b) {
+            return nn::rms_norm_composed(x, 1, g, b, 1e-3, EpsPlacement::OutsideSqrt);
+          },
+          shape, affine, dtype, rtol);
       const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
-      check_against_twin([k](auto& x, auto& g, auto& b) { return normgrad::partial_rms_norm(x, 1, k, g, b); },
-                         [k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm_composed(x, 1, k, g, b, 1e-5); },
+      check_against_twin([k](auto& x, auto& g, auto& b) { return partial_rms_norm(x, 1, k, g, b); },
+                         [k](auto& x, auto& g, auto& b) {
+                           return nn::partial_rms_norm_composed(x, 1, k, g, b, 1e-5);
+                         },
                          shape, affine, dtype, rtol);
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::l2_norm(x, 1, g, b); },
-                         [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x, 1, g, b, 1e-5); },
-                         shape, affine, dtype, rtol);
+      check_against_twin(
+          [](auto& x, auto& g, auto& b) { return l2_norm(x, 1, g, b); },
+          [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x, 1, g, b, 1e-5); }, shape,
+          affine, dtype, rtol);
     }
     // The spatial form: [N, C, H, W], per-channel gain and bias.
-    const normgrad::NormOptions spatial{.eps = 1e-6, .per_channel = true};
-    check_against_twin([spatial](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x, 2, g, b, spatial); },
-                       [](auto& x, auto& g, auto& b) {
-                         return nn::rms_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
-                       },
-                       {2, 3, 4, 5}, {3}, dtype, rtol);
-    check_against_twin([spatial](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x, 2, g, b, spatial); },
-                       [](auto& x, auto& g, auto& b) {
-                         return nn::layer_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
-                       },
-                       {2, 3, 4, 5}, {3}, dtype, rtol);
+    const NormOptions spatial{.eps = 1e-6, .per_channel = true};
+    check_against_twin(
+        [spatial](auto& x, auto& g, auto& b) { return rms_norm(x, 2, g, b, spatial); },
+        [](auto& x, auto& g, auto& b) {
+          return nn::rms_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
+        },
+        {2, 3, 4, 5}, {3}, dtype, rtol);
+    check_against_twin(
+        [spatial](auto& x, auto& g, auto& b) { return layer_norm(x, 2, g, b, spatial); },
+        [](auto& x, auto& g, auto& b) {
+          return nn::layer_norm_composed(x, 2, g.view({-1, 1, 1}), b.view({-1, 1, 1}), 1e-6);
+        },
+        {2, 3, 4, 5}, {3}, dtype, rtol);
   }
 }
 
@@ -191,18 +231,25 @@ TEST_CASE("fused normalisers match their twins on non-contiguous inputs") {
     for (std::int64_t n : {7, 1000}) {
       CAPTURE(n);
       const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::layer_norm(x.t(), 1, g, b).t(); },
-                         [](auto& x, auto& g, auto& b) { return nn::layer_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+      check_against_twin([](auto& x, auto& g, auto& b) { return layer_norm(x.t(), 1, g, b).t(); },
+                         [](auto& x, auto& g, auto& b) {
+                           return nn::layer_norm_composed(x.t(), 1, g, b, 1e-5).t();
+                         },
                          {n, 6}, {n}, dtype, rtol);
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::rms_norm(x.t(), 1, g, b).t(); },
-                         [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
-                         {n, 6}, {n}, dtype, rtol);
-      check_against_twin([k](auto& x, auto& g, auto& b) { return normgrad::partial_rms_norm(x.t(), 1, k, g, b).t(); },
-                         [k](auto& x, auto& g, auto& b) { return nn::partial_rms_norm_composed(x.t(), 1, k, g, b, 1e-5).t(); },
-                         {n, 6}, {n}, dtype, rtol);
-      check_against_twin([](auto& x, auto& g, auto& b) { return normgrad::l2_norm(x.t(), 1, g, b).t(); },
-                         [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
-                         {n, 6}, {n}, dtype, rtol);
+      check_against_twin(
+          [](auto& x, auto& g, auto& b) { return rms_norm(x.t(), 1, g, b).t(); },
+          [](auto& x, auto& g, auto& b) { return nn::rms_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+          {n, 6}, {n}, dtype, rtol);
+      check_against_twin(
+          [k](auto& x, auto& g, auto& b) { return partial_rms_norm(x.t(), 1, k, g, b).t(); },
+          [k](auto& x, auto& g, auto& b) {
+            return nn::partial_rms_norm_composed(x.t(), 1, k, g, b, 1e-5).t();
+          },
+          {n, 6}, {n}, dtype, rtol);
+      check_against_twin(
+          [](auto& x, auto& g, auto& b) { return l2_norm(x.t(), 1, g, b).t(); },
+          [](auto& x, auto& g, auto& b) { return nn::l2_norm_composed(x.t(), 1, g, b, 1e-5).t(); },
+          {n, 6}, {n}, dtype, rtol);
     }
   }
 }
@@ -220,14 +267,24 @@ TEST_CASE("fused normalisers match their twins on slices of wider rows") {
       };
       const auto slice = [n](const Tensor& x) { return x.narrow(1, 3, n); };
       const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
-      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::layer_norm(slice(x), 1, g, b)); },
-                         [=](auto& x, auto& g, auto& b) { return within(x, nn::layer_norm_composed(slice(x), 1, g, b, 1e-5)); },
-                         {5, n + 7}, {n}, dtype, rtol);
-      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::rms_norm(slice(x), 1, g, b)); },
-                         [=](auto& x, auto& g, auto& b) { return within(x, nn::rms_norm_composed(slice(x), 1, g, b, 1e-5)); },
-                         {5, n + 7}, {n}, dtype, rtol);
-      check_against_twin([=](auto& x, auto& g, auto& b) { return within(x, normgrad::partial_rms_norm(slice(x), 1, k, g, b)); },
-                         [=](auto& x, auto& g, auto& b) { return within(x, nn::partial_rms_norm_composed(slice(x), 1, k, g, b, 1e-5)); },
+      check_against_twin(
+          [=](auto& x, auto& g, auto& b) { return within(x, layer_norm(slice(x), 1, g, b)); },
+          [=](auto& x, auto& g, auto& b) {
+            return within(x, nn::layer_norm_composed(slice(x), 1, g, b, 1e-5));
+          },
+          {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin(
+          [=](auto& x, auto& g, auto& b) { return within(x, rms_norm(slice(x), 1, g, b)); },
+          [=](auto& x, auto& g, auto& b) {
+            return within(x, nn::rms_norm_composed(slice(x), 1, g, b, 1e-5));
+          },
+          {5, n + 7}, {n}, dtype, rtol);
+      check_against_twin([=](auto& x, auto& g,
+                             auto& b) { return within(x, partial_rms_norm(slice(x), 1, k, g, b)); },
+                         [=](auto& x, auto& g, auto& b) {
+                           return within(x,
+                                         nn::partial_rms_norm_composed(slice(x), 1, k, g, b, 1e-5));
+                         },
                          {5, n + 7}, {n}, dtype, rtol);
     }
   }
@@ -235,48 +292,54 @@ TEST_CASE("fused normalisers match their twins on slices of wider rows") {
 
 TEST_CASE("gradcheck: fused normalisers, with and without gain and bias") {
   const Tensor x = leaf({4, 9}, 1, 2.0), g = leaf({9}, 2), b = leaf({9}, 3);
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::layer_norm(in[0], 1, in[1], in[2]); }, {x, g, b});
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 1, in[1], none); }, {x, g});
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 1, none, in[1]); }, {x, b});
+  CHECK_GRADIENTS([](const Inputs& in) { return layer_norm(in[0], 1, in[1], in[2]); }, {x, g, b});
+  CHECK_GRADIENTS([](const Inputs& in) { return rms_norm(in[0], 1, in[1], none); }, {x, g});
+  CHECK_GRADIENTS([](const Inputs& in) { return rms_norm(in[0], 1, none, in[1]); }, {x, b});
   CHECK_GRADIENTS([](const Inputs& in) {
-    return normgrad::rms_norm(in[0], 1, in[1], none, {.eps = 1e-3, .placement = normgrad::EpsPlacement::OutsideSqrt});
+    return rms_norm(in[0], 1, in[1], none, {.eps = 1e-3, .placement = EpsPlacement::OutsideSqrt});
   }, {x, g});
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::partial_rms_norm(in[0], 1, 3, in[1], in[2]); }, {x, g, b});
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::l2_norm(in[0], 1, in[1], none); }, {x, g});
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::rms_norm(in[0], 2, in[1], in[2], {.per_channel = true}); },
-                  {leaf({2, 3, 2, 2}, 4), leaf({3}, 5), leaf({3}, 6)});
+  CHECK_GRADIENTS([](const Inputs& in) { return partial_rms_norm(in[0], 1, 3, in[1], in[2]); },
+                  {x, g, b});
+  CHECK_GRADIENTS([](const Inputs& in) { return l2_norm(in[0], 1, in[1], none); }, {x, g});
+  CHECK_GRADIENTS(
+      [](const Inputs& in) { return rms_norm(in[0], 2, in[1], in[2], {.per_channel = true}); },
+      {leaf({2, 3, 2, 2}, 4), leaf({3}, 5), leaf({3}, 6)});
   // Non-contiguous input.
-  CHECK_GRADIENTS([](const Inputs& in) { return normgrad::layer_norm(in[0].t(), 1, none, none); }, {leaf({9, 4}, 7)});
+  CHECK_GRADIENTS([](const Inputs& in) { return layer_norm(in[0].t(), 1, none, none); },
+                  {leaf({9, 4}, 7)});
 }
 
 TEST_CASE("rows of zeros stay finite, and the fused LayerNorm is precise for large means") {
   const Tensor zero_rows = zeros({3, 16}).requires_grad_();
-  const Tensor y = normgrad::rms_norm(zero_rows, 1, none, none);
+  const Tensor y = rms_norm(zero_rows, 1, none, none);
   CHECK(y.abs().sum().item() == 0);
   y.sum().backward();
   CHECK(std::isfinite(zero_rows.grad().abs().sum().item()));
-  CHECK(std::isfinite(normgrad::layer_norm(zeros({3, 16}), 1, none, none).abs().sum().item()));
+  CHECK(std::isfinite(layer_norm(zeros({3, 16}), 1, none, none).abs().sum().item()));
 
   // The reference sees the same float32 values, in float64: what is measured is the kernel's
   // own arithmetic, which must not cancel catastrophically (no E[x^2] - E[x]^2).
   Generator generator(3);
   for (double offset : {1e4, 1e5, 1e6}) {
     CAPTURE(offset);
-    const Tensor big = (randn({8, 1024}, generator, {.dtype = DType::Float64}) * 1e-2 + offset).to(DType::Float32);
+    const Tensor big =
+        (randn({8, 1024}, generator, {.dtype = DType::Float64}) * 1e-2 + offset).to(DType::Float32);
     const Tensor exact = nn::layer_norm_composed(big.to(DType::Float64), 1, none, none, 1e-5);
-    CHECK(all_close(normgrad::layer_norm(big, 1, none, none).to(DType::Float64), exact, 1e-5, 1e-5));
+    CHECK(all_close(layer_norm(big, 1, none, none).to(DType::Float64), exact, 1e-5, 1e-5));
   }
 }
 
 TEST_CASE("fused normalisers refuse bad arguments") {
-  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, zeros({4}), none), "rms_norm", "gain", "[3]", "[4]");
-  CHECK_ERROR(normgrad::layer_norm(zeros({2, 3}), 1, none, zeros({3}, {.dtype = DType::Float64})), "layer_norm", "float64");
-  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none), "rms_norm", "int64");
-  CHECK_ERROR(normgrad::partial_rms_norm(zeros({2, 3}), 1, 4, none, none), "partial_rms_norm", "k = 4");
-  CHECK_ERROR(normgrad::partial_rms_norm(zeros({2, 3}), 1, 0, none, none), "partial_rms_norm", "at least 1");
-  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, none, none, {.per_channel = true}), "rms_norm", "[N, C, H, W]");
-  CHECK_ERROR(normgrad::l2_norm(zeros({2, 3}), 3, none, none), "l2_norm", "last 3 dims");
-  CHECK_ERROR(normgrad::rms_norm(zeros({2, 3}), 1, none, none, {.eps = -1}), "rms_norm", "eps");
+  CHECK_ERROR(rms_norm(zeros({2, 3}), 1, zeros({4}), none), "rms_norm", "gain", "[3]", "[4]");
+  CHECK_ERROR(layer_norm(zeros({2, 3}), 1, none, zeros({3}, {.dtype = DType::Float64})),
+              "layer_norm", "float64");
+  CHECK_ERROR(rms_norm(zeros({2, 3}, {.dtype = DType::Int64}), 1, none, none), "rms_norm", "int64");
+  CHECK_ERROR(partial_rms_norm(zeros({2, 3}), 1, 4, none, none), "partial_rms_norm", "k = 4");
+  CHECK_ERROR(partial_rms_norm(zeros({2, 3}), 1, 0, none, none), "partial_rms_norm", "at least 1");
+  CHECK_ERROR(rms_norm(zeros({2, 3}), 1, none, none, {.per_channel = true}), "rms_norm",
+              "[N, C, H, W]");
+  CHECK_ERROR(l2_norm(zeros({2, 3}), 3, none, none), "l2_norm", "last 3 dims");
+  CHECK_ERROR(rms_norm(zeros({2, 3}), 1, none, none, {.eps = -1}), "rms_norm", "eps");
 }
 
 TEST_CASE("norm modules: parameters, defaults and shape checks") {
@@ -295,9 +358,11 @@ TEST_CASE("norm modules: parameters, defaults and shape checks") {
 
   Generator generator(8);
   const Tensor x = randn({3, 8}, generator);
-  CHECK(all_close(layer_norm.forward(x), nn::layer_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(layer_norm.forward(x), nn::layer_norm_composed(x, 1, none, none, 1e-5), 1e-5,
+                  1e-5));
   CHECK(all_close(rms_norm.forward(x), nn::rms_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
-  CHECK(all_close(partial.forward(x), nn::partial_rms_norm_composed(x, 1, 2, none, none, 1e-5), 1e-5, 1e-5));
+  CHECK(all_close(partial.forward(x), nn::partial_rms_norm_composed(x, 1, 2, none, none, 1e-5),
+                  1e-5, 1e-5));
   CHECK(all_close(l2.forward(x), nn::l2_norm_composed(x, 1, none, none, 1e-5), 1e-5, 1e-5));
 
   nn::RMSNorm spatial({3}, {.per_channel = true});
@@ -311,7 +376,6 @@ TEST_CASE("norm modules: parameters, defaults and shape checks") {
 // ---- the CPU kernels ---------------------------------------------------------------------------
 
 namespace {
-
 
 enum class Kind { Layer, Rms, PartialCeil, PartialFloor, L2 };
 
@@ -355,7 +419,7 @@ backend::NormParams params_for(Kind kind, std::int64_t n, double eps, bool eps_i
 
 Tensor composed(Kind kind, const Tensor& x, std::int64_t normalized_dims, const Tensor& gain,
                 const Tensor& bias, double eps, bool eps_inside) {
-  const auto placement = eps_inside ? normgrad::EpsPlacement::InsideSqrt : normgrad::EpsPlacement::OutsideSqrt;
+  const auto placement = eps_inside ? EpsPlacement::InsideSqrt : EpsPlacement::OutsideSqrt;
   switch (kind) {
     case Kind::Layer:
       return nn::layer_norm_composed(x, normalized_dims, gain, bias, eps);

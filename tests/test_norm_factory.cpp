@@ -28,7 +28,7 @@ TEST_CASE("NormSpec parses every kind and its options, and prints them back") {
       nn::NormSpec::parse(" prmsnorm:0.125 , eps=1e-8,placement=outside,rounding=floor,bias=on");
   CHECK(full.partial == 0.125);
   CHECK(full.eps == 1e-8);
-  CHECK(full.placement == normgrad::EpsPlacement::OutsideSqrt);
+  CHECK(full.placement == EpsPlacement::OutsideSqrt);
   CHECK(full.rounding == nn::PartialRounding::Floor);
   CHECK(full.bias == true);
   CHECK(full.str() == "prmsnorm:0.125,eps=1e-08,placement=outside,rounding=floor,bias=on");
@@ -73,7 +73,7 @@ TEST_CASE("make_norm builds the module the spec names, with the spec's options")
   CHECK(rms->type_name() == "RMSNorm");
   CHECK(rms->named_parameters().size() == 1);  // gain only, as in the paper's code
   CHECK(all_close(rms->forward(x),
-                  nn::rms_norm_composed(x, 1, none, none, 1e-5, normgrad::EpsPlacement::OutsideSqrt),
+                  nn::rms_norm_composed(x, 1, none, none, 1e-5, EpsPlacement::OutsideSqrt),
                   1e-5, 1e-5));
 
   auto partial = nn::make_norm("prmsnorm:0.25,rounding=floor,bias=on", 16);

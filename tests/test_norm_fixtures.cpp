@@ -25,8 +25,8 @@ void check_close(const Tensor& actual, const json& c, const char* key) {
   testing::check_fixture_close(actual, c, key);
 }
 
-normgrad::EpsPlacement placement(const json& c) {
-  return c["placement"] == "outside" ? normgrad::EpsPlacement::OutsideSqrt : normgrad::EpsPlacement::InsideSqrt;
+EpsPlacement placement(const json& c) {
+  return c["placement"] == "outside" ? EpsPlacement::OutsideSqrt : EpsPlacement::InsideSqrt;
 }
 
 nn::PartialRounding rounding(const json& c) {

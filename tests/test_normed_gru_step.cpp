@@ -1,4 +1,4 @@
-// The GRU step with its state side's norms fused into it (normgrad::normed_gru_step):
+// The GRU step with its state side's norms fused into it (normed_gru_step):
 // against its composed twin for every row norm, with and without a mask, in float32 and
 // float64; float64 gradient checks of every input and of the norms' gains and biases; the
 // cells that take it; and errors for norms it cannot take.
@@ -10,7 +10,6 @@
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using normgrad::GruStateNorms;
 using testing::affine_of;
 using testing::all_close;
 using testing::leaf;
@@ -42,14 +41,14 @@ TEST_CASE("normed_gru_step: fused against composed for every row norm, values an
         std::vector<Tensor> inputs = {gx, gh, h};
         for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
 
-        const Tensor fused = normgrad::normed_gru_step(gx, gh, h, norms, mask);
+        const Tensor fused = normed_gru_step(gx, gh, h, norms, mask);
         fused.backward(dy);
         std::vector<Tensor> fused_grads;
         for (Tensor& t : inputs) {
           fused_grads.push_back(t.grad());
           t.zero_grad();
         }
-        const Tensor composed = normgrad::normed_gru_step_composed(gx, gh, h, norms, mask);
+        const Tensor composed = normed_gru_step_composed(gx, gh, h, norms, mask);
         composed.backward(dy);
 
         const double tolerance = dtype == DType::Float32 ? 2e-5 : 1e-12;
@@ -74,7 +73,7 @@ TEST_CASE("normed_gru_step passes gradcheck for every row norm, gains and biases
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normgrad::normed_gru_step(in[0], in[1], in[2], with_affine(norms, in, 3),
+          return normed_gru_step(in[0], in[1], in[2], with_affine(norms, in, 3),
                                                  mask);
         },
         inputs);
@@ -84,7 +83,7 @@ TEST_CASE("normed_gru_step passes gradcheck for every row norm, gains and biases
 TEST_CASE("normed_gru_step: no rows give empty states and zero gradients for the gains") {
   const GruStateNorms norms = state_norms(variants[0], 3, DType::Float64);
   const Tensor gx = leaf({0, 9}), gh = leaf({0, 9}), h = leaf({0, 3});
-  const Tensor out = normgrad::normed_gru_step(gx, gh, h, norms);
+  const Tensor out = normed_gru_step(gx, gh, h, norms);
   CHECK(out.shape() == Shape({0, 3}));
   out.sum().backward();
   CHECK(all_close(norms.gates.gain.grad(), std::vector<double>(6, 0.0), 0, 0));
@@ -118,21 +117,21 @@ TEST_CASE("normed_gru_step refuses norms it cannot apply, naming them") {
   const Tensor gx = leaf({2, 9}), gh = leaf({2, 9}), h = leaf({2, 3});
   GruStateNorms norms = state_norms(rms, 3, DType::Float64);
   norms.candidate.gain = leaf({4});
-  CHECK_ERROR(normgrad::normed_gru_step(gx, gh, h, norms), "normed_gru_step",
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step",
               "candidate norm's gain", "[3]");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.gain = norms.gates.gain.to(DType::Float32);
-  CHECK_ERROR(normgrad::normed_gru_step(gx, gh, h, norms), "normed_gru_step");
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.k = 7;
-  CHECK_ERROR(normgrad::normed_gru_step(gx, gh, h, norms), "normed_gru_step",
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step",
               "gates norm's k = 7");
   norms = state_norms(rms, 3, DType::Float64);
   norms.candidate.options.per_channel = true;
-  CHECK_ERROR(normgrad::normed_gru_step(gx, gh, h, norms), "normed_gru_step", "per channel");
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step", "per channel");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.options.eps = -1;
-  CHECK_ERROR(normgrad::normed_gru_step(gx, gh, h, norms), "eps must be non-negative");
-  CHECK_ERROR(normgrad::normed_gru_step(gx, leaf({2, 8}), h, norms), "normed_gru_step",
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "eps must be non-negative");
+  CHECK_ERROR(normed_gru_step(gx, leaf({2, 8}), h, norms), "normed_gru_step",
               "gh must be [2, 9]");
 }

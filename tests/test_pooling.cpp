@@ -154,10 +154,10 @@ TEST_CASE("max_pool2d: a window with several NaNs sends its gradient to the firs
 }
 
 // The 2x2, stride-2 pool without padding has a path of its own (max_pool_2x2_plane in
-// backends/cpu/simd/max_pool_2x2.h). The general kernel computes the same windows on the input with one
-// extra row above and column to the left and padding 1: its output (oh + 1, ow + 1) reads
-// the block of (oh, ow). Both must agree bit for bit, ties (small integers) and NaNs
-// included, at even and odd sizes, values and gradients.
+// backends/cpu/simd/max_pool_2x2.h). The general kernel computes the same windows on the input with
+// one extra row above and column to the left and padding 1: its output (oh + 1, ow + 1) reads the
+// block of (oh, ow). Both must agree bit for bit, ties (small integers) and NaNs included, at even
+// and odd sizes, values and gradients.
 TEST_CASE("max_pool2d: the 2x2 stride-2 path equals the general kernel") {
   const Shape shapes[] = {{2, 3, 8, 8}, {1, 2, 7, 9}, {2, 1, 2, 3}, {1, 1, 5, 2}, {1, 2, 3, 2}};
   for (const DType dtype : {DType::Float32, DType::Float64})

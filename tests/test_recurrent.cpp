@@ -64,11 +64,11 @@ TEST_CASE("gru_step: fused against composed, forward and gradients, with and wit
       const Tensor gx = make({3, 15}), gh = make({3, 15}), h = make({3, 5});
       const Tensor mask = masked ? step_mask(dtype) : Tensor();
       const Tensor dy = randn({3, 5}, generator, {.dtype = dtype});
-      const Tensor fused = normgrad::gru_step(gx, gh, h, mask);
+      const Tensor fused = gru_step(gx, gh, h, mask);
       fused.backward(dy);
       const std::vector<Tensor> grads{gx.grad(), gh.grad(), h.grad()};
       for (const Tensor& t : {gx, gh, h}) Tensor(t).zero_grad();
-      const Tensor composed = normgrad::gru_step_composed(gx, gh, h, mask);
+      const Tensor composed = gru_step_composed(gx, gh, h, mask);
       composed.backward(dy);
       const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
       CHECK(all_close(fused, composed, tolerance, tolerance));
@@ -84,12 +84,12 @@ TEST_CASE("gru_step and lstm_cell_state pass gradcheck, masked rows included") {
   const Tensor mask = step_mask();
   CHECK_GRADIENTS(
       [&](const std::vector<Tensor>& in) {
-        return normgrad::gru_step(in[0], in[1], in[2], mask);
+        return gru_step(in[0], in[1], in[2], mask);
       },
       {leaf({3, 12}, 1), leaf({3, 12}, 2), leaf({3, 4}, 3)});
   CHECK_GRADIENTS(
       [&](const std::vector<Tensor>& in) {
-        return normgrad::lstm_cell_state(in[0], in[1], mask);
+        return lstm_cell_state(in[0], in[1], mask);
       },
       {leaf({3, 16}, 4), leaf({3, 4}, 5)});
 }
@@ -100,12 +100,12 @@ TEST_CASE("lstm_cell_state: fused against composed") {
     const Tensor gates = randn({3, 20}, generator, {.dtype = dtype}).requires_grad_();
     const Tensor c = randn({3, 5}, generator, {.dtype = dtype}).requires_grad_();
     const Tensor dy = randn({3, 5}, generator, {.dtype = dtype});
-    const Tensor fused = normgrad::lstm_cell_state(gates, c, step_mask(dtype));
+    const Tensor fused = lstm_cell_state(gates, c, step_mask(dtype));
     fused.backward(dy);
     const Tensor dgates = gates.grad(), dc = c.grad();
     Tensor(gates).zero_grad();
     Tensor(c).zero_grad();
-    const Tensor composed = normgrad::lstm_cell_state_composed(gates, c, step_mask(dtype));
+    const Tensor composed = lstm_cell_state_composed(gates, c, step_mask(dtype));
     composed.backward(dy);
     const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
     CHECK(all_close(fused, composed, tolerance, tolerance));
@@ -292,7 +292,7 @@ TEST_CASE("state dropout masks h where W_hh reads it, and only there, at every s
   nn::GruCell gru(3, 4, {.dtype = f64}, generator);
   const Tensor x = leaf({2, 3}, 42), h = leaf({2, 4}, 43, 0.5);
   const Tensor m = nn::functional::dropout_mask({2, 4}, 0.5, generator, {.dtype = f64});
-  const Tensor expected = normgrad::gru_step(
+  const Tensor expected = gru_step(
       gru.input_side(x), nn::functional::linear(h * m, gru.weight_hh(), gru.bias_hh), h, Tensor());
   CHECK(all_close(gru.step(gru.input_side(x), {h}, Tensor(), m)[0], expected, 1e-15, 0));
   // A mask of ones changes nothing.
@@ -387,9 +387,9 @@ TEST_CASE("recurrent layers refuse bad input with clear errors") {
               "[2, 2, 4]");
   CHECK_ERROR(gru.forward_lengths(zeros({5, 2, 3}), tensor({5, 6}, {.dtype = DType::Int64})),
               "length 6");
-  CHECK_ERROR(normgrad::gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})), "gru_step",
+  CHECK_ERROR(gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})), "gru_step",
               "[2, 12]", "[2, 11]");
-  CHECK_ERROR(normgrad::lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})),
+  CHECK_ERROR(lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})),
               "lstm_cell_state", "mask", "[2]");
   CHECK_ERROR(lstm.cell(2), "direction 2");
 }

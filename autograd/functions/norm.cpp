@@ -30,12 +30,6 @@ Tensor checked_affine(const Tensor& x, const Tensor& parameter, const Shape& exp
   return parameter.contiguous();
 }
 
-const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
-  if (!tensor.defined()) return nullptr;
-  storage = ::normgrad::detail::ref(tensor);
-  return &storage;
-}
-
 // t as the [rows, n] the kernels take: a view where its rows are evenly spaced, each row's
 // values adjacent (a slice of wider rows, as a recurrent cell's gates are a slice of its
 // projection), which the kernels read and write in place; a contiguous copy otherwise.
@@ -80,17 +74,17 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic st
 
   const std::int64_t rows = x.numel() / n;
   const Tensor input = as_rows(x.detach(), rows, n);
-  Tensor y = ::normgrad::detail::make_tensor(x.shape(), x.dtype(), x.device());
+  Tensor y = detail::make_tensor(x.shape(), x.dtype(), x.device());
   // The statistics of bfloat16 rows stay float32, so backward divides by the forward's r.
   const DType statistics_dtype = compute_dtype(x.dtype());
-  Tensor mean = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
-  Tensor rstd = ::normgrad::detail::make_tensor({rows}, statistics_dtype, x.device());
+  Tensor mean = detail::make_tensor({rows}, statistics_dtype, x.device());
+  Tensor rstd = detail::make_tensor({rows}, statistics_dtype, x.device());
   backend::TensorRef gain_ref, bias_ref;
   if (rows > 0)
-    ::normgrad::detail::backend_of(x).norm_forward(
-        params, ::normgrad::detail::ref(y.detach().view({rows, n})), ::normgrad::detail::ref(mean),
-        ::normgrad::detail::ref(rstd), ::normgrad::detail::ref(input), optional_ref(gain, gain_ref),
-        optional_ref(bias, bias_ref));
+    detail::backend_of(x).norm_forward(params, detail::ref(y.detach().view({rows, n})),
+                                       detail::ref(mean), detail::ref(rstd), detail::ref(input),
+                                       detail::optional_ref(gain, gain_ref),
+                                       detail::optional_ref(bias, bias_ref));
   if (autograd::needs_grad(x, gain_in, bias_in))
     autograd::record(
         node_name, y, {x, gain_in, bias_in}, {input, mean, rstd, gain},
@@ -99,20 +93,17 @@ Tensor fused_norm(const Tensor& x, std::int64_t normalized_dims, RowStatistic st
           const Tensor& saved_input = s[0];
           const Tensor& saved_gain = s[3];
           Grads grads(3);
-          grads[0] = ::normgrad::detail::make_tensor(shape, dy.dtype(), dy.device());
-          if (want_gain)
-            grads[1] = ::normgrad::detail::make_tensor(affine_shape, dy.dtype(), dy.device());
-          if (want_bias)
-            grads[2] = ::normgrad::detail::make_tensor(affine_shape, dy.dtype(), dy.device());
+          grads[0] = detail::make_tensor(shape, dy.dtype(), dy.device());
+          if (want_gain) grads[1] = detail::make_tensor(affine_shape, dy.dtype(), dy.device());
+          if (want_bias) grads[2] = detail::make_tensor(affine_shape, dy.dtype(), dy.device());
           if (rows == 0) return grads;
           backend::TensorRef dgain_ref, dbias_ref, saved_gain_ref;
           const Tensor dy_rows = as_rows(dy, rows, n);
-          ::normgrad::detail::backend_of(dy).norm_backward(
-              params, ::normgrad::detail::ref(grads[0].view({rows, n})),
-              optional_ref(grads[1], dgain_ref), optional_ref(grads[2], dbias_ref),
-              ::normgrad::detail::ref(dy_rows), ::normgrad::detail::ref(saved_input),
-              ::normgrad::detail::ref(s[1]), ::normgrad::detail::ref(s[2]),
-              optional_ref(saved_gain, saved_gain_ref));
+          detail::backend_of(dy).norm_backward(
+              params, detail::ref(grads[0].view({rows, n})),
+              detail::optional_ref(grads[1], dgain_ref), detail::optional_ref(grads[2], dbias_ref),
+              detail::ref(dy_rows), detail::ref(saved_input), detail::ref(s[1]), detail::ref(s[2]),
+              detail::optional_ref(saved_gain, saved_gain_ref));
           return grads;
         });
   return y;

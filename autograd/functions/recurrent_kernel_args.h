@@ -26,11 +26,7 @@ inline Tensor mask(const Tensor& mask, DType dtype) {
   return ne(mask.detach(), 0.0).to(dtype).contiguous();
 }
 
-inline const backend::TensorRef* optional_ref(const Tensor& tensor, backend::TensorRef& storage) {
-  if (!tensor.defined()) return nullptr;
-  storage = normgrad::detail::ref(tensor);
-  return &storage;
-}
+using normgrad::detail::optional_ref;
 
 // A state norm's gain or bias, checked against the data and its block's width, contiguous.
 inline Tensor norm_parameter(const Tensor& parameter, std::int64_t width, const Tensor& data,

@@ -1,8 +1,8 @@
 #pragma once
-// The fused normalisers' shared parts — sizes, the row problem, the row sums — for norm.cpp
-// and the LSTM step (recurrent_lstm_step.cpp). The fused normalisers, forward and backward: LayerNorm
-// and the RMS family (RMSNorm, pRMSNorm, L2Norm) over rows of n adjacent values a_1..a_n, the
-// rows contiguous or evenly strided (backend.h gives the contract).
+// The fused normalisers' shared parts — sizes, the row problem, the row sums — for norm.cpp and the
+// LSTM step (recurrent_lstm_step.cpp). The fused normalisers, forward and backward: LayerNorm and
+// the RMS family (RMSNorm, pRMSNorm, L2Norm) over rows of n adjacent values a_1..a_n, the rows
+// contiguous or evenly strided (backend.h gives the contract).
 //
 // Forward, per row (statistics in T lanes per block, the blocks summed in double; see below):
 //   LayerNorm:  mu = sum(a) / n, var = sum((a - mu)^2) / n   (centred two-pass, never the

@@ -1,6 +1,6 @@
 #pragma once
-// What the recurrent kernels share (recurrent_cells.cpp, recurrent_lstm_step.cpp): the activations in
-// place over a unit-stride run (float32 through the vector kernels of vector_exp.h, float64
+// What the recurrent kernels share (recurrent_cells.cpp, recurrent_lstm_step.cpp): the activations
+// in place over a unit-stride run (float32 through the vector kernels of vector_exp.h, float64
 // value by value), and the mask test.
 
 #include <cmath>

@@ -1,9 +1,9 @@
-// An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract): row by
-// row, the state norm's statistic, the gates, the cell state, the cell norm and the output, and
-// the reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
+// An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract): row by row,
+// the state norm's statistic, the gates, the cell state, the cell norm and the output, and the
+// reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
 // activations through vector_exp.h). The norms' formulas and coefficients are those of
-// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/recurrent_lstm_step.cu) uses too; here
-// the sums are taken as the CPU's norm kernels take them (norm_rows.h: the data's type within
+// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/recurrent_lstm_step.cu) uses too;
+// here the sums are taken as the CPU's norm kernels take them (norm_rows.h: the data's type within
 // blocks of 256 values, the blocks in double) and the values in the data's type.
 //
 // Rows are independent and spread over threads. The gains' and biases' gradients are sums over
@@ -307,8 +307,11 @@ void CpuBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef& 
     return f.finish();
   }
   const char* op = "cpu lstm_step_forward";
-  const auto [rows, H] = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
-                                                 gx, gh, h_prev, c_prev, mask);
+  // Plain variables, not a structured binding: the lambdas below capture them, which clang
+  // allows for bindings only from version 16.
+  const StepExtent extent = check_lstm_step_forward(op, norms, state, activations, cell, statistics,
+                                                    gx, gh, h_prev, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;
   if (rows * H == 0) return;
   const std::int64_t units = H;
   dispatch_floating(cell.dtype, op, [&](auto tag) {
@@ -339,9 +342,10 @@ void CpuBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef&
     return f.finish();
   }
   const char* op = "cpu lstm_step_backward";
-  const auto [rows, H] =
+  const StepExtent extent =
       check_lstm_step_backward(op, norms, dgx, dgh, dh_prev, dc_prev, affine, dstate, state,
                                activations, cell, statistics, gh, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // captured below, as above
   if (H == 0) return;
   const bool wants_affine =
       affine.state_gain || affine.state_bias || affine.cell_gain || affine.cell_bias;

@@ -1,6 +1,6 @@
 #pragma once
-// What the host code of every CUDA kernel needs from its device: the stream its work goes to, the cuBLAS
-// handle bound to that stream, the allocator for scratch memory, and settings.
+// What the host code of every CUDA kernel needs from its device: the stream its work goes to, the
+// cuBLAS handle bound to that stream, the allocator for scratch memory, and settings.
 //
 // All of a device's work runs on its one stream, in order. So memory freed by one kernel's
 // caller can be handed to the next kernel at once: the stream runs them one after the other.

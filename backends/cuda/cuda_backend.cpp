@@ -94,11 +94,11 @@ class DeviceMemory final : public BlockSource {
     DeviceGuard guard(device_);
     std::size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    return detail::concat("cuda:", device_, ": out of memory allocating ", mib(bytes), " MiB (",
-                          requested, " bytes requested); allocated by tensors ",
-                          mib(stats.allocated_bytes), " MiB, peak ", mib(stats.peak_allocated_bytes),
-                          " MiB, cached ", mib(stats.cached_bytes), " MiB; the device has ",
-                          mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB");
+    return detail::concat(
+        "cuda:", device_, ": out of memory allocating ", mib(bytes), " MiB (", requested,
+        " bytes requested); allocated by tensors ", mib(stats.allocated_bytes), " MiB, peak ",
+        mib(stats.peak_allocated_bytes), " MiB, cached ", mib(stats.cached_bytes),
+        " MiB; the device has ", mib(free_bytes), " MiB free of ", mib(total_bytes), " MiB");
   }
 
  private:
@@ -110,7 +110,8 @@ class DeviceMemory final : public BlockSource {
 CudaBackend::CudaBackend(int device)
     : allocator_(std::make_unique<CachingAllocator>(
           std::make_unique<DeviceMemory>(device),
-          CachePolicy{.rounded_size = rounded_size, .environment_switch = "NORMGRAD_CUDA_CACHING"})) {
+          CachePolicy{.rounded_size = rounded_size,
+                      .environment_switch = "NORMGRAD_CUDA_CACHING"})) {
   context_.device = device;
   context_.allocator = allocator_.get();
   context_.host_waits = &host_waits_;

@@ -2,15 +2,15 @@
 // queues its work, then replayed with one launch.
 //
 // Capture. cudaStreamBeginCapture turns the device's one stream into a recorder: every kernel,
-// memset and device-to-device copy queued on it is added to a graph instead of running. The
-// capture mode is relaxed, so that the allocator may still call cudaMalloc for a block the
-// capture needs; what a capture cannot record (waiting for the stream, a copy from pageable
-// host memory) still fails, and the library refuses it first with its own message. The caching
-// allocator routes the capture's memory to a pool of the graph's own (backends/caching_allocator.h), so
-// that replays find the blocks the recorded kernels were given, and nothing else is handed
-// them while the graph lives. If the work throws, or did something a capture cannot record,
-// the capture is ended, its partial graph dropped and its pool released, and the error names
-// what happened; the Graph can then capture again.
+// memset and device-to-device copy queued on it is added to a graph instead of running. The capture
+// mode is relaxed, so that the allocator may still call cudaMalloc for a block the capture needs;
+// what a capture cannot record (waiting for the stream, a copy from pageable host memory) still
+// fails, and the library refuses it first with its own message. The caching allocator routes the
+// capture's memory to a pool of the graph's own (backends/caching_allocator.h), so that replays
+// find the blocks the recorded kernels were given, and nothing else is handed them while the graph
+// lives. If the work throws, or did something a capture cannot record, the capture is ended, its
+// partial graph dropped and its pool released, and the error names what happened; the Graph can
+// then capture again.
 //
 // Replay is cudaGraphLaunch on the same stream, in order with the eager work around it.
 

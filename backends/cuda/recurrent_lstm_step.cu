@@ -1,8 +1,8 @@
 // An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract; the CPU's
-// backends/cpu/recurrent_lstm_step.cpp is the twin the tests hold this to, and both take their row-norm
-// arithmetic from backends/fused_row_norm.h). A step is then one kernel forward and one (plus a
-// column sum for the gains) backward, where the composed step takes a norm, an add, the cell
-// kernel, a sigmoid, a second norm, a tanh, a product and a select each way.
+// backends/cpu/recurrent_lstm_step.cpp is the twin the tests hold this to, and both take their
+// row-norm arithmetic from backends/fused_row_norm.h). A step is then one kernel forward and one
+// (plus a column sum for the gains) backward, where the composed step takes a norm, an add, the
+// cell kernel, a sigmoid, a second norm, a tanh, a product and a select each way.
 //
 // One thread block a row; thread t handles units j = t, t + blockDim.x, ... and, for each, the
 // four gate columns j, H + j, 2H + j and 3H + j, so every value a thread reads back in a later

@@ -1,7 +1,7 @@
 #pragma once
 // What the row-block kernels of the fused recurrent steps share (recurrent_normed_gru.cu,
-// recurrent_lstm_step.cu): one thread block a row, sums over the block in a fixed order, and the column
-// sums that turn each row's products into the norms' gain and bias gradients.
+// recurrent_lstm_step.cu): one thread block a row, sums over the block in a fixed order, and the
+// column sums that turn each row's products into the norms' gain and bias gradients.
 
 #include <algorithm>
 #include <cstdint>
