@@ -104,7 +104,7 @@ struct LoopCallbacks {
 };
 
 // Fills the callbacks that save and load: training states through io::save_training_state
-// and load_training_state (model, optimizer and generator), weights through nn::save. In
+// and load_training_state (model, optimizer and generator), weights through io::save. In
 // data-parallel training every rank calls them: a training state then holds every rank's
 // generator (each draws its own dropout masks) and the number of ranks, rank 0 alone writes
 // it, and it resumes only a job of as many ranks, each with its own generator.

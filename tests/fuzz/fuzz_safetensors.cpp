@@ -1,5 +1,5 @@
 // The bytes as a safetensors checkpoint: io::load_tensors, checksums verified, then the same
-// file loaded into a module, the path a user's nn::load takes.
+// file loaded into a module, the path a user's io::load takes.
 
 #include "harness_support.h"
 #include "harnesses.h"

@@ -17,7 +17,7 @@ namespace normgrad::fuzz {
 
 using Harness = int (*)(const std::uint8_t* data, std::size_t size);
 
-// The bytes as a safetensors file: io::load_tensors with its checksums verified, and nn::load
+// The bytes as a safetensors file: io::load_tensors with its checksums verified, and io::load
 // into a Linear(3, 2).
 int fuzz_safetensors(const std::uint8_t* data, std::size_t size);
 // The bytes as a training state for a Linear(3, 2) and Adam: io::load_training_state.
