@@ -4,17 +4,9 @@
 // the RMS family (RMSNorm, pRMSNorm, L2Norm) over rows of n adjacent values a_1..a_n, the rows
 // contiguous or evenly strided (backend.h gives the contract).
 //
-// Forward, per row (statistics in T lanes per block, the blocks summed in double; see below):
-//   LayerNorm:  mu = sum(a) / n, var = sum((a - mu)^2) / n   (centred two-pass, never the
-//               cancelling E[a^2] - E[a]^2),  r = sqrt(var + eps)
-//   RMS family: mu = 0, q = sum_{i<=k} a_i^2 / divisor,  r = sqrt(q + eps) or sqrt(q) + eps
-//   y = g (a - mu) / r + b;  mean[row] = mu, rstd[row] = 1 / r.
-// Backward, per row, with ŷ = (a - mu) / r and dŷ = g dy:
-//   LayerNorm:  da = (dŷ - mean(dŷ) - ŷ mean(dŷ ŷ)) / r
-//   RMS family: da_j = dŷ_j / r - [j <= k] a_j c,  c = sum_{all i} dŷ_i a_i / (divisor r^3),
-//               or with eps outside the sqrt (rho = r - eps = sqrt(q)):
-//               c = sum_i dŷ_i a_i / (divisor rho r^2)
-//   dgain = sum over rows of dy ŷ,  dbias = sum over rows of dy.
+// The formulas, forward and backward, are the contract's (backends/backend.h: NormParams and
+// norm_backward). LayerNorm's variance is centred, two passes, never the cancelling
+// E[a^2] - E[a]^2; statistics are summed in T lanes per block, the blocks in double (below).
 //
 // Each row is read from memory once: the statistic (or the backward's row sums) is a first
 // loop over the row, and the output loop that follows finds the row in L1 (no stored ŷ). Rows are
