@@ -2,7 +2,7 @@
 
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "autograd/functions/lstm_sequence.h"
+#include "autograd/functions/recurrent_sequence.h"
 
 namespace normgrad::nn {
 

@@ -28,7 +28,7 @@
 #include "nn/norms/batch_norm.h"
 #include "nn/norms/factory.h"
 #include "nn/norms/weight_norm.h"
-#include "autograd/functions/recurrent_sequence_options.h"
+#include "autograd/functions/recurrent_sequence.h"
 
 namespace normgrad::nn {
 

@@ -1,8 +1,8 @@
 #pragma once
-// The row norms the fused recurrent steps' tests run them with (test_normed_gru_step.cpp,
-// test_lstm_step.cpp and their CUDA parity cases): every statistic, eps inside and outside the
-// square root, pRMSNorm's partial statistic, with and without gain and bias; and helpers that let a
-// gradient check vary the gains and biases.
+// The row norms the fused recurrent steps' tests run them with (test_recurrent.cpp,
+// test_recurrent_sequence.cpp and their CUDA parity cases): every statistic, eps inside and outside
+// the square root, pRMSNorm's partial statistic, with and without gain and bias; and helpers that
+// let a gradient check vary the gains and biases.
 
 #include <normgrad/normgrad.h>
 
@@ -37,7 +37,7 @@ inline const std::vector<Variant> variants = {
 
 // The norm of one block of `width` values, its gain near 1 and bias near 0 drawn from `seed`.
 inline RowNorm block_norm(const Variant& variant, std::int64_t width, DType dtype,
-                              std::uint64_t seed) {
+                          std::uint64_t seed) {
   Generator generator(seed);
   RowNorm norm{.statistic = variant.statistic, .options = variant.options};
   if (variant.partial < 1)

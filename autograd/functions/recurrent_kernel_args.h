@@ -1,8 +1,7 @@
 #pragma once
-// What the fused recurrent ops (recurrent.cpp, gru_sequence.cpp, lstm_sequence.cpp)
-// share when they
-// hand a step to the backend: the mask as the kernels read it, optional operands as pointers,
-// and a state norm's parameters, checked. Internal to nn/.
+// What the fused recurrent ops (recurrent.cpp, recurrent_sequence.cpp) share when they hand a
+// step to the backend: the mask as the kernels read it, optional operands as pointers, and a
+// state norm's parameters, checked. Internal to autograd/functions/.
 
 #include <array>
 #include <cstdint>

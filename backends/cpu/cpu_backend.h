@@ -3,7 +3,7 @@
 // OpenBLAS for matrix products. Each op family is defined in its own file of this folder
 // (copy_fill.cpp, unary.cpp, binary.cpp, random.cpp, reduce.cpp, matmul.cpp, softmax.cpp,
 // norm.cpp, batch_norm.cpp, cross_entropy.cpp, adam.cpp, im2col.cpp,
-// conv.cpp, pool.cpp, indexing.cpp, recurrent_cells.cpp); this header only declares the class.
+// conv.cpp, pool.cpp, indexing.cpp, recurrent.cpp); this header only declares the class.
 // Obtain the instance via cpu_backend().
 
 #include "backends/backend.h"

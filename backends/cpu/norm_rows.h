@@ -1,6 +1,6 @@
 #pragma once
 // The fused normalisers' shared parts — sizes, the row problem, the row sums — for norm.cpp and the
-// LSTM step (recurrent_lstm_step.cpp). The fused normalisers, forward and backward: LayerNorm and
+// LSTM step (recurrent.cpp). The fused normalisers, forward and backward: LayerNorm and
 // the RMS family (RMSNorm, pRMSNorm, L2Norm) over rows of n adjacent values a_1..a_n, the rows
 // contiguous or evenly strided (backend.h gives the contract).
 //

@@ -2,8 +2,8 @@
 // CudaBackend: the Backend interface on one GPU. Its memory comes from a caching allocator; its
 // work goes to one stream of its own, in order; GEMMs go to cuBLAS and everything else to the
 // kernels of this folder. Each op family's .cu file (elementwise.cu, random.cu, reduce.cu,
-// matmul.cu, softmax.cu, norm.cu, batch_norm.cu, cross_entropy.cu, adam.cu, recurrent_cells.cu,
-// recurrent_normed_gru.cu, recurrent_lstm_step.cu, im2col.cu, conv.cu, pool.cu, indexing.cu)
+// matmul.cu, softmax.cu, norm.cu, batch_norm.cu, cross_entropy.cu, adam.cu, recurrent.cu,
+// im2col.cu, conv.cu, pool.cu, indexing.cu)
 // defines the methods of its family below: each makes the device current, checks its operands,
 // picks the grid and queues its kernels on the stream. Obtain an instance through
 // backend_for(Device::cuda(i)).

@@ -1,33 +1,335 @@
-// An LSTM step after its GEMM, with its norms fused in (backend.h gives the contract): row by row,
-// the state norm's statistic, the gates, the cell state, the cell norm and the output, and the
-// reverse backward, each a loop the compiler vectorises over a row that stays in cache (the
-// activations through vector_exp.h). The norms' formulas and coefficients are those of
-// backends/fused_row_norm.h, which the CUDA kernel (backends/cuda/recurrent_lstm_step.cu) uses too;
-// here the sums are taken as the CPU's norm kernels take them (norm_rows.h: the data's type within
-// blocks of 256 values, the blocks in double) and the values in the data's type.
-//
-// Rows are independent and spread over threads. The gains' and biases' gradients are sums over
-// rows: each row writes its products (dy ŷ and dy) to scratch memory, and the columns are then
-// summed in row order, so no result depends on the thread count.
+// The recurrent family's CPU kernels (backend.h gives the formulas and contracts): the fused
+// pointwise parts of GRU and LSTM time steps, the GRU step with its state side's norms, and the
+// whole LSTM step after its GEMM with its norms. One step of a recurrent layer is a GEMM for the
+// state side and then one of these: one pass over the pre-activations in place of a dozen
+// elementwise ops, each with its own temporary. Rows are independent, so OpenMP splits them,
+// and every row's arithmetic is the same for any thread count.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "backends/bfloat16_widening.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/recurrent_gate_math.h"
 #include "backends/cpu/kept_scratch.h"
 #include "backends/cpu/norm_rows.h"
 #include "backends/cpu/row_kernel.h"
+#include "backends/cpu/simd/vector_exp.h"
 #include "backends/cpu/strided_loop.h"
 #include "backends/dtype_dispatch.h"
 #include "backends/fused_row_norm.h"
 #include "backends/recurrent_checks.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 namespace normgrad::backend::cpu {
+
+// ---- activations and the mask ------------------------------------------------------------------
+// The activations in place over a unit-stride run (float32 through the vector kernels of
+// vector_exp.h, float64 value by value), and the mask test.
+
+inline void sigmoid_in_place(float* values, std::int64_t count) {
+  sigmoid_row(values, values, count);
+}
+inline void tanh_in_place(float* values, std::int64_t count) { tanh_row(values, values, count); }
+inline void sigmoid_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = 1.0 / (1.0 + std::exp(-values[j]));
+}
+inline void tanh_in_place(double* values, std::int64_t count) {
+  for (std::int64_t j = 0; j < count; ++j) values[j] = std::tanh(values[j]);
+}
+
+// Whether row `row` takes the step: there is no mask (null), or its value there is nonzero.
+template <typename T> bool takes_step(const T* mask, std::int64_t row) {
+  return mask == nullptr || mask[row] != T(0);
+}
+
+// ---- GRU and LSTM cells ------------------------------------------------------------------------
+
+void CpuBackend::gru_cell_forward(const TensorRef& h, const TensorRef& activations,
+                                  const TensorRef& gx, const TensorRef& gh, const TensorRef& h_prev,
+                                  const TensorRef* mask) {
+  if (any_bfloat16({&h, &gx, &gh, &h_prev})) {
+    Float32Copies f(*this);
+    gru_cell_forward(f.output(h), f.output(activations), f.input(gx), f.input(gh), f.input(h_prev),
+                     f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu gru_cell_forward";
+  const StepExtent extent = check_gru_forward(op, h, activations, gx, gh, h_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
+  dispatch_floating(h.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* x = gx.ptr<const T>() + row * 3 * H;
+        const T* s = gh.ptr<const T>() + row * 3 * H;
+        const T* previous = h_prev.ptr<const T>() + row * H;
+        T* a = activations.ptr<T>() + row * 3 * H;  // [r | u | c]
+        T* out = h.ptr<T>() + row * H;
+#pragma omp simd
+        for (std::int64_t j = 0; j < 2 * H; ++j) a[j] = x[j] + s[j];
+        sigmoid_in_place(a, 2 * H);
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) a[2 * H + j] = x[2 * H + j] + a[j] * s[2 * H + j];
+        tanh_in_place(a + 2 * H, H);
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
+          for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T u = a[H + j], c = a[2 * H + j];
+          out[j] = c + u * (previous[j] - c);
+        }
+      }
+    });
+  });
+}
+
+void CpuBackend::gru_cell_backward(const TensorRef& dgx, const TensorRef& dgh,
+                                   const TensorRef& dh_prev, const TensorRef& dh,
+                                   const TensorRef& activations, const TensorRef& gh,
+                                   const TensorRef& h_prev, const TensorRef* mask) {
+  if (any_bfloat16({&dh, &gh, &h_prev, &dgx})) {
+    Float32Copies f(*this);
+    gru_cell_backward(f.output(dgx), f.output(dgh), f.output(dh_prev), f.input(dh),
+                      f.input(activations), f.input(gh), f.input(h_prev), f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu gru_cell_backward";
+  const StepExtent extent =
+      check_gru_backward(op, dgx, dgh, dh_prev, dh, activations, gh, h_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
+  dispatch_floating(dh.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 16 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* d = dh.ptr<const T>() + row * H;
+        const T* a = activations.ptr<const T>() + row * 3 * H;
+        const T* s = gh.ptr<const T>() + row * 3 * H;
+        const T* previous = h_prev.ptr<const T>() + row * H;
+        T* dx = dgx.ptr<T>() + row * 3 * H;
+        T* ds = dgh.ptr<T>() + row * 3 * H;
+        T* dprevious = dh_prev.ptr<T>() + row * H;
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
+          for (std::int64_t j = 0; j < 3 * H; ++j) dx[j] = ds[j] = T(0);
+          for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T r = a[j], u = a[H + j], c = a[2 * H + j];
+          const T candidate = d[j] * (T(1) - u) * (T(1) - c * c);
+          const T reset = candidate * s[2 * H + j] * r * (T(1) - r);
+          const T update = d[j] * (previous[j] - c) * u * (T(1) - u);
+          dx[j] = ds[j] = reset;
+          dx[H + j] = ds[H + j] = update;
+          dx[2 * H + j] = candidate;
+          ds[2 * H + j] = candidate * r;
+          dprevious[j] = d[j] * u;
+        }
+      }
+    });
+  });
+}
+
+void CpuBackend::lstm_cell_forward(const TensorRef& c, const TensorRef& activations,
+                                   const TensorRef& gates, const TensorRef& c_prev,
+                                   const TensorRef* mask) {
+  if (any_bfloat16({&c, &gates, &c_prev})) {
+    Float32Copies f(*this);
+    lstm_cell_forward(f.output(c), f.output(activations), f.input(gates), f.input(c_prev),
+                      f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu lstm_cell_forward";
+  const StepExtent extent = check_lstm_forward(op, c, activations, gates, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
+  dispatch_floating(c.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 10 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* pre = gates.ptr<const T>() + row * 4 * H;
+        const T* previous = c_prev.ptr<const T>() + row * H;
+        T* a = activations.ptr<T>() + row * 3 * H;  // [sigmoid(i) | sigmoid(f) | tanh(g)]
+        T* out = c.ptr<T>() + row * H;
+        for (std::int64_t j = 0; j < 3 * H; ++j) a[j] = pre[j];
+        sigmoid_in_place(a, 2 * H);
+        tanh_in_place(a + 2 * H, H);
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
+          for (std::int64_t j = 0; j < H; ++j) out[j] = previous[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) out[j] = a[H + j] * previous[j] + a[j] * a[2 * H + j];
+      }
+    });
+  });
+}
+
+void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc_prev,
+                                    const TensorRef& dc, const TensorRef& activations,
+                                    const TensorRef& c_prev, const TensorRef* mask) {
+  if (any_bfloat16({&dc, &c_prev, &dgates})) {
+    Float32Copies f(*this);
+    lstm_cell_backward(f.output(dgates), f.output(dc_prev), f.input(dc), f.input(activations),
+                       f.input(c_prev), f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu lstm_cell_backward";
+  const StepExtent extent = check_lstm_backward(op, dgates, dc_prev, dc, activations, c_prev, mask);
+  const std::int64_t rows = extent.rows, H = extent.units;  // named, so lambdas capture them
+  dispatch_floating(dc.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    parallel_for(rows, 12 * H, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t row = begin; row < end; ++row) {
+        const T* d = dc.ptr<const T>() + row * H;
+        const T* a = activations.ptr<const T>() + row * 3 * H;
+        const T* previous = c_prev.ptr<const T>() + row * H;
+        T* dpre = dgates.ptr<T>() + row * 4 * H;
+        T* dprevious = dc_prev.ptr<T>() + row * H;
+        for (std::int64_t j = 3 * H; j < 4 * H; ++j) dpre[j] = T(0);
+        if (!takes_step(mask ? mask->ptr<const T>() : nullptr, row)) {
+          for (std::int64_t j = 0; j < 3 * H; ++j) dpre[j] = T(0);
+          for (std::int64_t j = 0; j < H; ++j) dprevious[j] = d[j];
+          continue;
+        }
+#pragma omp simd
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T i = a[j], f = a[H + j], g = a[2 * H + j];
+          dpre[j] = d[j] * g * i * (T(1) - i);
+          dpre[H + j] = d[j] * previous[j] * f * (T(1) - f);
+          dpre[2 * H + j] = d[j] * i * (T(1) - g * g);
+          dprevious[j] = d[j] * f;
+        }
+      }
+    });
+  });
+}
+
+// ---- the GRU step with its state norms ---------------------------------------------------------
+// The two norms of the state-side projection, then the step, all inside one backend call. On
+// the CPU this call is the reference the CUDA kernel is held to, built from the kernels it
+// fuses: norm_forward on each block of gh where it lies (strided rows, no copy), then
+// gru_cell_forward on the normalised gh; backward, gru_cell_backward into a scratch gradient of
+// the normalised gh, then norm_backward on each block. A row of 3H values stays in cache from one
+// kernel to the next, and a CPU has no launches to save, so separate passes cost little here;
+// what the call spares the op layer is the split of gh, the two norms' outputs and their cat.
+
+namespace {
+
+// Columns [first, first + width) of a contiguous [rows, 3H] operand: rows `stride` apart.
+TensorRef block_columns(const TensorRef& operand, std::int64_t first, std::int64_t width) {
+  const std::int64_t rows = operand.shape[0], stride = operand.shape[1];
+  TensorRef view = operand;
+  view.data = static_cast<std::byte*>(operand.data) +
+              first * static_cast<std::int64_t>(element_size(operand.dtype));
+  view.shape = {rows, width};
+  view.strides = {stride, 1};
+  return view;
+}
+
+// Row `index` of the contiguous [4, rows] statistics.
+TensorRef statistic_row(const TensorRef& statistics, std::int64_t index) {
+  const std::int64_t rows = statistics.shape[1];
+  TensorRef view = statistics;
+  view.data = static_cast<std::byte*>(statistics.data) +
+              index * rows * static_cast<std::int64_t>(element_size(statistics.dtype));
+  view.shape = {rows};
+  view.strides = {1};
+  return view;
+}
+
+// Scratch for the gradient of the normalised gh, kept per thread between calls up to
+// kept_scratch_bytes (a fresh allocation of this size would be page-faulted in on every step).
+constexpr std::size_t kept_scratch_bytes = std::size_t{16} << 20;
+
+void* gradient_scratch(std::size_t bytes, std::vector<double>& fallback) {
+  const std::size_t count = (bytes + sizeof(double) - 1) / sizeof(double);
+  if (bytes > kept_scratch_bytes) {
+    fallback.resize(count);
+    return fallback.data();
+  }
+  thread_local std::vector<double> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+}  // namespace
+
+void CpuBackend::normed_gru_cell_forward(const GruStateNorms& norms, const TensorRef& h,
+                                         const TensorRef& activations, const TensorRef& normalised,
+                                         const TensorRef& statistics, const TensorRef& gx,
+                                         const TensorRef& gh, const TensorRef& h_prev,
+                                         const TensorRef* mask) {
+  if (any_bfloat16({&h, &gx, &gh, &h_prev})) {
+    Float32Copies f(*this);
+    normed_gru_cell_forward(f.input(norms), f.output(h), f.output(activations),
+                            f.output(normalised), f.output(statistics), f.input(gx), f.input(gh),
+                            f.input(h_prev), f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu normed_gru_cell_forward";
+  const auto [rows, H] = check_normed_gru_forward(op, norms, h, activations, normalised, statistics,
+                                                  gx, gh, h_prev, mask);
+  if (rows * H == 0) return;
+  norm_forward(norms.gates, block_columns(normalised, 0, 2 * H), statistic_row(statistics, 0),
+               statistic_row(statistics, 1), block_columns(gh, 0, 2 * H), norms.gates_gain,
+               norms.gates_bias);
+  norm_forward(norms.candidate, block_columns(normalised, 2 * H, H), statistic_row(statistics, 2),
+               statistic_row(statistics, 3), block_columns(gh, 2 * H, H), norms.candidate_gain,
+               norms.candidate_bias);
+  gru_cell_forward(h, activations, gx, normalised, h_prev, mask);
+}
+
+void CpuBackend::normed_gru_cell_backward(const GruStateNorms& norms, const TensorRef& dgx,
+                                          const TensorRef& dgh, const TensorRef& dh_prev,
+                                          const GruStateNormGrads& affine, const TensorRef& dh,
+                                          const TensorRef& activations, const TensorRef& normalised,
+                                          const TensorRef& statistics, const TensorRef& gh,
+                                          const TensorRef& h_prev, const TensorRef* mask) {
+  if (any_bfloat16({&dh, &gh, &h_prev, &dgx})) {
+    Float32Copies f(*this);
+    normed_gru_cell_backward(f.input(norms), f.output(dgx), f.output(dgh), f.output(dh_prev),
+                             f.output(affine), f.input(dh), f.input(activations),
+                             f.input(normalised), f.input(statistics), f.input(gh), f.input(h_prev),
+                             f.input(mask));
+    return f.finish();
+  }
+  const char* op = "cpu normed_gru_cell_backward";
+  const auto [rows, H] =
+      check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,
+                                statistics, gh, h_prev, mask);
+  std::vector<double> fallback;
+  TensorRef dnormalised = dgh;  // the gradient of the normalised gh, in scratch memory
+  dnormalised.data =
+      gradient_scratch(static_cast<std::size_t>(rows * 3 * H) * element_size(dgh.dtype), fallback);
+  gru_cell_backward(dgx, dnormalised, dh_prev, dh, activations, normalised, h_prev, mask);
+  norm_backward(norms.gates, block_columns(dgh, 0, 2 * H), affine.gates_gain, affine.gates_bias,
+                block_columns(dnormalised, 0, 2 * H), block_columns(gh, 0, 2 * H),
+                statistic_row(statistics, 0), statistic_row(statistics, 1), norms.gates_gain);
+  norm_backward(norms.candidate, block_columns(dgh, 2 * H, H), affine.candidate_gain,
+                affine.candidate_bias, block_columns(dnormalised, 2 * H, H),
+                block_columns(gh, 2 * H, H), statistic_row(statistics, 2),
+                statistic_row(statistics, 3), norms.candidate_gain);
+}
+
+// ---- the LSTM step with its norms --------------------------------------------------------------
+// Row by row, the state norm's statistic, the gates, the cell state, the cell norm and the
+// output, and the reverse backward, each a loop the compiler vectorises over a row that stays in
+// cache (the activations through vector_exp.h). The norms' formulas and coefficients are those
+// of backends/fused_row_norm.h, which the CUDA kernel uses too; here the sums are taken as the
+// CPU's norm kernels take them (norm_rows.h: the data's type within blocks of 256 values, the
+// blocks in double) and the values in the data's type.
+//
+// Rows are independent and spread over threads. The gains' and biases' gradients are sums over
+// rows: each row writes its products (dy ŷ and dy) to scratch memory, and the columns are then
+// summed in row order, so no result depends on the thread count.
 
 namespace {
 
