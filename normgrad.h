@@ -2,6 +2,7 @@
 // normgrad: the umbrella header. #include <normgrad/normgrad.h> brings in the whole public API.
 
 #include "autograd/functions/batch_norm.h"
+#include "autograd/functions/cross_entropy.h"
 #include "autograd/functions/norm.h"
 #include "autograd/functions/recurrent.h"
 #include "autograd/functions/recurrent_sequence.h"

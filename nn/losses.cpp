@@ -2,11 +2,10 @@
 
 #include <vector>
 
+#include "autograd/functions/cross_entropy.h"
 #include "autograd/ops.h"
 #include "autograd/primitives.h"
-#include "autograd/record.h"
 #include "base/error.h"
-#include "core/tensor_internal.h"
 
 namespace normgrad::nn {
 
@@ -47,32 +46,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
   // probability of the gradient by up to 2^-9 of the logits' size.
   if (logits.defined() && logits.dtype() == DType::BFloat16)
     return cross_entropy(logits.to(DType::Float32), targets, options);
-  const std::int64_t classes = check(logits, targets, options, "cross_entropy");
-  const std::int64_t rows = targets.numel();
-  const Tensor x = logits.contiguous().detach().view({rows, classes});
-  const Tensor target_rows = targets.contiguous().view({rows});
-  Tensor losses = detail::make_tensor({rows}, logits.dtype(), logits.device());
-  Tensor log_normaliser = detail::make_tensor({rows}, logits.dtype(), logits.device());
-  const backend::CrossEntropyParams params{.ignore_index = options.ignore_index,
-                                           .label_smoothing = options.label_smoothing};
-  if (rows > 0)
-    detail::backend_of(logits).cross_entropy_forward(params, detail::ref(losses),
-                                                     detail::ref(log_normaliser), detail::ref(x),
-                                                     detail::ref(target_rows));
-  if (autograd::needs_grad(logits))
-    autograd::record(
-        "CrossEntropyBackward", losses, {logits}, {x, target_rows, log_normaliser},
-        [params, shape = logits.shape()](const Tensor& dloss, const autograd::SavedTensors& s) {
-          autograd::Grads grads(1);
-          grads[0] = detail::make_tensor(shape, dloss.dtype(), dloss.device());
-          if (s[0].numel() == 0) return grads;
-          const Tensor upstream = dloss.contiguous();
-          detail::backend_of(dloss).cross_entropy_backward(
-              params, detail::ref(grads[0].view(s[0].shape())), detail::ref(upstream),
-              detail::ref(s[0]), detail::ref(s[1]), detail::ref(s[2]));
-          return grads;
-        });
-  return reduce(losses.view(targets.shape()), targets, options);
+  check(logits, targets, options, "cross_entropy");
+  const Tensor losses =
+      cross_entropy_rows(logits, targets, options.ignore_index, options.label_smoothing);
+  return reduce(losses, targets, options);
 }
 
 Tensor cross_entropy_composed(const Tensor& logits, const Tensor& targets,

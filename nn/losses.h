@@ -3,11 +3,12 @@
 // embeddings are in ranking_losses.h). Logits and log-probabilities have classes in their last
 // dim, [..., C]; targets are int64 class indices of the leading shape [...].
 //
-// cross_entropy is fused: one backend pass forward (log-sum-exp and the loss per row) and one
-// backward (softmax minus the target distribution), with label smoothing in PyTorch's form
-// (target distribution (1 - e) onehot + e / C) and an ignore_index whose rows count for
-// nothing: no loss, no gradient, and not in the mean's denominator. cross_entropy_composed is
-// the same from log_softmax and gather, the twin the tests hold it to.
+// cross_entropy is fused (autograd/functions/cross_entropy.h: one backend pass forward, the
+// log-sum-exp and the loss per row, and one backward, softmax minus the target distribution),
+// with label smoothing in PyTorch's form (target distribution (1 - e) onehot + e / C) and an
+// ignore_index whose rows count for nothing: no loss, no gradient, and not in the mean's
+// denominator. cross_entropy_composed is the same from log_softmax and gather, the twin the
+// tests hold it to.
 
 #include <cstdint>
 
