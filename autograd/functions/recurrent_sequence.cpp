@@ -174,7 +174,7 @@ void add_state_gradient(backend::Backend& kernels, const Tensor& d_prev, const T
 //   norms               its norms' NormParams, as its kernels take them
 //   keeps_reads         whether W_hh's reads are kept as their own matrix
 //   keeps_statistics    whether its kernels write per-row norm statistics
-//   allocate            its own saved tensors (kOwn, kOwn + 1)
+//   allocate            its own saved tensors (from kOwn on)
 //   h_prev              the running rows' h before a step, contiguous as its kernels read it
 //   forward, backward   one step's fused kernel each way
 //   weight_reads        what W_hh read, as one matrix, for its gradient (undefined: the states
@@ -225,7 +225,7 @@ struct GruCell {
   static constexpr std::int64_t norm_widths[4] = {2, 2, 1, 1};
   bool normed = false;
   backend::GruStateNorms norms{};  // NormParams; the gains and biases are saved at kAffine
-  // saved[kOwn]: the normalised gh [T, B, 3H], with norms.
+  static constexpr std::size_t kNormalised = kOwn;  // the normalised gh [T, B, 3H], with norms
 
   // The states that W_hh read are its own packed matrix (times the dropout mask) with dropout
   // or when packed; otherwise they are the states shifted by one step.
@@ -233,7 +233,7 @@ struct GruCell {
   bool keeps_statistics() const { return normed; }
   void allocate(autograd::SavedTensors& saved, const Buffers& buffers, const Order& order) const {
     const auto [steps, batch, hidden] = order.sizes;
-    if (normed) saved[kOwn] = buffers.make({steps, batch, 3 * hidden});
+    if (normed) saved[kNormalised] = buffers.make({steps, batch, 3 * hidden});
   }
   Tensor h_prev(backend::Backend&, const autograd::SavedTensors&, const Order&, const Step& step,
                 const Tensor& state_before) const {
@@ -245,10 +245,11 @@ struct GruCell {
     const Tensor state = step.rows(s[kStates].select(0, step.t));
     const Tensor activations = step.rows(s[kActivations].select(0, step.t));
     if (normed)
-      kernels.normed_gru_cell_forward(
-          step_norms, ref(state), ref(activations), ref(step.rows(s[kOwn].select(0, step.t))),
-          ref(step_statistics(s[kStatistics], step.t, step.count)), ref(step.x),
-          ref(step.projection), ref(step.h_prev), step.mask);
+      kernels.normed_gru_cell_forward(step_norms, ref(state), ref(activations),
+                                      ref(step.rows(s[kNormalised].select(0, step.t))),
+                                      ref(step_statistics(s[kStatistics], step.t, step.count)),
+                                      ref(step.x), ref(step.projection), ref(step.h_prev),
+                                      step.mask);
     else
       kernels.gru_cell_forward(ref(state), ref(activations), ref(step.x), ref(step.projection),
                                ref(step.h_prev), step.mask);
@@ -264,7 +265,7 @@ struct GruCell {
       kernels.normed_gru_cell_backward(
           step_norms, ref(step.d_input), ref(step.d_projection), ref(step.d_prev[0]),
           kernel_args::affine_grads(step.d_affine, grad_refs), ref(step.rows(step.d_state)),
-          ref(activations), ref(step.rows(s[kOwn].select(0, step.t))),
+          ref(activations), ref(step.rows(s[kNormalised].select(0, step.t))),
           ref(step_statistics(s[kStatistics], step.t, step.count)), ref(projection), ref(h_prev),
           step.mask);
     } else {
@@ -283,20 +284,22 @@ struct LstmCell {
   static constexpr std::int64_t gates = 4, parts = 2;
   // The widths in H of the four gains and biases: the state norm's, the cell norm's.
   static constexpr std::int64_t norm_widths[4] = {4, 4, 1, 1};
-  backend::LstmStepNorms norms{};  // which norms apply, and their NormParams
-  // saved[kOwn]: the cell norm's output [T, B, H]; saved[kOwn + 1]: [2, packed rows, H], the h
-  // and the c that each step's rows read, each contiguous as the kernels read them.
+  backend::LstmStepNorms norms{};              // which norms apply, and their NormParams
+  static constexpr std::size_t kCells = kOwn;  // the cell norm's output [T, B, H]
+  // [2, packed rows, H]: the h and the c that each step's rows read, each contiguous as the
+  // kernels read them
+  static constexpr std::size_t kPrevious = kOwn + 1;
 
   bool keeps_reads(const Order&, bool dropout) const { return dropout; }
   bool keeps_statistics() const { return true; }
   void allocate(autograd::SavedTensors& saved, const Buffers& buffers, const Order& order) const {
     const auto [steps, batch, hidden] = order.sizes;
-    saved[kOwn] = buffers.make({steps, batch, hidden});
-    saved[kOwn + 1] = buffers.make({2, order.packed_rows, hidden});
+    saved[kCells] = buffers.make({steps, batch, hidden});
+    saved[kPrevious] = buffers.make({2, order.packed_rows, hidden});
   }
   Tensor h_prev(backend::Backend& kernels, const autograd::SavedTensors& s, const Order& order,
                 const Step& step, const Tensor& state_before) const {
-    const Tensor& previous = s[kOwn + 1];
+    const Tensor& previous = s[kPrevious];
     const std::int64_t hidden = order.sizes.hidden;
     kernels.copy(ref(order.packed_rows_of(previous, step.t, 1)),
                  ref(step.rows(state_before).reshape({step.count, 2, hidden}).transpose(0, 1)));
@@ -305,10 +308,10 @@ struct LstmCell {
 
   void forward(backend::Backend& kernels, const autograd::SavedTensors& s, const Order& order,
                const Step& step, const backend::LstmStepNorms& step_norms) const {
-    const Tensor c_prev = order.packed_rows_of(s[kOwn + 1].select(0, 1), step.t);
+    const Tensor c_prev = order.packed_rows_of(s[kPrevious].select(0, 1), step.t);
     kernels.lstm_step_forward(step_norms, ref(step.rows(s[kStates].select(0, step.t))),
                               ref(step.rows(s[kActivations].select(0, step.t))),
-                              ref(step.rows(s[kOwn].select(0, step.t))),
+                              ref(step.rows(s[kCells].select(0, step.t))),
                               ref(step_statistics(s[kStatistics], step.t, step.count)), ref(step.x),
                               ref(step.projection), ref(step.h_prev), ref(c_prev), step.mask);
   }
@@ -322,14 +325,14 @@ struct LstmCell {
         ref(step.d_prev[1]), kernel_args::lstm_affine_grads(step.d_affine, grad_refs),
         ref(step.rows(step.d_state)), ref(step.rows(s[kStates].select(0, step.t))),
         ref(step.rows(s[kActivations].select(0, step.t))),
-        ref(step.rows(s[kOwn].select(0, step.t))),
+        ref(step.rows(s[kCells].select(0, step.t))),
         ref(step_statistics(s[kStatistics], step.t, step.count)),
         ref(step.rows(s[kProjections].select(0, step.t))),
-        ref(order.packed_rows_of(s[kOwn + 1].select(0, 1), step.t)), step.mask);
+        ref(order.packed_rows_of(s[kPrevious].select(0, 1), step.t)), step.mask);
   }
 
   Tensor weight_reads(const autograd::SavedTensors& s) const {
-    return s[kReads].defined() ? s[kReads] : s[kOwn + 1].select(0, 0);
+    return s[kReads].defined() ? s[kReads] : s[kPrevious].select(0, 0);
   }
 };
 
