@@ -316,7 +316,7 @@ void CudaBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& d
 
 namespace {
 
-template <typename S, typename T = compute_t<S>> struct ForwardArgs {
+template <typename S, typename T = compute_t<S>> struct NormedGruForwardArgs {
   S* h;
   S* activations;
   S* normalised;
@@ -330,7 +330,7 @@ template <typename S, typename T = compute_t<S>> struct ForwardArgs {
 };
 
 template <typename S, typename T = compute_t<S>>
-__global__ void normed_gru_forward_kernel(const ForwardArgs<S> args) {
+__global__ void normed_gru_forward_kernel(const NormedGruForwardArgs<S> args) {
   __shared__ double shared[2 * warp_size];
   const std::int64_t H = args.units, width = 3 * H;
   const FusedRowNorm<S>& gates = args.gates;
@@ -391,7 +391,7 @@ __global__ void normed_gru_forward_kernel(const ForwardArgs<S> args) {
   }
 }
 
-template <typename S, typename T = compute_t<S>> struct BackwardArgs {
+template <typename S, typename T = compute_t<S>> struct NormedGruBackwardArgs {
   S* dgx;
   S* dgh;
   S* dh_prev;
@@ -409,7 +409,7 @@ template <typename S, typename T = compute_t<S>> struct BackwardArgs {
 };
 
 template <typename S, typename T = compute_t<S>>
-__global__ void normed_gru_backward_kernel(const BackwardArgs<S> args) {
+__global__ void normed_gru_backward_kernel(const NormedGruBackwardArgs<S> args) {
   __shared__ double shared[6 * warp_size];
   const std::int64_t H = args.units, width = 3 * H;
   const auto value = [](const S* operand, std::int64_t i) { return static_cast<T>(operand[i]); };
@@ -499,7 +499,7 @@ void CudaBackend::normed_gru_cell_forward(const GruStateNorms& norms, const Tens
   dispatch_floating_or_bfloat16(h.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using T = compute_t<S>;
-    ForwardArgs<S> args{
+    NormedGruForwardArgs<S> args{
         h.ptr<S>(),
         activations.ptr<S>(),
         normalised.ptr<S>(),
@@ -539,7 +539,7 @@ void CudaBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Ten
     Workspace products(context, wants_affine ? rows * 6 * H * sizeof(T) : 0);
     if (rows > 0) {
       const Workspace kept(context, std::is_same_v<S, T> ? 0 : rows * 3 * H * sizeof(T));
-      BackwardArgs<S> args{
+      NormedGruBackwardArgs<S> args{
           dgx.ptr<S>(),
           dgh.ptr<S>(),
           dh_prev.ptr<S>(),
@@ -619,7 +619,7 @@ __device__ void row_statistic(const FusedRowNorm<G>& norm, const V* a, std::int6
 // reads back from an earlier one (forward: c and the output gate o; backward: the state side's
 // gate gradients) stays T: in the outputs themselves when S is T, else in `kept`, a workspace of
 // T, so that bfloat16 gives the float32 kernel's result on the same values, bit for bit.
-template <typename S, typename T = compute_t<S>> struct ForwardArgs {
+template <typename S, typename T = compute_t<S>> struct LstmStepForwardArgs {
   S* state;
   S* activations;
   S* cell;
@@ -635,7 +635,7 @@ template <typename S, typename T = compute_t<S>> struct ForwardArgs {
 };
 
 template <typename S, typename T = compute_t<S>>
-__global__ void lstm_step_forward_kernel(const ForwardArgs<S> args) {
+__global__ void lstm_step_forward_kernel(const LstmStepForwardArgs<S> args) {
   __shared__ double shared[warp_size];
   const std::int64_t H = args.units;
   const StepNorms<S>& norms = args.norms;
@@ -698,7 +698,7 @@ __global__ void lstm_step_forward_kernel(const ForwardArgs<S> args) {
   }
 }
 
-template <typename S, typename T = compute_t<S>> struct BackwardArgs {
+template <typename S, typename T = compute_t<S>> struct LstmStepBackwardArgs {
   S* dgx;
   S* dgh;
   S* dh_prev;
@@ -718,7 +718,7 @@ template <typename S, typename T = compute_t<S>> struct BackwardArgs {
 };
 
 template <typename S, typename T = compute_t<S>>
-__global__ void lstm_step_backward_kernel(const BackwardArgs<S> args) {
+__global__ void lstm_step_backward_kernel(const LstmStepBackwardArgs<S> args) {
   __shared__ double shared[3 * warp_size];
   const std::int64_t H = args.units;
   const StepNorms<S>& norms = args.norms;
@@ -827,19 +827,19 @@ void CudaBackend::lstm_step_forward(const LstmStepNorms& norms, const TensorRef&
     using S = typename decltype(tag)::type;
     using T = compute_t<S>;
     const Workspace kept(context, std::is_same_v<S, T> ? 0 : rows * 2 * H * sizeof(T));
-    const ForwardArgs<S> args{state.ptr<S>(),
-                              activations.ptr<S>(),
-                              cell.ptr<S>(),
-                              statistics.ptr<T>(),
-                              kept.as<T>(),
-                              gx.ptr<const S>(),
-                              gh.ptr<const S>(),
-                              h_prev.ptr<const S>(),
-                              c_prev.ptr<const S>(),
-                              mask_data<S>(mask),
-                              rows,
-                              H,
-                              step_norms<S>(norms)};
+    const LstmStepForwardArgs<S> args{state.ptr<S>(),
+                                      activations.ptr<S>(),
+                                      cell.ptr<S>(),
+                                      statistics.ptr<T>(),
+                                      kept.as<T>(),
+                                      gx.ptr<const S>(),
+                                      gh.ptr<const S>(),
+                                      h_prev.ptr<const S>(),
+                                      c_prev.ptr<const S>(),
+                                      mask_data<S>(mask),
+                                      rows,
+                                      H,
+                                      step_norms<S>(norms)};
     lstm_step_forward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
     NG_CUDA_CHECK_LAUNCH();
   });
@@ -868,23 +868,23 @@ void CudaBackend::lstm_step_backward(const LstmStepNorms& norms, const TensorRef
     if (rows > 0) {
       const bool keeps = !std::is_same_v<S, T> && norms.normalise_state;
       const Workspace kept(context, keeps ? rows * 4 * H * sizeof(T) : 0);
-      const BackwardArgs<S> args{dgx.ptr<S>(),
-                                 dgh.ptr<S>(),
-                                 dh_prev.ptr<S>(),
-                                 dc_prev.ptr<S>(),
-                                 wants_affine ? products.as<T>() : nullptr,
-                                 kept.as<T>(),
-                                 dstate.ptr<const S>(),
-                                 state.ptr<const S>(),
-                                 activations.ptr<const S>(),
-                                 cell.ptr<const S>(),
-                                 statistics.ptr<const T>(),
-                                 gh.ptr<const S>(),
-                                 c_prev.ptr<const S>(),
-                                 mask_data<S>(mask),
-                                 rows,
-                                 H,
-                                 step_norms<S>(norms)};
+      const LstmStepBackwardArgs<S> args{dgx.ptr<S>(),
+                                         dgh.ptr<S>(),
+                                         dh_prev.ptr<S>(),
+                                         dc_prev.ptr<S>(),
+                                         wants_affine ? products.as<T>() : nullptr,
+                                         kept.as<T>(),
+                                         dstate.ptr<const S>(),
+                                         state.ptr<const S>(),
+                                         activations.ptr<const S>(),
+                                         cell.ptr<const S>(),
+                                         statistics.ptr<const T>(),
+                                         gh.ptr<const S>(),
+                                         c_prev.ptr<const S>(),
+                                         mask_data<S>(mask),
+                                         rows,
+                                         H,
+                                         step_norms<S>(norms)};
       lstm_step_backward_kernel<S><<<row_blocks(rows), row_threads(H), 0, context.stream>>>(args);
       NG_CUDA_CHECK_LAUNCH();
     }
