@@ -376,9 +376,9 @@ TEST_CASE_TEMPLATE("recurrent sequences: errors name the op and the shapes", Kin
   const char* op = Kind::op;
   const std::string bad_x = "[2, 3, " + std::to_string(width - 1) + "]";
   const std::string bad_b = "[" + std::to_string(width - 1) + "]";
+  const std::string bad_w = "[" + std::to_string(width) + ", 5]";
   CHECK_ERROR(run(randn({2, 3, width - 1}), start, w, b), op, "input_side", bad_x.c_str());
-  CHECK_ERROR(run(x, start, randn({width, 5}), b), op, "weight_hh",
-              ("[" + std::to_string(width) + ", 5]").c_str());
+  CHECK_ERROR(run(x, start, randn({width, 5}), b), op, "weight_hh", bad_w.c_str());
   CHECK_ERROR(run(x, start, w, randn({width - 1})), op, "bias_hh", bad_b.c_str());
   CHECK_ERROR(run(x, start, w, b, {.mask = randn({3, 2})}), op, "mask", "[3, 2]");
   CHECK_ERROR(run(x, start, w, b, {.state_dropout = randn({3, 5})}), op, "state_dropout", "[3, 5]");
