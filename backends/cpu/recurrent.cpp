@@ -396,7 +396,7 @@ template <typename T> struct StepNorm {
       sums[1] += double(s1);
       sums[2] += double(s2);
     }
-    const RowCoefficients co = coefficients(form, sums, n, double(head), double(inverse_r));
+    const backend::RowCoefficients co = coefficients(form, sums, n, double(head), double(inverse_r));
     const T r = T(co.inverse_r);
     if (form.centred) {
       const T mean_dyhat = T(co.mean_dyhat), mean_dyhat_yhat = T(co.mean_dyhat_yhat);
