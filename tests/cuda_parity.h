@@ -1,8 +1,9 @@
 #pragma once
-// What the CPU-versus-CUDA parity tests (test_cuda_*.cpp) share: skipping a case when no GPU
-// is present, running one computation on copies of the same inputs on both devices (forward,
-// then backward with the same upstream gradient), and comparing values and gradients within
-// a stated tolerance, or bit for bit.
+// What the CPU-versus-CUDA parity tests share (test_cuda_*.cpp, and the op families' GPU
+// sections in test_<family>.cpp): skipping a case when no GPU is present, running one
+// computation on copies of the same inputs on both devices (forward, then backward with the
+// same upstream gradient), and comparing values and gradients within a stated tolerance, or
+// bit for bit.
 //
 //   SKIP_PARITY_WITHOUT_CUDA();
 //   CHECK_NO_MISMATCH(parity_mismatch([](const Inputs& in) { return exp(in[0].t()); },
@@ -325,6 +326,30 @@ inline normgrad::Tensor uniform(const normgrad::Shape& shape, std::uint64_t seed
                                 double high, normgrad::DType dtype = normgrad::DType::Float32) {
   normgrad::Generator generator(seed);
   return normgrad::rand(shape, generator, {.dtype = dtype}) * (high - low) + low;
+}
+
+// Integers drawn uniformly from [low, high), from a fixed seed: indices and targets.
+inline normgrad::Tensor indices(std::int64_t low, std::int64_t high, const normgrad::Shape& shape,
+                                std::uint64_t seed) {
+  normgrad::Generator generator(seed);
+  return normgrad::randint(low, high, shape, generator);
+}
+
+// A normaliser's inputs: x (mean 0.5, scale 3, as in test_norm.cpp), gain and bias.
+inline Inputs norm_inputs(const normgrad::Shape& x_shape, const normgrad::Shape& affine_shape,
+                          normgrad::DType dtype) {
+  return {normal(x_shape, 1, dtype, 3.0) + 0.5, normal(affine_shape, 2, dtype),
+          normal(affine_shape, 3, dtype)};
+}
+
+// Gradient tolerances for a normaliser's (x, gain, bias): dx is a per-row formula
+// (norm_gradients); dgain and dbias sum over `rows` rows, in another order on the GPU (summed,
+// terms of |dy x̂| below about 8), whichever bound is larger.
+inline std::vector<Tolerance> affine_gradients(normgrad::DType dtype, double rows) {
+  const Tolerance dx = norm_gradients(dtype);
+  const Tolerance sums = summed(dtype, rows, 8.0);
+  const Tolerance affine{dx.rtol, std::max(dx.atol, sums.atol)};
+  return {dx, affine, affine};
 }
 
 }  // namespace testing

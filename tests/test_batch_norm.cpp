@@ -1,13 +1,18 @@
 // BatchNorm: the fused op (batch_norm, backends/cpu/batch_norm.cpp) against its composed
 // twin and finite differences, the running estimates against values worked out by hand,
 // evaluation with the running estimates, results identical for 1 and 2 threads, the
-// modules, and the errors.
+// modules, and the errors; on a GPU, the CUDA kernels against the CPU's in training and
+// evaluation, the BatchNorm2d modules' running estimates included; and bfloat16 kernels that
+// are the float32 ones, rounded once.
 
 #include <cmath>
 #include <functional>
 #include <vector>
 
+#include "bfloat16_twins.h"
+#include "cuda_parity.h"
 #include "helpers.h"
+#include "module_gradcheck.h"
 
 using namespace normgrad;
 using testing::all_close;
@@ -339,4 +344,147 @@ TEST_CASE("BatchNorm1d and BatchNorm2d refuse bad inputs and options") {
   CHECK_ERROR(nn::BatchNorm1d(3).forward(zeros({1, 3})), "batch_norm", "[1, 3]");
   CHECK_ERROR(nn::BatchNorm1d(0), "BatchNorm1d", "num_features");
   CHECK_ERROR(nn::BatchNorm2d(3, {.momentum = 2}), "BatchNorm2d", "momentum");
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, values and gradients, and the running estimates.
+// Tolerances: testing::norm_values and testing::norm_gradients, those of the fused normalisers
+// (test_norm.cpp); the batch sums of dgain and dbias are reduced in another order on the GPU.
+
+using testing::affine_gradients;
+using testing::norm_inputs;
+using testing::norm_values;
+using testing::normal;
+using testing::parity_mismatch;
+
+TEST_CASE("cuda parity: batch_norm in training and evaluation, values and gradients") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape :
+         {Shape{8, 5}, Shape{6, 4, 7}, Shape{4, 3, 5, 6}, Shape{64, 16, 8, 8}}) {
+      INFO(dtype << ", " << shape);
+      const double per_channel = static_cast<double>(numel(shape) / shape[1]);
+      const Inputs inputs = norm_inputs(shape, {shape[1]}, dtype);
+      const std::vector<testing::Tolerance> gradients = affine_gradients(dtype, per_channel);
+      // Training: the batch's statistics, functions of x.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return batch_norm(in[0], in[1], in[2], none, none, true); },
+          inputs, norm_values(dtype), gradients));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return batch_norm(in[0], none, none, none, none, true); },
+          {inputs[0]}, norm_values(dtype), gradients));
+      // Evaluation: the running estimates, captured and moved to the inputs' device.
+      const Tensor running_mean = normal({shape[1]}, 11, dtype);
+      const Tensor running_var = testing::uniform({shape[1]}, 12, 0.5, 2.0, dtype);
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return batch_norm(in[0], in[1], in[2], testing::on_device_of(running_mean, in[0]),
+                                  testing::on_device_of(running_var, in[0]), false);
+          },
+          inputs, norm_values(dtype), gradients));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: BatchNorm2d modules update the same running estimates") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Device gpu = testing::parity_device();
+  nn::BatchNorm2d host(6, {.momentum = 0.2}), device(6, {.momentum = 0.2});
+  testing::randomise(host, 13);
+  testing::randomise(device, 13);
+  device.to(gpu);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    const Tensor x =
+        normal({5, 6, 7, 3}, 14 + static_cast<std::uint64_t>(step), DType::Float32, 2.0) + 1.0;
+    CHECK_NO_MISMATCH(testing::mismatch(host.forward(x), device.forward(x.to(gpu)),
+                                        norm_values(DType::Float32), "training output"));
+    CHECK_NO_MISMATCH(testing::mismatch(host.running_mean, device.running_mean,
+                                        testing::summed(DType::Float32, 105, 4.0), "running_mean"));
+    CHECK_NO_MISMATCH(testing::mismatch(host.running_var, device.running_var,
+                                        testing::summed(DType::Float32, 105, 16.0), "running_var"));
+  }
+  host.eval();
+  device.eval();
+  const Tensor x = normal({2, 6, 4, 4}, 20);
+  CHECK_NO_MISMATCH(testing::mismatch(host.forward(x), device.forward(x.to(gpu)),
+                                      norm_values(DType::Float32), "evaluation output"));
+}
+
+// ---- bfloat16 ----------------------------------------------------------------------------------
+
+// bfloat16 operands give, bit for bit, the float32 kernel's results on the same values, rounded
+// once, on the CPU and on a GPU where there is one.
+
+using namespace testing::twins;
+using testing::bits_mismatch;
+
+TEST_CASE("bfloat16 kernels: batch norm is the float32 kernel, rounded once") {
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(49);
+    backend::Backend& kernels = backend::backend_for(device);
+    {
+      INFO("batch norm over planes (S >= 32) and columns (S < 32), training and evaluation");
+      for (const Shape& shape : {Shape{6, 4, 40}, Shape{9, 6, 5}}) {
+        CAPTURE(shape);
+        const std::int64_t channels = shape[1];
+        const Twin x = input_twin(device, shape, generator, 2.0),
+                   dy = input_twin(device, shape, generator);
+        const Twin gain = input_twin(device, {channels}, generator),
+                   bias = input_twin(device, {channels}, generator);
+        const TensorOptions doubles{.dtype = DType::Float64, .device = device};
+        Tensor statistics[2][3];  // [narrow][mean, variance, rstd]
+        const Twin y = output_twin(device, shape), dx = output_twin(device, shape);
+        const Twin dgain = output_twin(device, {channels}), dbias = output_twin(device, {channels});
+        for (const bool training : {true, false}) {
+          CAPTURE(training);
+          for (const bool narrow : {true, false}) {
+            Tensor(&s)[3] = statistics[narrow ? 0 : 1];
+            for (Tensor& statistic : s) statistic = empty({channels}, doubles);
+            kernels.batch_norm_statistics(detail::ref(s[0]), detail::ref(s[1]), detail::ref(s[2]),
+                                          x.ref(narrow), 1e-5);
+            const backend::TensorRef gain_ref = gain.ref(narrow), bias_ref = bias.ref(narrow);
+            const backend::TensorRef dgain_ref = dgain.ref(narrow), dbias_ref = dbias.ref(narrow);
+            kernels.batch_norm_forward(y.ref(narrow), x.ref(narrow), detail::ref(s[0]),
+                                       detail::ref(s[2]), &gain_ref, &bias_ref);
+            kernels.batch_norm_backward(dx.ref(narrow), &dgain_ref, &dbias_ref, dy.ref(narrow),
+                                        x.ref(narrow), detail::ref(s[0]), detail::ref(s[2]),
+                                        &gain_ref, training);
+          }
+          for (int k = 0; k < 3; ++k)
+            CHECK_NO_MISMATCH(bits_mismatch(statistics[0][k], statistics[1][k], "statistics"));
+          CHECK_NO_MISMATCH(twin_mismatch(y, "y"));
+          CHECK_NO_MISMATCH(twin_mismatch(dx, "dx"));
+          CHECK_NO_MISMATCH(twin_mismatch(dgain, "dgain"));
+          CHECK_NO_MISMATCH(twin_mismatch(dbias, "dbias"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE_FIXTURE(GpuScratch, "bfloat16 kernels: batch norm copies nothing") {
+  SKIP_WITHOUT_CUDA();  // the CPU computes bfloat16 on float32 copies by design
+  // Images of 12 MiB in bfloat16 (24 MiB as float32).
+  const Tensor x = input({64, 96, 32, 32});
+  // Batch norm's scratch is per channel: the partial moments of each of its 64 sample blocks
+  // (three doubles, 144 KiB in all here) and five float32 coefficients; a float32 copy of x
+  // would take 24 MiB.
+  const Tensor flat = x.reshape({64, 96, 1024}), flat_dy = input({64, 96, 1024});
+  const Tensor y = output({64, 96, 1024}), flat_dx = output({64, 96, 1024});
+  const Tensor gain = input({96}), bias = input({96}), dgain = output({96}), dbias = output({96});
+  const TensorOptions doubles{.dtype = DType::Float64, .device = gpu};
+  const Tensor mean = empty({96}, doubles), variance = empty({96}, doubles);
+  const Tensor rstd = empty({96}, doubles);
+  const backend::TensorRef gain_ref = r(gain), bias_ref = r(bias);
+  const backend::TensorRef dgain_ref = r(dgain), dbias_ref = r(dbias);
+  const std::size_t moments = allocator_block(64 * 96 * 3 * sizeof(double));
+  check_scratch("batch norm", moments + allocator_block(5 * 96 * float32_bytes), [&] {
+    kernels.batch_norm_statistics(r(mean), r(variance), r(rstd), r(flat), 1e-5);
+    kernels.batch_norm_forward(r(y), r(flat), r(mean), r(rstd), &gain_ref, &bias_ref);
+    kernels.batch_norm_backward(r(flat_dx), &dgain_ref, &dbias_ref, r(flat_dy), r(flat), r(mean),
+                                r(rstd), &gain_ref, true);
+  });
 }

@@ -1,7 +1,10 @@
 // conv2d (autograd/functions/conv.cpp, backends/cpu/im2col.cpp) against finite differences,
 // against a composed twin built from slices and matmul (values and gradients), against a
 // value worked out by hand, and the Conv2d module and the errors; the implicit-GEMM
-// convolution's addressing against im2col.
+// convolution's addressing against im2col; on a GPU, the CUDA kernels against the CPU's over
+// the same geometries (by columns, a weight gradient accumulated over chunks of samples, and
+// as an implicit GEMM at its tiles' edges), TF32's rounding, and the Conv2d module; and the
+// implicit-GEMM kernel on bfloat16, the float32 kernel rounded once.
 
 #include <cmath>
 #include <cstdint>
@@ -11,7 +14,9 @@
 #include "backends/conv_by_columns.h"
 #include "backends/dispatch.h"
 #include "backends/implicit_columns.h"
+#include "bfloat16_twins.h"
 #include "core/tensor_internal.h"
+#include "cuda_parity.h"
 #include "helpers.h"
 
 using namespace normgrad;
@@ -437,4 +442,236 @@ TEST_CASE("conv2d and pooling: an empty batch gives empty results and gradients"
   CHECK(x.grad().shape() == Shape{0, 3, 6, 6});
   CHECK(all_close(w.grad(), zeros({4, 3, 3, 3}, {.dtype = DType::Float64})));
   CHECK(all_close(b.grad(), {0, 0, 0, 0}));
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, values and gradients. Tolerances: a convolution output
+// sums C kh kw products, its weight gradient N OH OW and its input gradient O kh kw:
+// testing::summed with the largest of these.
+
+using testing::exact;
+using testing::normal;
+using testing::parity_mismatch;
+using testing::summed;
+
+namespace {
+
+// The geometries above, and one with more channels.
+const std::vector<ConvCase> conv_cases = [] {
+  std::vector<ConvCase> all = cases;
+  all.push_back({{3, 16, 13, 11}, {8, 16, 3, 3}, {1, 1, 1}, true});
+  return all;
+}();
+
+// Gradient tolerances for (x, weight, bias): an input pixel's gradient adds O kh kw products,
+// a weight's and a bias's N OH OW.
+std::vector<testing::Tolerance> conv_gradients(DType dtype, const Shape& input, const Shape& weight,
+                                               std::int64_t out_positions) {
+  const double per_input = static_cast<double>(weight[0] * weight[2] * weight[3]);
+  const double per_weight = static_cast<double>(input[0] * out_positions);
+  return {summed(dtype, per_input), summed(dtype, per_weight), summed(dtype, per_weight)};
+}
+
+// conv2d of one case on the GPU against the CPU, values and gradients, with a contiguous input
+// and with one read through a transpose of H and W.
+void check_conv_parity(const ConvCase& c, DType dtype) {
+  INFO(dtype << ", input " << c.input << ", weight " << c.weight);
+  const Geometry g = c.geometry;
+  Inputs inputs{normal(c.input, 1, dtype), normal(c.weight, 2, dtype)};
+  if (c.bias) inputs.push_back(normal({c.weight[0]}, 3, dtype));
+  const auto f = [g](const Inputs& in) {
+    return conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), g.stride, g.padding, g.dilation);
+  };
+  const Tensor probe = f(inputs);  // for the output size
+  const std::int64_t positions = probe.size(2) * probe.size(3);
+  const double taps = static_cast<double>(c.weight[1] * c.weight[2] * c.weight[3]);
+  const auto gradients = conv_gradients(dtype, c.input, c.weight, positions);
+  CHECK_NO_MISMATCH(parity_mismatch(f, inputs, summed(dtype, taps), gradients));
+  CHECK_NO_MISMATCH(parity_mismatch(
+      [g](const Inputs& in) {
+        return conv2d(in[0].transpose(2, 3), in[1], Tensor(), g.stride, g.padding, g.dilation);
+      },
+      {normal({c.input[0], c.input[1], c.input[3], c.input[2]}, 4, dtype), inputs[1]},
+      summed(dtype, taps), gradients));
+}
+
+// The CUDA convolution algorithm for a scope.
+class ConvAlgorithmScope {
+ public:
+  explicit ConvAlgorithmScope(cuda::ConvAlgorithm algorithm) {
+    cuda::set_conv_algorithm(algorithm);
+  }
+  ~ConvAlgorithmScope() { cuda::set_conv_algorithm(before_); }
+  ConvAlgorithmScope(const ConvAlgorithmScope&) = delete;
+  ConvAlgorithmScope& operator=(const ConvAlgorithmScope&) = delete;
+
+ private:
+  cuda::ConvAlgorithm before_ = cuda::conv_algorithm();
+};
+
+}  // namespace
+
+TEST_CASE("cuda parity: conv2d over strides, padding and dilation, values and gradients") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64})
+    for (const ConvCase& c : conv_cases) check_conv_parity(c, dtype);
+}
+
+TEST_CASE("cuda parity: conv2d as an implicit GEMM, values and gradients, at the tiles' edges") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const ConvAlgorithmScope implicit(cuda::ConvAlgorithm::ImplicitGemm);
+  std::vector<ConvCase> gemm_cases = conv_cases;
+  // Tiles are 64 channels by 64 outputs, in steps of 16 taps. O = 70: a second row of tiles
+  // holding 6; K = 45: the last step holds 13; N L = 3 * 143 = 429: the last tile holds 45.
+  gemm_cases.push_back({{3, 5, 11, 13}, {70, 5, 3, 3}, {1, 1, 1}, true});
+  // Whole tiles only: O = 128, K = 288 (18 steps), N L = 2 * 64 = 128.
+  gemm_cases.push_back({{2, 32, 16, 16}, {128, 32, 3, 3}, {2, 1, 1}, true});
+  // N L = 16384 outputs: the weight gradient sums 64 shares of 256 outputs, then adds them.
+  gemm_cases.push_back({{16, 8, 32, 32}, {8, 8, 3, 3}, {1, 1, 1}, true});
+  // A CIFAR model's layer at a small batch: 96 channels, 3 x 3, 16 x 16.
+  gemm_cases.push_back({{2, 96, 16, 16}, {96, 96, 3, 3}, {1, 1, 1}, false});
+  for (const DType dtype : {DType::Float32, DType::Float64})
+    for (const ConvCase& c : gemm_cases) check_conv_parity(c, dtype);
+  if (!cuda::is_available()) return;
+  // Each output is one chain of multiply-adds in a fixed order: run after run, the same bits.
+  const Tensor x = normal({3, 5, 11, 13}, 11).to(Device::cuda());
+  const Tensor w = normal({70, 5, 3, 3}, 12).to(Device::cuda());
+  const Tensor b = normal({70}, 13).to(Device::cuda());
+  CHECK_NO_MISMATCH(testing::bits_mismatch(conv2d(x, w, b, 1, 1).to(Device::cpu()),
+                                           conv2d(x, w, b, 1, 1).to(Device::cpu()),
+                                           "two implicit GEMMs"));
+}
+
+TEST_CASE("cuda parity: conv2d weight gradient accumulated over chunks of samples") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // 16 channels, 3x3 taps and 32 x 32 outputs are 147456 column values per sample: a batch of
+  // 64 spans two chunks of the 2^23-value column budget, so dW = sum over chunks, each added
+  // with matmul's accumulate form.
+  const Shape input{64, 16, 32, 32}, weight{8, 16, 3, 3};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) { return conv2d(in[0], in[1], in[2], 1, 1); },
+        {normal(input, 5, dtype), normal(weight, 6, dtype, 0.2), normal({8}, 7, dtype)},
+        summed(dtype, 144), conv_gradients(dtype, input, weight, 32 * 32)));
+  }
+}
+
+TEST_CASE("cuda parity: with TF32 allowed, conv2d stays within TF32's rounding of its products") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // TF32 keeps 10 of float32's 23 mantissa bits of each operand, each rounded to nearest
+  // (relative error 2^-11): a product is off by at most about 2^-10 of its size, so an output
+  // y = sum w x by at most 2^-10 sum |w x|, plus float32's rounding of a sum of n terms, n 2^-24
+  // sum |w x| at most (2^-13 covers n = 1024). Checked against float64 on the same inputs, over
+  // a CIFAR model's 3 x 3 layer (K = 864 taps), forward and weight gradient (1024 outputs).
+  const Device gpu = testing::parity_device();
+  const Tensor x = normal({4, 96, 16, 16}, 21), w = normal({96, 96, 3, 3}, 22, DType::Float32, 0.1);
+  const Tensor dy = normal({4, 96, 16, 16}, 23);
+  const auto run = [&](bool tf32) {
+    cuda::set_allow_tf32(tf32);
+    const Tensor xg = x.to(gpu).detach().requires_grad_();
+    const Tensor wg = w.to(gpu).detach().requires_grad_();
+    const Tensor y = conv2d(xg, wg, Tensor(), 1, 1);
+    y.backward(dy.to(gpu));
+    cuda::set_allow_tf32(false);
+    return std::vector<Tensor>{y.to(Device::cpu()), wg.grad().to(Device::cpu())};
+  };
+  const std::vector<Tensor> with_tf32 = run(true);
+  CHECK_FALSE(cuda::allow_tf32());
+  // Float64 references and the sums of |terms| that bound the error.
+  const Tensor x64 = x.to(DType::Float64), w64 = w.to(DType::Float64), dy64 = dy.to(DType::Float64);
+  const Tensor xr = x64.detach().requires_grad_(), wr = w64.detach().requires_grad_();
+  const Tensor y64 = conv2d(xr, wr, Tensor(), 1, 1);
+  y64.backward(dy64);
+  const Tensor xa = abs(x64).detach().requires_grad_();
+  const Tensor wa = abs(w64).detach().requires_grad_();
+  const Tensor y_terms = conv2d(xa, wa, Tensor(), 1, 1);
+  y_terms.backward(abs(dy64));
+  const std::vector<Tensor> reference = {y64.detach(), wr.grad()};
+  const std::vector<Tensor> terms = {y_terms.detach(), wa.grad()};
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const Tensor error = abs(with_tf32[i].to(DType::Float64) - reference[i]);
+    const Tensor bound = terms[i] * (std::ldexp(1.0, -10) + std::ldexp(1.0, -13)) + 1e-30;
+    const double worst = max(error / bound).item();
+    MESSAGE("TF32 error over its bound (0: exact; 1: at the bound): " << worst);
+    CHECK(worst <= 1.0);
+  }
+}
+
+TEST_CASE("cuda parity: the Conv2d module, moved with Module::to") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  Generator generator(8);
+  nn::Conv2d conv(3, 5, {3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = 1}, generator);
+  const Tensor x = normal({4, 3, 9, 8}, 9);
+  CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+      conv, [&](const Inputs& in) { return conv.forward(in[0]); }, {x}, summed(DType::Float32, 18),
+      summed(DType::Float32, 4 * 5 * 7)));  // the parameters' gradients add N OH OW terms
+}
+
+// ---- bfloat16 ----------------------------------------------------------------------------------
+
+using namespace testing::twins;
+
+// The implicit-GEMM convolution gathers its columns into float32 slices and runs the float32
+// kernel's multiply-add chains, so on bfloat16 it is that kernel, bit for bit, rounded once.
+// (The convolution by columns hands bfloat16 to cuBLAS, which adds in another order than its
+// float32 product: test_bfloat16.cpp holds it to the CPU within a bfloat16 step.)
+TEST_CASE("bfloat16 kernels: implicit-GEMM convolutions are the float32 kernels, rounded once") {
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(50);
+    backend::Backend& kernels = backend::backend_for(device);
+    const cuda::ConvAlgorithm before = cuda::conv_algorithm();
+    cuda::set_conv_algorithm(cuda::ConvAlgorithm::ImplicitGemm);
+    const backend::Window2d window{
+        .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .padding_h = 1, .padding_w = 1};
+    // 70 output channels and 8 x 8 x 8 outputs: partial tiles in both dimensions, and the
+    // weight gradient's outputs in two splits.
+    const Twin x = input_twin(device, {8, 5, 15, 15}, generator),
+               weight = input_twin(device, {70, 5, 3, 3}, generator);
+    const Twin bias = input_twin(device, {70}, generator),
+               dy = input_twin(device, {8, 70, 8, 8}, generator);
+    const Twin y = output_twin(device, {8, 70, 8, 8}), dw = output_twin(device, {70, 5, 3, 3});
+    for (const bool narrow : {true, false}) {
+      const backend::TensorRef bias_ref = bias.ref(narrow);
+      kernels.conv2d(y.ref(narrow), x.ref(narrow), weight.ref(narrow), &bias_ref, window);
+      kernels.conv2d_weight_gradient(dw.ref(narrow), x.ref(narrow), dy.ref(narrow), window);
+    }
+    cuda::set_conv_algorithm(before);
+    CHECK_NO_MISMATCH(twin_mismatch(y, "y"));
+    CHECK_NO_MISMATCH(twin_mismatch(dw, "dw"));
+  }
+}
+
+TEST_CASE_FIXTURE(GpuScratch, "bfloat16 kernels: convolutions copy nothing") {
+  SKIP_WITHOUT_CUDA();  // the CPU computes bfloat16 on float32 copies by design
+  // A 3 x 3 convolution of 96 channels at 32 x 32, batch 32 (6 MiB of bfloat16 images). By
+  // columns: a chunk of 9 samples' bfloat16 columns (16 MiB in blocks), their float32 product
+  // (4 MiB) and the float32 bias; for the weight gradient the columns, the chunk's rows of dy
+  // (2 MiB) and the float32 sums of dw. Copies would add 12 MiB for x alone and double the
+  // columns. The implicit GEMM's forward takes no scratch at all.
+  const Tensor x = input({32, 96, 32, 32}), weight = input({96, 96, 3, 3}), bias = input({96});
+  const Tensor dy = input({32, 96, 32, 32});
+  const Tensor y = output({32, 96, 32, 32}), dw = output({96, 96, 3, 3});
+  const backend::Window2d window{.kernel_h = 3, .kernel_w = 3, .padding_h = 1, .padding_w = 1};
+  const backend::TensorRef bias_ref = r(bias);
+  const std::int64_t taps = 96 * 9, positions = 32 * 32;
+  const std::int64_t chunk = backend::conv_chunk_samples(taps, positions, 32);
+  const std::size_t columns = allocator_block(taps * chunk * positions * 2);
+  const cuda::ConvAlgorithm before = cuda::conv_algorithm();
+  cuda::set_conv_algorithm(cuda::ConvAlgorithm::Columns);
+  check_scratch("convolution by columns",
+                columns + allocator_block(96 * chunk * positions * float32_bytes) +
+                    allocator_block(96 * float32_bytes),
+                [&] { kernels.conv2d(r(y), r(x), r(weight), &bias_ref, window); });
+  check_scratch("convolution by columns, weight gradient",
+                columns + allocator_block(96 * chunk * positions * 2) +
+                    allocator_block(dw.numel() * float32_bytes),
+                [&] { kernels.conv2d_weight_gradient(r(dw), r(x), r(dy), window); });
+  cuda::set_conv_algorithm(cuda::ConvAlgorithm::ImplicitGemm);
+  check_scratch("implicit-GEMM convolution", 0,
+                [&] { kernels.conv2d(r(y), r(x), r(weight), &bias_ref, window); });
+  cuda::set_conv_algorithm(before);
 }

@@ -2,7 +2,7 @@
 // views (which a GEMM reads as transposes or which are copied first), batched products,
 // broadcast batch dims (whose gradients sum over the broadcast), vector operands, sizes that
 // are not multiples of any tile, and the TF32 switch. The accumulating product
-// (out += a @ b) is reached through conv2d's weight gradient, in test_cuda_conv_pool.cpp.
+// (out += a @ b) is reached through conv2d's weight gradient, in test_conv.cpp.
 //
 // Tolerance: testing::summed with the inner dimension k as the number of terms (N(0, 1)
 // operands, |a_i b_i| below 1 on average); a gradient's inner dimension is the output's

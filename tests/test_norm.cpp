@@ -10,8 +10,12 @@
 //     the per-channel spatial form) over row lengths from 1 to 4097, in float32 and float64;
 //     rows of zeros; rows with a large mean and a small spread; dgain/dbias identical for 1 and
 //     2 threads; rows strided within wider rows; int64 and other layouts refused. bfloat16 rows
-//     give, bit for bit, the float32 kernel's results on the same values, rounded once.
-// The GPU's kernels against the CPU's: test_cuda_norms.cpp.
+//     give, bit for bit, the float32 kernel's results on the same values, rounded once;
+//   - on a GPU, the CUDA kernels against the CPU's, forward and backward (dx, dgain, dbias):
+//     every normaliser in the feature layout (rows from 1 to 8192 values, contiguous,
+//     transposed or slices of wider rows, with and without gain and bias) and in the spatial
+//     layout (per-channel gain and bias over [N, C, H, W]), and the norm modules moved with
+//     Module::to.
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +27,7 @@
 #include "core/tensor_internal.h"
 #include "cuda_parity.h"
 #include "helpers.h"
+#include "module_gradcheck.h"
 
 using namespace normgrad;
 using testing::all_close;
@@ -877,4 +882,161 @@ TEST_CASE("norm kernels: bfloat16 gives the float32 kernel's results on the same
                 CHECK(testing::all_close(f32(outside), full(outside.shape(), 7.0), 0, 0));
               }
           }
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, forward and backward (dx, dgain, dbias). Tolerances:
+// testing::norm_values and testing::norm_gradients, the bounds the fused kernels meet against
+// their composed twins above: the row statistics and the batch sums of dgain and dbias are
+// reduced in another order on the GPU.
+
+using testing::affine_gradients;
+using testing::module_parity_mismatch;
+using testing::norm_gradients;
+using testing::norm_inputs;
+using testing::norm_values;
+using testing::normal;
+using testing::parity_mismatch;
+
+namespace {
+
+struct NormCase {
+  const char* name;
+  NormFunction norm;
+};
+
+// Every fused normaliser over the last dim, for rows of n values.
+std::vector<NormCase> feature_norms(std::int64_t n) {
+  const std::int64_t k = nn::partial_count(n, 0.0625, nn::PartialRounding::Ceil);
+  const NormOptions outside{.eps = 1e-3, .placement = EpsPlacement::OutsideSqrt};
+  return {
+      {"layer_norm", [](auto& x, auto& g, auto& b) { return layer_norm(x, 1, g, b); }},
+      {"rms_norm", [](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b); }},
+      {"rms_norm, eps outside",
+       [outside](auto& x, auto& g, auto& b) { return rms_norm(x, 1, g, b, outside); }},
+      {"partial_rms_norm",
+       [k](auto& x, auto& g, auto& b) { return partial_rms_norm(x, 1, k, g, b); }},
+      {"l2_norm", [](auto& x, auto& g, auto& b) { return l2_norm(x, 1, g, b); }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: fused feature norms, values and dx, dgain, dbias") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    // Warp per row (up to 1024 values in registers), a block per row with its values in
+    // registers (2048, 8192) and streamed (4097: no 16-byte packs).
+    for (const std::int64_t n : {1, 7, 33, 1000, 2048, 4097, 8192}) {
+      for (const NormCase& c : feature_norms(n)) {
+        INFO(c.name << ", n " << n << ", " << dtype);
+        const NormFunction norm = c.norm;
+        // With gain and bias.
+        CHECK_NO_MISMATCH(parity_mismatch(
+            [norm](const Inputs& in) { return norm(in[0], in[1], in[2]); },
+            norm_inputs({5, n}, {n}, dtype), norm_values(dtype), norm_gradients(dtype)));
+        // Without: the kernels' null gain and bias paths.
+        CHECK_NO_MISMATCH(parity_mismatch(
+            [norm](const Inputs& in) { return norm(in[0], none, none); },
+            {normal({5, n}, 4, dtype, 3.0)}, norm_values(dtype), norm_gradients(dtype)));
+        // Gain only, and a transposed input whose rows are strided.
+        CHECK_NO_MISMATCH(
+            parity_mismatch([norm](const Inputs& in) { return norm(in[0].t(), in[1], none).t(); },
+                            {normal({n, 6}, 5, dtype, 3.0), normal({n}, 6, dtype)},
+                            norm_values(dtype), norm_gradients(dtype)));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: fused norms over several trailing dims and many rows") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    // [3, 4, 6, 10]: groups of 60 values over the last two dims, 12 rows.
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) { return layer_norm(in[0], 2, in[1], in[2]); },
+        norm_inputs({3, 4, 6, 10}, {6, 10}, dtype), norm_values(dtype), norm_gradients(dtype)));
+    CHECK_NO_MISMATCH(
+        parity_mismatch([](const Inputs& in) { return rms_norm(in[0], 2, in[1], none); },
+                        {normal({3, 4, 6, 10}, 7, dtype, 3.0), normal({6, 10}, 8, dtype)},
+                        norm_values(dtype), norm_gradients(dtype)));
+    // 4096 rows of 64: dgain and dbias add 4096 terms each.
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) { return layer_norm(in[0], 1, in[1], in[2]); },
+        norm_inputs({4096, 64}, {64}, dtype), norm_values(dtype), affine_gradients(dtype, 4096)));
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) { return rms_norm(in[0], 1, in[1], in[2]); },
+        norm_inputs({4096, 64}, {64}, dtype), norm_values(dtype), affine_gradients(dtype, 4096)));
+  }
+}
+
+TEST_CASE("cuda parity: fused norms on slices of wider rows, read and written in place") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    // Columns [offset, offset + n) of [5, n + 8] rows: at offset 4 a float32 slice starts on a
+    // 16-byte boundary (n a multiple of 4: the packed path), at offset 1 it does not.
+    for (const std::int64_t n : {7, 1000, 2048, 8192}) {
+      for (const std::int64_t offset : {1, 4}) {
+        for (const NormCase& c : feature_norms(n)) {
+          INFO(c.name << ", n " << n << ", offset " << offset << ", " << dtype);
+          const NormFunction norm = c.norm;
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [norm, n, offset](const Inputs& in) {
+                const Tensor& x = in[0];
+                return cat({x.narrow(1, 0, offset), norm(x.narrow(1, offset, n), in[1], in[2]),
+                            x.narrow(1, offset + n, 8 - offset)},
+                           1);
+              },
+              norm_inputs({5, n + 8}, {n}, dtype), norm_values(dtype), norm_gradients(dtype)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: fused norms in the spatial layout, per-channel gain and bias") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const NormOptions spatial{.eps = 1e-6, .per_channel = true};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{4, 8, 9, 7}}) {
+      INFO(dtype << ", " << shape);
+      const Inputs inputs = norm_inputs(shape, {shape[1]}, dtype);
+      const double per_channel = static_cast<double>(shape[0] * shape[2] * shape[3]);
+      const std::vector<testing::Tolerance> gradients = affine_gradients(dtype, per_channel);
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [spatial](const Inputs& in) { return layer_norm(in[0], 2, in[1], in[2], spatial); },
+          inputs, norm_values(dtype), gradients));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [spatial](const Inputs& in) { return rms_norm(in[0], 2, in[1], in[2], spatial); },
+          inputs, norm_values(dtype), gradients));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [spatial](const Inputs& in) {
+            return partial_rms_norm(in[0], 2, 3, in[1], none, spatial);
+          },
+          inputs, norm_values(dtype), gradients));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [spatial](const Inputs& in) { return l2_norm(in[0], 2, in[1], none, spatial); },
+          inputs, norm_values(dtype), gradients));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: norm modules from make_norm, moved with Module::to") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const char* spec : {"layernorm", "rmsnorm", "prmsnorm:0.25", "l2norm", "rmsnorm,bias=on",
+                           "prmsnorm:0.125,eps=1e-8,placement=outside"}) {
+    for (const nn::NormLayout layout : {nn::NormLayout::Features, nn::NormLayout::ChannelMaps}) {
+      const bool maps = layout == nn::NormLayout::ChannelMaps;
+      INFO(spec << (maps ? ", channel maps" : ", features"));
+      const std::shared_ptr<nn::Norm> norm = nn::make_norm(spec, 16, layout);
+      testing::randomise(*norm, 9);
+      const Tensor x = maps ? normal({3, 16, 5, 6}, 10, DType::Float32, 2.0)
+                            : normal({7, 16}, 10, DType::Float32, 2.0);
+      CHECK_NO_MISMATCH(module_parity_mismatch(
+          *norm, [&](const Inputs& in) { return norm->forward(in[0]); }, {x},
+          norm_values(DType::Float32), norm_gradients(DType::Float32)));
+    }
+  }
 }

@@ -1,11 +1,15 @@
 // Pooling (autograd/functions/pool.cpp, backends/cpu/pool.cpp): finite differences, composed
 // twins built from slices with maximum or sums, values worked out by hand, the modules, and
-// the errors.
+// the errors; on a GPU, the CUDA kernels against the CPU's: max pooling (first maximum on ties,
+// padding that never wins), average pooling (padding counted as zeros) and global average
+// pooling; and bfloat16 kernels that are the float32 ones, rounded once.
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "bfloat16_twins.h"
+#include "cuda_parity.h"
 #include "helpers.h"
 
 using namespace normgrad;
@@ -277,4 +281,135 @@ TEST_CASE("pooling: errors name the op and the arguments") {
   CHECK_ERROR(max_pool2d(x, 6), "max_pool2d", "larger than the padded input", "[2, 3, 5, 5]");
   CHECK_ERROR(max_pool2d(x.to(DType::Int64), 2), "max_pool2d", "floating");
   CHECK_ERROR(global_avg_pool2d(randn({2, 3})), "global_avg_pool2d", "[N, C, H, W]");
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, values and gradients: max pooling selects, so it is
+// exact; average pooling adds kh kw values, and its backward adds the windows' shares
+// (testing::summed).
+
+using testing::exact;
+using testing::normal;
+using testing::parity_mismatch;
+using testing::summed;
+
+TEST_CASE("cuda parity: max_pool2d with ties and padding, exact") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    Generator generator(10);
+    // Distinct values, and small integers whose ties send the gradient to the first maximum.
+    const Tensor distinct = normal({2, 3, 9, 8}, 11, dtype);
+    const Tensor tied = randint(-2, 2, {2, 3, 9, 8}, generator).to(dtype);
+    for (const Tensor& x : {distinct, tied}) {
+      INFO(dtype);
+      // Overlapping windows (stride < kernel): a pixel can win in several windows, and its
+      // gradient adds their upstream values.
+      CHECK_NO_MISMATCH(
+          parity_mismatch([](const Inputs& in) { return max_pool2d(in[0], 2); }, {x}, exact));
+      CHECK_NO_MISMATCH(
+          parity_mismatch([](const Inputs& in) { return max_pool2d(in[0], 3, Size2d(1), 1); }, {x},
+                          exact, summed(dtype, 9, 4.0)));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) {
+            return max_pool2d(in[0], {3, 2}, Size2d{2, 1}, {1, 0});
+          },
+          {x}, exact, summed(dtype, 6, 4.0)));
+      // All-negative input: the padding (never a candidate) must not win with a 0.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return max_pool2d(-abs(in[0]) - 1.0, 2, Size2d(2), 1); }, {x},
+          exact));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [](const Inputs& in) { return max_pool2d(in[0].transpose(2, 3), 2); }, {x}, exact));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: avg_pool2d with padding, and global average pooling") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype);
+    const Tensor x = normal({2, 3, 9, 8}, 12, dtype);
+    CHECK_NO_MISMATCH(parity_mismatch([](const Inputs& in) { return avg_pool2d(in[0], 2); }, {x},
+                                      summed(dtype, 4, 4.0)));
+    CHECK_NO_MISMATCH(
+        parity_mismatch([](const Inputs& in) { return avg_pool2d(in[0], 3, Size2d(1), 1); }, {x},
+                        summed(dtype, 9, 4.0)));
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [](const Inputs& in) {
+          return avg_pool2d(in[0].transpose(2, 3), {2, 3}, Size2d{1, 2}, {1, 1});
+        },
+        {x}, summed(dtype, 6, 4.0)));
+    CHECK_NO_MISMATCH(parity_mismatch([](const Inputs& in) { return global_avg_pool2d(in[0]); },
+                                      {x}, summed(dtype, 72, 4.0)));
+    nn::MaxPool2d max_layer(2);
+    nn::AvgPool2d avg_layer(3, Size2d(2), 1);
+    nn::GlobalAvgPool2d global_layer;
+    CHECK_NO_MISMATCH(parity_mismatch(
+        [&](const Inputs& in) {
+          return cat({max_layer.forward(in[0]).flatten(), avg_layer.forward(in[0]).flatten(),
+                      global_layer.forward(in[0]).flatten()});
+        },
+        {x}, summed(dtype, 72, 4.0)));
+  }
+}
+
+// ---- bfloat16 ----------------------------------------------------------------------------------
+
+using namespace testing::twins;
+using testing::bits_mismatch;
+
+TEST_CASE("bfloat16 kernels: max and average pooling are the float32 kernels, rounded once") {
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(49);
+    backend::Backend& kernels = backend::backend_for(device);
+    {
+      INFO("max and average pooling, 3 x 3 windows at stride 2: pixels in several windows");
+      const backend::Window2d window{.kernel_h = 3,
+                                     .kernel_w = 3,
+                                     .stride_h = 2,
+                                     .stride_w = 2,
+                                     .padding_h = 1,
+                                     .padding_w = 1};
+      const Twin x = input_twin(device, {3, 5, 13, 13}, generator);
+      const Twin dy = input_twin(device, {3, 5, 7, 7}, generator);
+      const Twin maxima = output_twin(device, {3, 5, 7, 7}),
+                 means = output_twin(device, {3, 5, 7, 7});
+      const Twin max_dx = output_twin(device, {3, 5, 13, 13}),
+                 mean_dx = output_twin(device, {3, 5, 13, 13});
+      Tensor indices[2];
+      for (const bool narrow : {true, false}) {
+        Tensor& where = indices[narrow ? 0 : 1];
+        where = empty({3, 5, 7, 7}, {.dtype = DType::Int64, .device = device});
+        kernels.max_pool2d(maxima.ref(narrow), detail::ref(where), x.ref(narrow), window);
+        kernels.max_pool2d_backward(max_dx.ref(narrow), dy.ref(narrow), detail::ref(where));
+        kernels.avg_pool2d(means.ref(narrow), x.ref(narrow), window);
+        kernels.avg_pool2d_backward(mean_dx.ref(narrow), dy.ref(narrow), window);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(maxima, "max_pool2d"));
+      CHECK_NO_MISMATCH(bits_mismatch(indices[0], indices[1], "max_pool2d's indices"));
+      CHECK_NO_MISMATCH(twin_mismatch(max_dx, "max_pool2d_backward"));
+      CHECK_NO_MISMATCH(twin_mismatch(means, "avg_pool2d"));
+      CHECK_NO_MISMATCH(twin_mismatch(mean_dx, "avg_pool2d_backward"));
+    }
+  }
+}
+
+TEST_CASE_FIXTURE(GpuScratch, "bfloat16 kernels: pooling copies nothing") {
+  SKIP_WITHOUT_CUDA();  // the CPU computes bfloat16 on float32 copies by design
+  // Images of 12 MiB in bfloat16 (24 MiB as float32). Max pooling's backward sums into a
+  // float32 image (24 MiB), where copies would add those of dy too (30 MiB).
+  const Tensor x = input({64, 96, 32, 32}), dy = input({64, 96, 16, 16});
+  const backend::Window2d window{
+      .kernel_h = 3, .kernel_w = 3, .stride_h = 2, .stride_w = 2, .padding_h = 1, .padding_w = 1};
+  const Tensor pooled = output({64, 96, 16, 16}), dx = output({64, 96, 32, 32});
+  const Tensor indices = output({64, 96, 16, 16}, DType::Int64);
+  check_scratch("pooling forward and average pooling's backward", 0, [&] {
+    kernels.max_pool2d(r(pooled), r(indices), r(x), window);
+    kernels.avg_pool2d(r(pooled), r(x), window);
+    kernels.avg_pool2d_backward(r(dx), r(dy), window);
+  });
+  check_scratch("max pooling's backward", allocator_block(x.numel() * float32_bytes),
+                [&] { kernels.max_pool2d_backward(r(dx), r(dy), r(indices)); });
 }

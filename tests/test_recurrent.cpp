@@ -3,25 +3,32 @@
 // with and without a mask, in float32 and float64; float64 gradient checks of every input and of
 // the norms' gains and biases; gradient checks through several time steps for every norm, padding
 // that leaves states unchanged, the layouts and directions, unbind's one-buffer backward, state
-// dropout, the cells that take the fused steps, and errors for bad input. The loops as one op are
-// in test_recurrent_sequence.cpp.
+// dropout, the cells that take the fused steps, and errors for bad input; on a GPU, the CUDA
+// kernels against the CPU's: the steps with and without a mask, the normed steps for every row
+// norm at widths below and above a block, and the layers for every norm slot choice, both
+// directions, a padding mask and lengths, with input, initial-state and parameter gradients;
+// and bfloat16 step kernels that are the float32 ones, rounded once. The loops as one op are in
+// test_recurrent_sequence.cpp.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bfloat16_twins.h"
 #include "module_gradcheck.h"
+#include "recurrent_parity.h"
 #include "state_norm_variants.h"
 
 using namespace normgrad;
-using testing::Variant;
 using testing::affine_of;
 using testing::all_close;
 using testing::leaf;
 using testing::lstm_norms;
 using testing::state_norms;
+using testing::Variant;
 using testing::variants;
 using testing::with_affine;
 
@@ -694,4 +701,495 @@ TEST_CASE("lstm_step refuses operands and norms it cannot take, naming them") {
   norms = lstm_norms(variants[1], 3, DType::Float64);
   norms.state->k = 13;
   CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, values and gradients. Tolerances: the step kernels are
+// pointwise (testing::elementwise), the steps with their norms are held to the norms' bounds
+// (testing::norm_values, testing::norm_gradients), and a layer to testing::layer_tolerance.
+
+using testing::elementwise;
+using testing::Inputs;
+using testing::layer_tolerance;
+using testing::normal;
+using testing::parity_layer;
+using testing::parity_mismatch;
+using testing::Tolerance;
+
+namespace {
+
+// The norm slot choices the layers are compared on.
+const std::vector<std::string> gpu_cell_norms = {"none",         "layernorm", "rmsnorm",
+                                                 "prmsnorm:0.5", "l2norm",    "weightnorm"};
+
+// A step's mask [rows] in which rows 1, 4, 7, ... keep their state.
+Tensor every_third_row_kept(std::int64_t rows, DType dtype) {
+  std::vector<double> takes(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < takes.size(); ++i) takes[i] = i % 3 == 1 ? 0.0 : 1.0;
+  return from_vector(takes, {rows}).to(dtype);
+}
+
+// The gradients of a fused step's norm gains and biases over `rows` rows: the norms' own
+// tolerance (sums over a row enter every value), or that of a sum of O(1) products over the
+// rows where that is larger.
+Tolerance affine_tolerance(DType dtype, std::int64_t rows) {
+  const Tolerance gradients = testing::norm_gradients(dtype);
+  return {gradients.rtol,
+          std::max(gradients.atol, testing::summed(dtype, static_cast<double>(rows), 4.0).atol)};
+}
+
+}  // namespace
+
+TEST_CASE("cuda parity: fused gru_step and lstm_cell_state, with and without a mask") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const bool masked : {false, true}) {
+      INFO(dtype << ", masked " << masked);
+      const Tensor mask = masked ? tensor({1, 0, 1, 1, 0}, {.dtype = dtype}) : Tensor();
+      const auto mask_on = [mask](const Tensor& like) {
+        return mask.defined() ? testing::on_device_of(mask, like) : Tensor();
+      };
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return gru_step(in[0], in[1], in[2], mask_on(in[0]));
+          },
+          {normal({5, 21}, 1, dtype, 2.0), normal({5, 21}, 2, dtype, 2.0),
+           normal({5, 7}, 3, dtype)},
+          elementwise(dtype)));
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return lstm_cell_state(in[0], in[1], mask_on(in[0]));
+          },
+          {normal({5, 28}, 4, dtype, 2.0), normal({5, 7}, 5, dtype)}, elementwise(dtype)));
+      // Strided operands (transposed views) are read correctly too.
+      CHECK_NO_MISMATCH(parity_mismatch(
+          [&](const Inputs& in) {
+            return gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0]));
+          },
+          {normal({21, 5}, 6, dtype, 2.0), normal({5, 21}, 7, dtype, 2.0),
+           normal({7, 5}, 8, dtype)},
+          elementwise(dtype)));
+    }
+  }
+}
+
+TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and above a block") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // (rows, H): fewer units than a warp; several units per thread (256 threads a row); many
+  // rows with a gates block of 2048.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 1024}};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const testing::Variant& variant : testing::variants) {
+      for (const auto& size : sizes) {
+        const auto& rows = size.first;
+        const auto& hidden = size.second;
+        for (const bool masked : {false, true}) {
+          INFO(variant.name << ", " << dtype << ", " << rows << " rows of " << hidden
+                            << " units, masked " << masked);
+          const Tensor mask = masked ? every_third_row_kept(rows, dtype) : Tensor();
+          const GruStateNorms norms = testing::state_norms(variant, hidden, dtype);
+          Inputs inputs = {normal({rows, 3 * hidden}, 1, dtype),
+                           normal({rows, 3 * hidden}, 2, dtype, 3.0),
+                           normal({rows, hidden}, 3, dtype)};
+          for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
+          const Tolerance gradients = testing::norm_gradients(dtype);
+          const Tolerance affine = affine_tolerance(dtype, rows);
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [&](const Inputs& in) {
+                const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
+                return normed_gru_step(in[0], in[1], in[2],
+                                                       testing::with_affine(norms, in, 3), m);
+              },
+              inputs, testing::norm_values(dtype), {gradients, gradients, gradients, affine}));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below and above a block") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const std::vector<std::pair<std::int64_t, std::int64_t>> sizes = {{5, 7}, {3, 700}, {70, 512}};
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    std::vector<std::pair<std::string, LstmStepNorms>> cases;
+    for (const auto& size : sizes) {
+      const auto& rows = size.first;
+      const auto& hidden = size.second;
+      for (const testing::Variant& variant : testing::variants)
+        cases.emplace_back(variant.name, testing::lstm_norms(variant, hidden, dtype));
+      cases.emplace_back("no norm", LstmStepNorms{});
+      for (const auto& norm_case : cases) {
+        const auto& name = norm_case.first;
+        const auto& norms = norm_case.second;
+        for (const bool masked : {false, true}) {
+          INFO(name << ", " << dtype << ", " << rows << " rows of " << hidden << " units, masked "
+                    << masked);
+          const Tensor mask = masked ? every_third_row_kept(rows, dtype) : Tensor();
+          Inputs inputs = {normal({rows, 4 * hidden}, 1, dtype),
+                           normal({rows, 4 * hidden}, 2, dtype, 3.0),
+                           normal({rows, hidden}, 3, dtype), normal({rows, hidden}, 4, dtype)};
+          for (const Tensor& t : testing::affine_of(norms)) inputs.push_back(t.detach());
+          const Tolerance gradients = testing::norm_gradients(dtype);
+          const Tolerance affine = affine_tolerance(dtype, rows);
+          CHECK_NO_MISMATCH(parity_mismatch(
+              [&](const Inputs& in) {
+                const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
+                const std::array<Tensor, 2> state = lstm_step(
+                    in[0], in[1], in[2], in[3], testing::with_affine(norms, in, 4), m);
+                return cat({state[0].flatten(), state[1].flatten()});
+              },
+              inputs, testing::norm_values(dtype),
+              {gradients, gradients, gradients, gradients, affine}));
+        }
+      }
+      cases.clear();
+    }
+  }
+}
+
+TEST_CASE("cuda parity: GRU and LSTM layers for every norm, with a mask, both directions") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // [T = 5, B = 3]: row 1 stops after 3 steps, row 2 after 1.
+  const Tensor mask = tensor({{1, 1, 1}, {1, 1, 0}, {1, 1, 0}, {1, 0, 0}, {1, 0, 0}});
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const std::string& norm : gpu_cell_norms) {
+      for (const bool lstm : {false, true}) {
+        INFO((lstm ? "LSTM" : "GRU") << ", norm " << norm << ", " << dtype);
+        const std::shared_ptr<nn::Recurrent> layer = parity_layer(lstm, norm, true, dtype);
+        nn::Recurrent& recurrent = *layer;
+        // Outputs, final hidden states (and cells) together, from an initial state; gradients
+        // of the input, the initial state and every parameter.
+        CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+            recurrent,
+            [&](const Inputs& in) {
+              const nn::RecurrentOutput out =
+                  recurrent.forward(in[0], testing::on_device_of(mask.to(dtype), in[0]), in[1]);
+              std::vector<Tensor> parts{out.output.flatten(), out.hidden.flatten()};
+              if (lstm) parts.push_back(out.cell.flatten());
+              return cat(parts);
+            },
+            {normal({5, 3, 6}, 13, dtype), normal({2, 3, 8}, 14, dtype, 0.5)},
+            layer_tolerance(dtype, 5), layer_tolerance(dtype, 5)));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: GRU and LSTM layers with lengths, batch first") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  const Tensor lengths = tensor({7, 2, 5, 4}, {.dtype = DType::Int64});
+  for (const bool lstm : {false, true}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    const std::shared_ptr<nn::Recurrent> layer =
+        parity_layer(lstm, "rmsnorm", true, DType::Float32, /*batch_first=*/true);
+    nn::Recurrent& recurrent = *layer;
+    CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+        recurrent,
+        [&](const Inputs& in) {
+          const nn::RecurrentOutput out = recurrent.forward_lengths(in[0], in[1]);
+          return cat({out.output.flatten(), out.hidden.flatten()});
+        },
+        {normal({4, 7, 6}, 15), lengths}, layer_tolerance(DType::Float32, 7),
+        layer_tolerance(DType::Float32, 7)));
+  }
+}
+
+// ---- bfloat16 ----------------------------------------------------------------------------------
+
+// The CPU computes bfloat16 through float32 working copies of its operands; CUDA's kernels
+// widen each value they load and round once as they store: on both, the step kernels give, bit
+// for bit, the float32 kernels' results on the same values, rounded once.
+
+using namespace testing::twins;
+
+TEST_CASE("bfloat16 kernels: GRU and LSTM cell kernels are the float32 ones, rounded once") {
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(46);
+    backend::Backend& kernels = backend::backend_for(device);
+    const std::int64_t B = 7, H = 45;
+    const Twin mask = mask_twin(device, B);
+    const backend::TensorRef mask_refs[2] = {mask.ref(false), mask.ref(true)};
+    {
+      INFO("GRU");
+      const Twin gx = input_twin(device, {B, 3 * H}, generator),
+                 gh = input_twin(device, {B, 3 * H}, generator);
+      const Twin h_prev = input_twin(device, {B, H}, generator),
+                 dh = input_twin(device, {B, H}, generator);
+      const Twin h = output_twin(device, {B, H}), activations = output_twin(device, {B, 3 * H});
+      const Twin dgx = output_twin(device, {B, 3 * H}), dgh = output_twin(device, {B, 3 * H});
+      const Twin dh_prev = output_twin(device, {B, H});
+      for (const bool narrow : {true, false}) {
+        kernels.gru_cell_forward(h.ref(narrow), activations.ref(narrow), gx.ref(narrow),
+                                 gh.ref(narrow), h_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(h, "h"));
+      CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+      // Backward reads the activations the bfloat16 forward saved, on both sides.
+      const Twin saved{activations.stored, to_float32(activations.stored)};
+      for (const bool narrow : {true, false}) {
+        kernels.gru_cell_backward(dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+                                  dh.ref(narrow), saved.ref(narrow), gh.ref(narrow),
+                                  h_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+      CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+      CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+    }
+    {
+      INFO("LSTM");
+      const Twin gates = input_twin(device, {B, 4 * H}, generator),
+                 c_prev = input_twin(device, {B, H}, generator);
+      const Twin dc = input_twin(device, {B, H}, generator);
+      const Twin c = output_twin(device, {B, H}), activations = output_twin(device, {B, 3 * H});
+      const Twin dgates = output_twin(device, {B, 4 * H}), dc_prev = output_twin(device, {B, H});
+      for (const bool narrow : {true, false}) {
+        kernels.lstm_cell_forward(c.ref(narrow), activations.ref(narrow), gates.ref(narrow),
+                                  c_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(c, "c"));
+      CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+      const Twin saved{activations.stored, to_float32(activations.stored)};
+      for (const bool narrow : {true, false}) {
+        kernels.lstm_cell_backward(dgates.ref(narrow), dc_prev.ref(narrow), dc.ref(narrow),
+                                   saved.ref(narrow), c_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(dgates, "dgates"));
+      CHECK_NO_MISMATCH(twin_mismatch(dc_prev, "dc_prev"));
+    }
+  }
+}
+
+TEST_CASE("bfloat16 kernels: normed GRU and LSTM steps are the float32 ones, rounded once") {
+  for (const Device device : devices_present()) {
+    CAPTURE(device);
+    Generator generator(47);
+    backend::Backend& kernels = backend::backend_for(device);
+    // H = 300: a row block of 256 threads, some of which take two units.
+    const std::int64_t B = 5, H = 300;
+    const Twin mask = mask_twin(device, B);
+    const backend::TensorRef mask_refs[2] = {mask.ref(false), mask.ref(true)};
+    // A norm's gain and bias over `width` values, as references for each side.
+    struct Affine {
+      Twin gain, bias;
+      backend::TensorRef refs[2][2];  // [narrow][gain, bias]
+    };
+    const auto affine = [&](std::int64_t width) {
+      Affine a{input_twin(device, {width}, generator, 0.3),
+               input_twin(device, {width}, generator, 0.1),
+               {}};
+      a.gain.stored = to_bfloat16(to_float32(a.gain.stored) + 1.0);
+      a.gain.widened = to_float32(a.gain.stored);
+      for (const bool narrow : {false, true})
+        a.refs[narrow][0] = a.gain.ref(narrow), a.refs[narrow][1] = a.bias.ref(narrow);
+      return a;
+    };
+    const auto gradients = [device](std::int64_t width) {
+      return std::array<Twin, 2>{output_twin(device, {width}), output_twin(device, {width})};
+    };
+
+    {
+      INFO("GRU: LayerNorm on the gates, partial RMSNorm on the candidate");
+      const Affine gates = affine(2 * H), candidate = affine(H);
+      const Twin gx = input_twin(device, {B, 3 * H}, generator),
+                 gh = input_twin(device, {B, 3 * H}, generator, 2);
+      const Twin h_prev = input_twin(device, {B, H}, generator),
+                 dh = input_twin(device, {B, H}, generator);
+      const Twin h = output_twin(device, {B, H}), activations = output_twin(device, {B, 3 * H});
+      const Twin normalised = output_twin(device, {B, 3 * H}),
+                 statistics = output_twin(device, {4, B}, true);
+      for (const bool narrow : {true, false}) {
+        const backend::GruStateNorms norms{layer_norm_params(),        rms_norm_params(H / 4),
+                                           &gates.refs[narrow][0],     &gates.refs[narrow][1],
+                                           &candidate.refs[narrow][0], &candidate.refs[narrow][1]};
+        kernels.normed_gru_cell_forward(norms, h.ref(narrow), activations.ref(narrow),
+                                        normalised.ref(narrow), statistics.ref(narrow),
+                                        gx.ref(narrow), gh.ref(narrow), h_prev.ref(narrow),
+                                        &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(h, "h"));
+      CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+      CHECK_NO_MISMATCH(twin_mismatch(normalised, "normalised"));
+      CHECK_NO_MISMATCH(twin_mismatch(statistics, "statistics"));
+
+      const Twin saved_activations{activations.stored, to_float32(activations.stored)};
+      const Twin saved_normalised{normalised.stored, to_float32(normalised.stored)};
+      const Twin saved_statistics{statistics.stored, statistics.stored};
+      const Twin dgx = output_twin(device, {B, 3 * H}), dgh = output_twin(device, {B, 3 * H});
+      const Twin dh_prev = output_twin(device, {B, H});
+      const auto gate_grads = gradients(2 * H), candidate_grads = gradients(H);
+      for (const bool narrow : {true, false}) {
+        const backend::GruStateNorms norms{layer_norm_params(),        rms_norm_params(H / 4),
+                                           &gates.refs[narrow][0],     &gates.refs[narrow][1],
+                                           &candidate.refs[narrow][0], &candidate.refs[narrow][1]};
+        const backend::TensorRef grads[4] = {gate_grads[0].ref(narrow), gate_grads[1].ref(narrow),
+                                             candidate_grads[0].ref(narrow),
+                                             candidate_grads[1].ref(narrow)};
+        kernels.normed_gru_cell_backward(
+            norms, dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+            {&grads[0], &grads[1], &grads[2], &grads[3]}, dh.ref(narrow),
+            saved_activations.ref(narrow), saved_normalised.ref(narrow),
+            saved_statistics.ref(narrow), gh.ref(narrow), h_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+      CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+      CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+      CHECK_NO_MISMATCH(twin_mismatch(gate_grads[0], "the gates' gain gradient"));
+      CHECK_NO_MISMATCH(twin_mismatch(gate_grads[1], "the gates' bias gradient"));
+      CHECK_NO_MISMATCH(twin_mismatch(candidate_grads[0], "the candidate's gain gradient"));
+      CHECK_NO_MISMATCH(twin_mismatch(candidate_grads[1], "the candidate's bias gradient"));
+    }
+
+    for (const bool state_norm : {true, false}) {
+      CAPTURE(state_norm);
+      // LSTM: RMSNorm on the state side (or none) and LayerNorm on the cell.
+      const Affine state = affine(4 * H), cell = affine(H);
+      const Twin gx = input_twin(device, {B, 4 * H}, generator),
+                 gh = input_twin(device, {B, 4 * H}, generator, 2);
+      const Twin h_prev = input_twin(device, {B, H}, generator),
+                 c_prev = input_twin(device, {B, H}, generator);
+      const Twin outputs = output_twin(device, {B, 2 * H}),
+                 activations = output_twin(device, {B, 4 * H});
+      const Twin cell_values = output_twin(device, {B, H}),
+                 statistics = output_twin(device, {4, B}, true);
+      const auto norms_for = [&](bool narrow) {
+        backend::LstmStepNorms norms{.normalise_state = state_norm,
+                                     .normalise_cell = true,
+                                     .state = rms_norm_params(4 * H),
+                                     .cell = layer_norm_params()};
+        if (state_norm) {
+          norms.state_gain = &state.refs[narrow][0];
+          norms.state_bias = &state.refs[narrow][1];
+        }
+        norms.cell_gain = &cell.refs[narrow][0];
+        norms.cell_bias = &cell.refs[narrow][1];
+        return norms;
+      };
+      for (const bool narrow : {true, false}) {
+        kernels.lstm_step_forward(norms_for(narrow), outputs.ref(narrow), activations.ref(narrow),
+                                  cell_values.ref(narrow), statistics.ref(narrow), gx.ref(narrow),
+                                  gh.ref(narrow), h_prev.ref(narrow), c_prev.ref(narrow),
+                                  &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(outputs, "[h | c]"));
+      CHECK_NO_MISMATCH(twin_mismatch(activations, "activations"));
+      CHECK_NO_MISMATCH(twin_mismatch(cell_values, "the normalised cell"));
+      CHECK_NO_MISMATCH(twin_mismatch(statistics, "statistics"));
+
+      const Twin saved_outputs{outputs.stored, to_float32(outputs.stored)};
+      const Twin saved_activations{activations.stored, to_float32(activations.stored)};
+      const Twin saved_cell{cell_values.stored, to_float32(cell_values.stored)};
+      const Twin saved_statistics{statistics.stored, statistics.stored};
+      const Twin dstate = input_twin(device, {B, 2 * H}, generator);
+      const Twin dgx = output_twin(device, {B, 4 * H}), dgh = output_twin(device, {B, 4 * H});
+      const Twin dh_prev = output_twin(device, {B, H}), dc_prev = output_twin(device, {B, H});
+      const auto state_grads = gradients(4 * H), cell_grads = gradients(H);
+      for (const bool narrow : {true, false}) {
+        const backend::TensorRef grads[4] = {state_grads[0].ref(narrow), state_grads[1].ref(narrow),
+                                             cell_grads[0].ref(narrow), cell_grads[1].ref(narrow)};
+        backend::LstmStepNormGrads wanted{nullptr, nullptr, &grads[2], &grads[3]};
+        if (state_norm) wanted.state_gain = &grads[0], wanted.state_bias = &grads[1];
+        kernels.lstm_step_backward(
+            norms_for(narrow), dgx.ref(narrow), dgh.ref(narrow), dh_prev.ref(narrow),
+            dc_prev.ref(narrow), wanted, dstate.ref(narrow), saved_outputs.ref(narrow),
+            saved_activations.ref(narrow), saved_cell.ref(narrow), saved_statistics.ref(narrow),
+            gh.ref(narrow), c_prev.ref(narrow), &mask_refs[narrow]);
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(dgx, "dgx"));
+      CHECK_NO_MISMATCH(twin_mismatch(dgh, "dgh"));
+      CHECK_NO_MISMATCH(twin_mismatch(dh_prev, "dh_prev"));
+      CHECK_NO_MISMATCH(twin_mismatch(dc_prev, "dc_prev"));
+      if (state_norm) {
+        CHECK_NO_MISMATCH(twin_mismatch(state_grads[0], "the state norm's gain gradient"));
+        CHECK_NO_MISMATCH(twin_mismatch(state_grads[1], "the state norm's bias gradient"));
+      }
+      CHECK_NO_MISMATCH(twin_mismatch(cell_grads[0], "the cell norm's gain gradient"));
+      CHECK_NO_MISMATCH(twin_mismatch(cell_grads[1], "the cell norm's bias gradient"));
+    }
+  }
+}
+
+TEST_CASE_FIXTURE(GpuScratch, "bfloat16 kernels: recurrent steps copy nothing") {
+  SKIP_WITHOUT_CUDA();  // the CPU computes bfloat16 on float32 copies by design
+  // B x 3H float32 is 3 MiB: every operand's copy would be 1 to 4 MiB.
+  const std::int64_t B = 256, H = 1024;
+  const Tensor mask = to_bfloat16(ones({B}).to(gpu));
+  const backend::TensorRef mask_ref = r(mask);
+  {
+    const Tensor gx = input({B, 3 * H}), gh = input({B, 3 * H}), h_prev = input({B, H});
+    const Tensor dh = input({B, H});
+    const Tensor h = output({B, H}), activations = output({B, 3 * H});
+    const Tensor dgx = output({B, 3 * H}), dgh = output({B, 3 * H}), dh_prev = output({B, H});
+    check_scratch("GRU cell", 0, [&] {
+      kernels.gru_cell_forward(r(h), r(activations), r(gx), r(gh), r(h_prev), &mask_ref);
+      kernels.gru_cell_backward(r(dgx), r(dgh), r(dh_prev), r(dh), r(activations), r(gh), r(h_prev),
+                                &mask_ref);
+    });
+    // The normed step keeps dy (B x 3H float32) between its passes and writes the products for
+    // the gains' gradients (B x 6H float32): 10 MiB in blocks, against some 26 MiB of copies.
+    const Tensor gains[4] = {input({2 * H}), input({2 * H}), input({H}), input({H})};
+    const backend::TensorRef gain_refs[4] = {r(gains[0]), r(gains[1]), r(gains[2]), r(gains[3])};
+    const Tensor grads[4] = {output({2 * H}), output({2 * H}), output({H}), output({H})};
+    const backend::TensorRef grad_refs[4] = {r(grads[0]), r(grads[1]), r(grads[2]), r(grads[3])};
+    const backend::GruStateNorms norms{layer_norm_params(), rms_norm_params(H), &gain_refs[0],
+                                       &gain_refs[1],       &gain_refs[2],      &gain_refs[3]};
+    const Tensor normalised = output({B, 3 * H}), statistics = output({4, B}, DType::Float32);
+    check_scratch("normed GRU step, forward", 0, [&] {
+      kernels.normed_gru_cell_forward(norms, r(h), r(activations), r(normalised), r(statistics),
+                                      r(gx), r(gh), r(h_prev), &mask_ref);
+    });
+    check_scratch(
+        "normed GRU step, backward",
+        allocator_block(B * 3 * H * float32_bytes) + allocator_block(B * 6 * H * float32_bytes),
+        [&] {
+          kernels.normed_gru_cell_backward(
+              norms, r(dgx), r(dgh), r(dh_prev),
+              {&grad_refs[0], &grad_refs[1], &grad_refs[2], &grad_refs[3]}, r(dh), r(activations),
+              r(normalised), r(statistics), r(gh), r(h_prev), &mask_ref);
+        });
+  }
+  {
+    const Tensor gates = input({B, 4 * H}), c_prev = input({B, H}), dc = input({B, H});
+    const Tensor c = output({B, H}), activations = output({B, 3 * H});
+    const Tensor dgates = output({B, 4 * H}), dc_prev = output({B, H});
+    check_scratch("LSTM cell", 0, [&] {
+      kernels.lstm_cell_forward(r(c), r(activations), r(gates), r(c_prev), &mask_ref);
+      kernels.lstm_cell_backward(r(dgates), r(dc_prev), r(dc), r(activations), r(c_prev),
+                                 &mask_ref);
+    });
+    // The normed step keeps c and o forward (B x 2H float32, 2 MiB), the gate gradients
+    // backward (B x 4H, 4 MiB) beside the products (B x 10H, 10 MiB): copies would take some
+    // 18 MiB forward and 34 MiB backward.
+    const Tensor gains[4] = {input({4 * H}), input({4 * H}), input({H}), input({H})};
+    const backend::TensorRef gain_refs[4] = {r(gains[0]), r(gains[1]), r(gains[2]), r(gains[3])};
+    const Tensor grads[4] = {output({4 * H}), output({4 * H}), output({H}), output({H})};
+    const backend::TensorRef grad_refs[4] = {r(grads[0]), r(grads[1]), r(grads[2]), r(grads[3])};
+    backend::LstmStepNorms norms{.normalise_state = true,
+                                 .normalise_cell = true,
+                                 .state = rms_norm_params(4 * H),
+                                 .cell = layer_norm_params()};
+    norms.state_gain = &gain_refs[0];
+    norms.state_bias = &gain_refs[1];
+    norms.cell_gain = &gain_refs[2];
+    norms.cell_bias = &gain_refs[3];
+    const Tensor gx = input({B, 4 * H}), gh = input({B, 4 * H}), h_prev = input({B, H});
+    const Tensor state = output({B, 2 * H}), step_activations = output({B, 4 * H});
+    const Tensor cell = output({B, H}), statistics = output({4, B}, DType::Float32);
+    check_scratch("LSTM step, forward", allocator_block(B * 2 * H * float32_bytes), [&] {
+      kernels.lstm_step_forward(norms, r(state), r(step_activations), r(cell), r(statistics), r(gx),
+                                r(gh), r(h_prev), r(c_prev), &mask_ref);
+    });
+    const Tensor dstate = input({B, 2 * H});
+    const Tensor dgx = output({B, 4 * H}), dgh = output({B, 4 * H}), dh_prev = output({B, H});
+    check_scratch(
+        "LSTM step, backward",
+        allocator_block(B * 4 * H * float32_bytes) + allocator_block(B * 10 * H * float32_bytes),
+        [&] {
+          kernels.lstm_step_backward(norms, r(dgx), r(dgh), r(dh_prev), r(dc_prev),
+                                     {&grad_refs[0], &grad_refs[1], &grad_refs[2], &grad_refs[3]},
+                                     r(dstate), r(state), r(step_activations), r(cell),
+                                     r(statistics), r(gh), r(c_prev), &mask_ref);
+        });
+  }
 }

@@ -2,7 +2,8 @@
 // over both cells: against the step by step path it replaces (the state-side product, then the
 // fused step), states bit for bit and gradients to rounding, for no norm and every row norm,
 // with masks, packed batch sizes, state dropout, either direction and without b_hh; float64
-// gradient checks of every input; the layers that take it, masked and packed; and its errors.
+// gradient checks of every input; the layers that take it, masked and packed; its errors; and on
+// a GPU, the layers' loops against the CPU's, packed, with state dropout, both directions.
 
 #include <array>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "module_gradcheck.h"
+#include "recurrent_parity.h"
 #include "state_norm_variants.h"
 
 using namespace normgrad;
@@ -403,4 +405,45 @@ TEST_CASE("lstm_sequence: errors name c0 and the cell norm") {
   CHECK_ERROR(
       lstm_sequence(x, h0, c0, w, b, {.state = std::nullopt, .cell = RowNorm{.gain = ones({5})}}),
       "lstm_sequence", "the cell norm's gain", "[5]");
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The loops on the GPU against the CPU's, values and gradients, within testing::layer_tolerance.
+
+using testing::Inputs;
+using testing::layer_tolerance;
+using testing::normal;
+using testing::parity_layer;
+
+TEST_CASE(
+    "cuda parity: GRU and LSTM loops as one op, packed, with state dropout, both directions") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  // Unsorted lengths, one of them 0: every step runs a prefix of the sorted rows.
+  const Tensor lengths = tensor({5, 2, 0, 4}, {.dtype = DType::Int64});
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const std::string norm : {"none", "layernorm", "rmsnorm"}) {
+      for (const bool lstm : {false, true}) {
+        INFO((lstm ? "LSTM" : "GRU") << ", norm " << norm << ", " << dtype);
+        const std::shared_ptr<nn::Recurrent> layer = parity_layer(lstm, norm, true, dtype);
+        nn::Recurrent& recurrent = *layer;
+        Generator generator(16);
+        const Tensor dropout =
+            nn::functional::dropout_mask({2, 4, 8}, 0.3, generator, {.dtype = dtype});
+        Inputs inputs{normal({5, 4, 6}, 17, dtype), lengths, normal({2, 4, 8}, 18, dtype, 0.5)};
+        if (lstm) inputs.push_back(normal({2, 4, 8}, 19, dtype, 0.5));
+        CHECK_NO_MISMATCH(testing::module_parity_mismatch(
+            recurrent,
+            [&](const Inputs& in) {
+              const nn::RecurrentOutput out =
+                  recurrent.forward_lengths(in[0], in[1], in[2], lstm ? in[3] : Tensor(),
+                                            testing::on_device_of(dropout, in[0]));
+              std::vector<Tensor> parts{out.output.flatten(), out.hidden.flatten()};
+              if (lstm) parts.push_back(out.cell.flatten());
+              return cat(parts);
+            },
+            inputs, layer_tolerance(dtype, 5), layer_tolerance(dtype, 5)));
+      }
+    }
+  }
 }

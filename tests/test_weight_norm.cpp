@@ -1,6 +1,8 @@
 // WeightNorm (nn/norms/weight_norm.h): the fused reparameterisation against its composed twin
-// and finite differences, its invariance to the scale of v, and data-dependent initialisation.
+// and finite differences, its invariance to the scale of v, and data-dependent initialisation;
+// on a GPU, the CUDA kernels against the CPU's, forward and backward.
 
+#include "cuda_parity.h"
 #include "helpers.h"
 
 using namespace normgrad;
@@ -105,4 +107,35 @@ TEST_CASE("WeightNorm::reset starts again from a given weight, and refuses anoth
   CHECK(all_close(wn.direction, fresh.to_vector<double>(), 0, 0));
   CHECK(all_close(wn.gain, sqrt(square(fresh).sum({1})).to_vector<double>(), 1e-6, 1e-7));
   CHECK_ERROR(wn.reset(randn({4, 3})), "WeightNorm::reset", "[3, 4]", "[4, 3]");
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// The CUDA kernels against the CPU's, values and the gradients of v and g, within the fused
+// normalisers' bounds (testing::norm_values and testing::norm_gradients).
+
+using testing::norm_gradients;
+using testing::norm_values;
+using testing::normal;
+using testing::parity_mismatch;
+
+TEST_CASE("cuda parity: weight_norm, values and the gradients of v and g") {
+  SKIP_PARITY_WITHOUT_CUDA();
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{6, 33}, Shape{4, 3, 3, 3}, Shape{2, 4097}, Shape{5}}) {
+      for (const double eps : {0.0, 1e-3}) {
+        INFO(dtype << ", " << shape << ", eps " << eps);
+        CHECK_NO_MISMATCH(
+            parity_mismatch([eps](const Inputs& in) { return nn::weight_norm(in[0], in[1], eps); },
+                            {normal(shape, 15, dtype), normal({shape[0]}, 16, dtype)},
+                            norm_values(dtype), norm_gradients(dtype)));
+      }
+    }
+    // A transposed v: its rows are strided.
+    INFO(dtype << ", transposed v");
+    CHECK_NO_MISMATCH(
+        parity_mismatch([](const Inputs& in) { return nn::weight_norm(in[0].t(), in[1]); },
+                        {normal({9, 4}, 17, dtype), normal({4}, 18, dtype)}, norm_values(dtype),
+                        norm_gradients(dtype)));
+  }
 }
