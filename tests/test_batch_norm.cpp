@@ -415,7 +415,7 @@ TEST_CASE("cuda parity: BatchNorm2d modules update the same running estimates") 
 // ---- bfloat16 ----------------------------------------------------------------------------------
 
 // bfloat16 operands give, bit for bit, the float32 kernel's results on the same values, rounded
-// once, on the CPU and on a GPU where there is one.
+// once, on the CPU and on a GPU where there is one; the GPU's kernels make no float32 copies.
 
 using namespace testing::twins;
 using testing::bits_mismatch;
