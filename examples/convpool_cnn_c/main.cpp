@@ -19,12 +19,12 @@
 #include "common/device_flag.h"
 #include "common/distributed_run.h"
 #include "common/number_checks.h"
+#include "common/progress.h"
 #include "common/wait_policy.h"
 #include "data.h"
 #include "experiment.h"
 #include "model.h"
 #include "model_folder.h"
-#include "progress.h"
 #include "run.h"
 #include "training.h"
 
@@ -136,7 +136,7 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
   const examples::DistributedRun job =
       examples::join_job(o.distributed, common.threads, "convpool_cnn_c");
   train_in_folder(folder, run, examples::device_for_rank(device, job),
-                  !o.no_progress && ProgressDisplay::stderr_is_terminal(), stdout, job.shard());
+                  !o.no_progress && examples::stderr_is_terminal(), stdout, job.shard());
   return 0;
 }
 
@@ -154,7 +154,7 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
                          .precision = o.precision};
   settings.base.training = {.epochs = o.epochs > 0 ? o.epochs : budget.epochs, .seed = o.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);
-  run_experiment(settings, device, !o.no_progress && ProgressDisplay::stderr_is_terminal());
+  run_experiment(settings, device, !o.no_progress && examples::stderr_is_terminal());
   return 0;
 }
 

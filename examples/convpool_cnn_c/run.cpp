@@ -1,8 +1,10 @@
 #include "run.h"
 
 #include <filesystem>
+#include <iostream>
 
-#include "progress.h"
+#include "common/progress.h"
+#include "common/training_loop.h"
 
 namespace convpool_cnn_c {
 
@@ -49,21 +51,41 @@ std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunCon
         static_cast<long long>(data.train.images.size(0)),
         static_cast<long long>(data.test.images.size(0)),
         static_cast<long long>(trainer.batches_per_epoch()));
-  ProgressDisplay progress(
-      progress_bar, (run.training.epochs - trainer.epochs_done()) * trainer.batches_per_epoch());
-  while (!trainer.finished()) {
-    const EpochRecord r = trainer.run_epoch([&](const StepReport& step) { progress.update(step); });
-    if (writes) {
-      trainer.save_state(folder.file("state.safetensors"));
-      ng::io::save(trainer.model(), folder.file("model.safetensors"));
-      folder.write_text("train.csv", history_csv(trainer.history()));
-    }
-    progress.clear();
-    print("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
-          static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
-          r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
-    if (log != nullptr) std::fflush(log);
-  }
+  // Elsewhere than on a terminal, the line after each epoch below says as much.
+  const std::int64_t batches = trainer.batches_per_epoch();
+  examples::ProgressLine progress({.out = progress_bar ? &std::cerr : nullptr,
+                                   .redraw = true,
+                                   .total_steps = run.training.epochs * batches,
+                                   .steps_per_epoch = batches,
+                                   .epochs = run.training.epochs});
+  // A step of the loop is an epoch: its records, its training state and its line.
+  examples::LoopRecord record{.step = trainer.epochs_done()};
+  examples::run_training_loop(
+      {.steps = run.training.epochs, .save_every = 1}, record,
+      {.train_step =
+           [&] {
+             return trainer
+                 .run_epoch([&](const StepReport& step) {
+                   progress.update((step.epoch - 1) * batches + step.batch, step.loss);
+                 })
+                 .train_loss;
+           },
+       .after_step =
+           [&](const examples::StepDone&) {
+             const EpochRecord& r = trainer.history().back();
+             progress.clear();
+             print("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
+                   static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
+                   r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
+             if (log != nullptr) std::fflush(log);
+           },
+       .save_state =
+           [&](const examples::LoopRecord&) {
+             if (!writes) return;
+             trainer.save_state(folder.file("state.safetensors"));
+             ng::io::save(trainer.model(), folder.file("model.safetensors"));
+             folder.write_text("train.csv", history_csv(trainer.history()));
+           }});
   const EpochRecord& last = trainer.history().back();
   print("%s: test error %.2f%% after %lld epochs; model folder %s\n", run.model.norm.c_str(),
         100 * last.test_error, static_cast<long long>(last.epoch), folder.path().c_str());

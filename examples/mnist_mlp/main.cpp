@@ -10,17 +10,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/cpu_share.h"
 #include "common/number_checks.h"
+#include "common/number_text.h"
+#include "common/progress.h"
 #include "common/text_file.h"
 #include "common/wait_policy.h"
 #include "model.h"
 #include "plot.h"
-#include "progress.h"
 #include "report.h"
 #include "training.h"
 
@@ -109,7 +111,7 @@ int run(const Options& options) {
   fs::create_directories(options.out);
   const std::string curves = (fs::path(options.out) / "curves.csv").string();
   const std::string summary = (fs::path(options.out) / "summary.csv").string();
-  const bool bar = mnist_mlp::ProgressDisplay::stderr_is_terminal();
+  const bool bar = examples::stderr_is_terminal();
   std::vector<mnist_mlp::RunResult> results;
   for (const std::int64_t batch_size : options.batch_sizes) {
     mnist_mlp::RunSettings settings{.batch_size = batch_size,
@@ -126,13 +128,24 @@ int run(const Options& options) {
         options.eval_every ? *options.eval_every : std::max<std::int64_t>(1, settings.steps / 5);
     for (const std::string& norm : options.norms) {
       settings.norm = norm;
-      mnist_mlp::ProgressDisplay progress(norm + " b=" + std::to_string(batch_size), bar);
+      const std::string label = norm + " b=" + std::to_string(batch_size);
+      examples::ProgressLine progress({.out = &std::cerr,
+                                       .redraw = bar,
+                                       .label = label,
+                                       .total_steps = settings.steps,
+                                       .steps_per_epoch = train.images.size(0) / batch_size});
       const examples::OtherProcessesMeter others;
-      results.push_back(mnist_mlp::train_run(
-          settings, train, test,
-          [&progress](const mnist_mlp::StepReport& report) { progress.update(report); }));
+      results.push_back(mnist_mlp::train_run(settings, train, test,
+                                             [&progress](const mnist_mlp::StepReport& report) {
+                                               progress.update(report.step, report.loss);
+                                             }));
       results.back().other_processes_cpu = others.fraction();
-      progress.finish(results.back());
+      const mnist_mlp::RunResult& result = results.back();
+      progress.note(label + ": " + std::to_string(result.steps) + " steps in " +
+                    examples::format_number("%.1f s", result.train_seconds) + " (" +
+                    examples::format_number("%.2f ms/step", result.ms_per_step) +
+                    "), test accuracy " +
+                    examples::format_number("%.2f%%\n", 100.0 * result.test_accuracy));
       // Rewritten after every run, so that an interrupted session keeps the runs it finished.
       mnist_mlp::write_curves_csv(curves, results);
       mnist_mlp::write_summary_csv(summary, results);

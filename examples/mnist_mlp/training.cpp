@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+
+#include "common/training_loop.h"
 
 namespace mnist_mlp {
 
@@ -81,48 +84,57 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
                    .parameters = count_parameters(*model)};
 
   double wall_seconds = 0;
+  std::optional<ng::data::Epoch> epoch;  // the batches under way; a new order once used up
+  std::size_t batch = 0;
+  const auto train_step = [&] {
+    if (!epoch || batch == epoch->size()) {
+      epoch = loader.epoch();
+      batch = 0;
+    }
+    // The clock covers everything a training step costs: copying the batch out, the forward
+    // and backward passes and the update; evaluation is left out. On a GPU, reading the loss
+    // waits for the step to finish.
+    const auto start = Clock::now();
+    const auto [images, labels] = (*epoch)[batch++];
+    const ng::Tensor loss = ng::nn::cross_entropy(model->forward(images.to(settings.device)),
+                                                  labels.to(settings.device));
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    const double loss_value = loss.item();
+    wall_seconds += seconds_since(start);
+    return loss_value;
+  };
+
   double loss_sum = 0;  // since the previous curve point
   std::int64_t loss_count = 0;
-  std::int64_t step = 0;
-  while (step < settings.steps) {
-    const ng::data::Epoch epoch = loader.epoch();
-    for (std::size_t batch = 0; batch < epoch.size(); ++batch) {
-      // The clock covers everything a training step costs: copying the batch out, the
-      // forward and backward passes and the update; evaluation below is left out. On a GPU,
-      // reading the loss waits for the step to finish.
-      const auto start = Clock::now();
-      const auto [images, labels] = epoch[batch];
-      const ng::Tensor loss = ng::nn::cross_entropy(model->forward(images.to(settings.device)),
-                                                    labels.to(settings.device));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
-      const double loss_value = loss.item();
-      wall_seconds += seconds_since(start);
-      ++step;
-
-      loss_sum += loss_value;
-      ++loss_count;
-      const bool last = step == settings.steps;
-      const bool evaluate = last || (settings.eval_every > 0 && step % settings.eval_every == 0);
-      if (evaluate || step % log_every == 0) {
-        CurvePoint point{.step = step,
-                         .wall_seconds = wall_seconds,
-                         .train_loss = loss_sum / static_cast<double>(loss_count)};
-        if (evaluate) point.test_accuracy = test_accuracy(*model, test, settings.eval_batch);
-        result.curve.push_back(point);
-        loss_sum = 0;
-        loss_count = 0;
-      }
-      if (on_step)
-        on_step({.step = step,
-                 .total_steps = settings.steps,
-                 .steps_per_epoch = loader.batches_per_epoch(),
-                 .loss = loss_value,
-                 .wall_seconds = wall_seconds});
-      if (last) break;
+  const auto after_step = [&](const examples::StepDone& done) {
+    loss_sum += done.loss;
+    ++loss_count;
+    if (done.score || done.step % log_every == 0) {
+      result.curve.push_back({.step = done.step,
+                              .wall_seconds = wall_seconds,
+                              .train_loss = loss_sum / static_cast<double>(loss_count),
+                              .test_accuracy = done.score});
+      loss_sum = 0;
+      loss_count = 0;
     }
-  }
+    if (on_step)
+      on_step({.step = done.step,
+               .total_steps = settings.steps,
+               .steps_per_epoch = loader.batches_per_epoch(),
+               .loss = done.loss,
+               .wall_seconds = wall_seconds});
+  };
+
+  examples::LoopRecord record;
+  examples::run_training_loop(
+      {.steps = settings.steps, .validate_every = settings.eval_every, .validate_at_end = true},
+      record,
+      {.train_step = train_step,
+       .validate = [&] { return test_accuracy(*model, test, settings.eval_batch); },
+       .better = examples::Better::Higher,
+       .after_step = after_step});
   result.train_seconds = wall_seconds;
   result.ms_per_step = 1000.0 * wall_seconds / static_cast<double>(settings.steps);
   result.test_accuracy = *result.curve.back().test_accuracy;

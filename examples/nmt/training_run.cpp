@@ -5,10 +5,12 @@
 #include <optional>
 #include <sstream>
 
-#include "text/text_file.h"
+#include "common/number_text.h"
+#include "common/progress.h"
+#include "common/training_loop.h"
 #include "distributed/collectives.h"
-#include "nmt/progress.h"
 #include "nmt/train_log.h"
+#include "text/text_file.h"
 
 namespace nmt {
 
@@ -145,7 +147,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
   const std::string op = folder.program() + " train";
   TrainSummary summary;
   LoopState loop;
-  std::int64_t step = 0;
+  examples::LoopRecord record;
   const bool writes = options.job.writes();
   std::optional<TrainLog> log;
   if (writes) log.emplace(folder.file("train.csv"), folder.program());
@@ -154,98 +156,107 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     NG_CHECK(!steps.empty(), op, "--resume: ", folder.path(), " holds no training state");
     const std::string path = folder.checkpoint(steps.back());
     ng::io::Metadata metadata;
-    step = model.load_training_state(path, &metadata);
+    record.step = model.load_training_state(path, &metadata);
     tokenizer.check_checkpoint(metadata, path);
     loop = LoopState::from_metadata(metadata, path, folder.program());
     batches.seek(loop.position);
+    // No BLEU is below 0: -1 stands for none yet.
+    if (loop.best_bleu >= 0) record.best = loop.best_bleu;
+    record.validations_without_best = loop.evaluations_without_best;
     if (options.messages != nullptr)
-      *options.messages << "resumed from " << path << " at step " << step << "\n";
+      *options.messages << "resumed from " << path << " at step " << record.step << "\n";
   }
-  if (log) log->start(step);
-  summary.first_step = step;
-  summary.best_bleu = loop.best_bleu;
+  if (log) log->start(record.step);
   const ng::io::Metadata fingerprint{{ng::text::tokenizer_metadata_key, tokenizer.fingerprint()}};
   const auto with_step = [&](ng::io::Metadata metadata) {
-    metadata["step"] = std::to_string(step);
+    metadata["step"] = std::to_string(record.step);
     return metadata;
   };
-  // Every rank calls it (a training state gathers every rank's generator); rank 0 writes.
-  std::int64_t last_saved = options.resume ? step : -1;
-  auto save_state = [&] {
-    loop.position = batches.position();
-    model.save_training_state(folder.checkpoint(step), step,
-                              loop.to_metadata(tokenizer.fingerprint()));
-    model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
-    if (writes) folder.prune_checkpoints(budget.keep_checkpoints);
-    last_saved = step;
-  };
 
-  ProgressDisplay progress(options.messages, options.progress_bar, budget.max_steps);
+  examples::ProgressLine progress({.out = options.messages,
+                                   .redraw = options.progress_bar,
+                                   .total_steps = budget.max_steps,
+                                   .rate_unit = "tok/s"});
   const auto start = std::chrono::steady_clock::now();
   const double wall_before = loop.wall_seconds;
-  summary.stopped_because = "the step budget";
-  while (step < budget.max_steps) {
-    const double elapsed = seconds_since(start);
-    bool out_of_time = budget.max_seconds > 0 && elapsed >= budget.max_seconds;
-    if (budget.max_seconds > 0 && options.job.several())  // all stop when one is out of time
-      out_of_time = ng::distributed::sum_over_ranks(ng::distributed::ProcessGroup::world(),
-                                                    {out_of_time ? 1.0 : 0.0})[0] > 0;
-    if (out_of_time) {
-      summary.stopped_because = "the time budget";
-      break;
-    }
+  // What a step measured, for its row of train.csv once its dev BLEU is known.
+  StepReport result;
+  double step_seconds = 0, tokens_per_second = 0, dev_loss = -1;
+  BleuEvaluation evaluation;
+  const auto train_step = [&] {
     const auto step_start = std::chrono::steady_clock::now();
     const auto batch = batches.next();
-    const StepReport result = model.train_step(batch, step);
-    ++step;
+    result = model.train_step(batch, record.step);
     summary.losses.push_back(result.loss);
-    const double step_seconds = seconds_since(step_start);
-    loop.wall_seconds = wall_before + seconds_since(start);
-
-    double dev_loss = -1;
-    double dev_bleu = -1;
-    if (step % budget.dev_loss_every == 0) dev_loss = model.dev_loss();
-    bool stop_early = false;
-    if (step % budget.dev_bleu_every == 0) {
-      const BleuEvaluation evaluation = model.dev_bleu();
-      dev_bleu = evaluation.bleu;
-      if (dev_bleu > loop.best_bleu) {
-        loop.best_bleu = dev_bleu;
-        loop.evaluations_without_best = 0;
-        ng::io::Metadata metadata = with_step(fingerprint);
-        metadata["dev_bleu"] = evaluation.text;
-        model.save_weights(folder.file("best.safetensors"), metadata);
-      } else {
-        ++loop.evaluations_without_best;
-        stop_early = budget.patience > 0 && loop.evaluations_without_best >= budget.patience;
-      }
-      progress.note("step " + std::to_string(step) + ": dev " + evaluation.text + "\n");
-    }
-    const double tokens_per_second =
+    step_seconds = seconds_since(step_start);
+    tokens_per_second =
         static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
+    loop.wall_seconds = wall_before + seconds_since(start);
+    // The dev loss at its own interval, measured before the dev BLEU as it always was.
+    dev_loss = (record.step + 1) % budget.dev_loss_every == 0 ? model.dev_loss() : -1;
+    return result.loss;
+  };
+  const auto after_step = [&](const examples::StepDone& done) {
+    if (done.new_best) {
+      ng::io::Metadata metadata = with_step(fingerprint);
+      metadata["dev_bleu"] = evaluation.text;
+      model.save_weights(folder.file("best.safetensors"), metadata);
+    }
+    if (done.score)
+      progress.note("step " + std::to_string(done.step) + ": dev " + evaluation.text + "\n");
     if (log)
-      log->append({.step = step,
+      log->append({.step = done.step,
                    .wall_seconds = loop.wall_seconds,
                    .train_loss = result.loss,
                    .train_token_loss = result.token_loss,
                    .dev_token_loss = dev_loss,
-                   .dev_bleu = dev_bleu,
+                   .dev_bleu = done.score.value_or(-1),
                    .tokens_per_second = tokens_per_second,
                    .step_seconds = step_seconds,
                    .learning_rate = result.learning_rate});
-    progress.update(step, result.token_loss, tokens_per_second, dev_loss, elapsed);
+    progress.update(done.step, result.token_loss, tokens_per_second);
+    if (dev_loss >= 0) progress.report("dev loss " + examples::format_number("%.3f", dev_loss));
+  };
+  // Every rank calls it (a training state gathers every rank's generator); rank 0 writes.
+  const auto save_state = [&](const examples::LoopRecord& saved) {
+    loop.position = batches.position();
+    loop.best_bleu = saved.best.value_or(-1);
+    loop.evaluations_without_best = saved.validations_without_best;
+    model.save_training_state(folder.checkpoint(saved.step), saved.step,
+                              loop.to_metadata(tokenizer.fingerprint()));
+    model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
+    if (writes) folder.prune_checkpoints(budget.keep_checkpoints);
+  };
+  // In data-parallel training all ranks stop when one is out of time.
+  const auto all_ranks_agree = [&](bool out_of_time) {
+    if (!options.job.several()) return out_of_time;
+    return ng::distributed::sum_over_ranks(ng::distributed::ProcessGroup::world(),
+                                           {out_of_time ? 1.0 : 0.0})[0] > 0;
+  };
 
-    if (stop_early) {
-      summary.stopped_because = "early stopping";
-      break;
-    }
-    if (step % budget.checkpoint_every == 0) save_state();
-  }
-  if (last_saved != step) save_state();
-  summary.last_step = step;
-  summary.best_bleu = loop.best_bleu;
-  progress.finish("stopped at step " + std::to_string(step) + " by " + summary.stopped_because +
-                  "\n");
+  const examples::LoopEnd end =
+      examples::run_training_loop({.steps = budget.max_steps,
+                                   .seconds = budget.max_seconds,
+                                   .validate_every = budget.dev_bleu_every,
+                                   .patience = budget.patience,
+                                   .save_every = budget.checkpoint_every},
+                                  record,
+                                  {.train_step = train_step,
+                                   .validate =
+                                       [&] {
+                                         evaluation = model.dev_bleu();
+                                         return evaluation.bleu;
+                                       },
+                                   .better = examples::Better::Higher,
+                                   .after_step = after_step,
+                                   .save_state = save_state,
+                                   .agree_to_stop = all_ranks_agree});
+  summary.first_step = end.first_step;
+  summary.last_step = end.last_step;
+  summary.best_bleu = record.best.value_or(-1);
+  summary.stopped_because = end.stopped_because;
+  progress.note("stopped at step " + std::to_string(end.last_step) + " by " + end.stopped_because +
+                "\n");
   return summary;
 }
 
