@@ -18,6 +18,11 @@ struct ScriptedModel {
   std::size_t validations = 0;
   std::vector<std::int64_t> best_steps{}, saved_steps{};
 
+  examples::LoopEnd run(const examples::LoopBudget& budget, examples::LoopRecord& record,
+                        examples::Better better = examples::Better::Lower) {
+    return examples::run_training_loop(budget, record, callbacks(better));
+  }
+
   examples::LoopCallbacks callbacks(examples::Better better) {
     return {.train_step = [] { return 1.0; },
             .validate = [this] { return scores.at(validations++); },
@@ -37,8 +42,7 @@ TEST_CASE("training loop: validations at their interval, the best kept, states s
   ScriptedModel model{.scores = {3.0, 2.0, 2.5, 1.0}};
   examples::LoopRecord record;
   const examples::LoopEnd end =
-      examples::run_training_loop({.steps = 8, .validate_every = 2, .save_every = 3}, record,
-                                  model.callbacks(examples::Better::Lower));
+      model.run({.steps = 8, .validate_every = 2, .save_every = 3}, record);
   CHECK(end.first_step == 0);
   CHECK(end.last_step == 8);
   CHECK(end.stopped_because == "the step budget");
@@ -53,8 +57,7 @@ TEST_CASE("training loop: validations at their interval, the best kept, states s
 TEST_CASE("training loop: a higher score is better where the program says so") {
   ScriptedModel model{.scores = {0.5, 0.4, 0.7}};
   examples::LoopRecord record;
-  examples::run_training_loop({.steps = 3, .validate_every = 1}, record,
-                              model.callbacks(examples::Better::Higher));
+  model.run({.steps = 3, .validate_every = 1}, record, examples::Better::Higher);
   CHECK(model.best_steps == std::vector<std::int64_t>{1, 3});
   CHECK(record.best == 0.7);
 }
@@ -66,22 +69,19 @@ TEST_CASE(
   ScriptedModel whole{.scores = scores};
   examples::LoopRecord record;
   const examples::LoopEnd end =
-      examples::run_training_loop({.steps = 100, .validate_every = 1, .patience = 2}, record,
-                                  whole.callbacks(examples::Better::Lower));
+      whole.run({.steps = 100, .validate_every = 1, .patience = 2}, record);
   CHECK(end.stopped_because == "early stopping");
   CHECK(end.last_step == 4);  // 4.5 and 4.2 did not beat 4.0
 
   // The same run stopped by its budget after 3 steps, then resumed from what its state kept.
   ScriptedModel first{.scores = scores};
   examples::LoopRecord kept;
-  examples::run_training_loop({.steps = 3, .validate_every = 1, .patience = 2}, kept,
-                              first.callbacks(examples::Better::Lower));
+  first.run({.steps = 3, .validate_every = 1, .patience = 2}, kept);
   CHECK(first.saved_steps == std::vector<std::int64_t>{3});
   CHECK(kept.validations_without_best == 1);
   ScriptedModel second{.scores = {4.2}};
   const examples::LoopEnd resumed =
-      examples::run_training_loop({.steps = 100, .validate_every = 1, .patience = 2}, kept,
-                                  second.callbacks(examples::Better::Lower));
+      second.run({.steps = 100, .validate_every = 1, .patience = 2}, kept);
   CHECK(resumed.first_step == 3);
   CHECK(resumed.last_step == 4);
   CHECK(resumed.stopped_because == "early stopping");
@@ -91,13 +91,10 @@ TEST_CASE(
 TEST_CASE("training loop: a resumed run with nothing left to do saves nothing") {
   ScriptedModel model;
   examples::LoopRecord record{.step = 5};
-  const examples::LoopEnd end = examples::run_training_loop(
-      {.steps = 5, .save_every = 1}, record, model.callbacks(examples::Better::Lower));
+  const examples::LoopEnd end = model.run({.steps = 5, .save_every = 1}, record);
   CHECK(end.last_step == 5);
   CHECK(model.saved_steps.empty());
-  CHECK_ERROR(
-      examples::run_training_loop({.steps = -1}, record, model.callbacks(examples::Better::Lower)),
-      ">= 0");
+  CHECK_ERROR(model.run({.steps = -1}, record), ">= 0");
 }
 
 TEST_CASE("progress line: plain lines after each epoch and at reports, notes on their own") {

@@ -135,10 +135,9 @@ int run(const Options& options) {
                                        .total_steps = settings.steps,
                                        .steps_per_epoch = train.images.size(0) / batch_size});
       const examples::OtherProcessesMeter others;
-      results.push_back(mnist_mlp::train_run(settings, train, test,
-                                             [&progress](const mnist_mlp::StepReport& report) {
-                                               progress.update(report.step, report.loss);
-                                             }));
+      results.push_back(mnist_mlp::train_run(
+          settings, train, test,
+          [&progress](std::int64_t step, double loss) { progress.update(step, loss); }));
       results.back().other_processes_cpu = others.fraction();
       const mnist_mlp::RunResult& result = results.back();
       progress.note(label + ": " + std::to_string(result.steps) + " steps in " +

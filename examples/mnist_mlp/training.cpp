@@ -119,12 +119,7 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
       loss_sum = 0;
       loss_count = 0;
     }
-    if (on_step)
-      on_step({.step = done.step,
-               .total_steps = settings.steps,
-               .steps_per_epoch = loader.batches_per_epoch(),
-               .loss = done.loss,
-               .wall_seconds = wall_seconds});
+    if (on_step) on_step(done.step, done.loss);
   };
 
   examples::LoopRecord record;

@@ -50,15 +50,8 @@ struct RunResult {
   std::optional<double> other_processes_cpu{};
 };
 
-// What a progress display hears after every step.
-struct StepReport {
-  std::int64_t step = 0;  // steps done
-  std::int64_t total_steps = 0;
-  std::int64_t steps_per_epoch = 0;
-  double loss = 0;          // this step's training loss
-  double wall_seconds = 0;  // training time so far
-};
-using StepCallback = std::function<void(const StepReport&)>;
+// What a progress display hears after every step: the steps done and the step's training loss.
+using StepCallback = std::function<void(std::int64_t step, double loss)>;
 
 // Steps that `epochs` passes over `examples` take at `batch_size` (the last, partial batch of
 // an epoch is dropped, so that BatchNorm never sees a batch smaller than the others).

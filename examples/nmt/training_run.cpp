@@ -7,7 +7,6 @@
 
 #include "common/number_text.h"
 #include "common/progress.h"
-#include "common/training_loop.h"
 #include "distributed/collectives.h"
 #include "nmt/train_log.h"
 #include "text/text_file.h"
@@ -234,7 +233,12 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
                                            {out_of_time ? 1.0 : 0.0})[0] > 0;
   };
 
-  const examples::LoopEnd end =
+  const auto dev_bleu = [&] {
+    evaluation = model.dev_bleu();
+    return evaluation.bleu;
+  };
+
+  static_cast<examples::LoopEnd&>(summary) =
       examples::run_training_loop({.steps = budget.max_steps,
                                    .seconds = budget.max_seconds,
                                    .validate_every = budget.dev_bleu_every,
@@ -242,21 +246,14 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
                                    .save_every = budget.checkpoint_every},
                                   record,
                                   {.train_step = train_step,
-                                   .validate =
-                                       [&] {
-                                         evaluation = model.dev_bleu();
-                                         return evaluation.bleu;
-                                       },
+                                   .validate = dev_bleu,
                                    .better = examples::Better::Higher,
                                    .after_step = after_step,
                                    .save_state = save_state,
                                    .agree_to_stop = all_ranks_agree});
-  summary.first_step = end.first_step;
-  summary.last_step = end.last_step;
   summary.best_bleu = record.best.value_or(-1);
-  summary.stopped_because = end.stopped_because;
-  progress.note("stopped at step " + std::to_string(end.last_step) + " by " + end.stopped_because +
-                "\n");
+  progress.note("stopped at step " + std::to_string(summary.last_step) + " by " +
+                summary.stopped_because + "\n");
   return summary;
 }
 

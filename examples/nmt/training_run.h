@@ -23,12 +23,13 @@
 #include <vector>
 
 #include "common/distributed_run.h"
-#include "text/parallel_dataset.h"
-#include "text/subword_tokenizer.h"
-#include "text/translation_batches.h"
+#include "common/training_loop.h"
 #include "distributed/data_parallel.h"
 #include "nmt/evaluation.h"
 #include "nmt/model_folder.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
+#include "text/translation_batches.h"
 
 namespace nmt {
 
@@ -211,12 +212,10 @@ RunStart<Settings> start_run(const Folder& folder, const Options& options) {
   return std::move(*run);
 }
 
-struct TrainSummary {
-  std::int64_t first_step = 0;  // the step this invocation started after
-  std::int64_t last_step = 0;
-  std::vector<double> losses;   // the loss of each step this invocation took
-  double best_bleu = -1;        // -1: no dev BLEU yet
-  std::string stopped_because;  // "the step budget", "the time budget", "early stopping"
+// Where the loop started and stopped and why (examples::LoopEnd), and what it measured.
+struct TrainSummary : examples::LoopEnd {
+  std::vector<double> losses{};  // the loss of each step this invocation took
+  double best_bleu = -1;         // -1: no dev BLEU yet
 };
 
 struct LoopOptions {
