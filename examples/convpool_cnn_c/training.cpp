@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/record_csv.h"
+
 namespace convpool_cnn_c {
 
 namespace ng = normgrad;
@@ -31,6 +33,18 @@ std::vector<double> sum_over_ranks(std::vector<double> values) {
   return sums.to_vector<double>();
 }
 
+const std::vector<examples::CsvColumn<EpochRecord>>& history_columns() {
+  static const std::vector<examples::CsvColumn<EpochRecord>> columns{
+      {"epoch", &EpochRecord::epoch},
+      {"train_loss", &EpochRecord::train_loss},
+      {"train_error", &EpochRecord::train_error},
+      {"test_error", &EpochRecord::test_error},
+      {"seconds", &EpochRecord::seconds},
+      {"learning_rate", &EpochRecord::learning_rate},
+      {"beta1", &EpochRecord::beta1}};
+  return columns;
+}
+
 }  // namespace
 
 std::string describe(const ModelConfig& config) {
@@ -56,35 +70,11 @@ EpochSchedule schedule_for(std::int64_t epoch, std::int64_t epochs, double base)
 }
 
 std::string history_csv(const std::vector<EpochRecord>& history) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "epoch,train_loss,train_error,test_error,seconds,learning_rate,beta1\n";
-  for (const EpochRecord& r : history)
-    out << r.epoch << ',' << r.train_loss << ',' << r.train_error << ',' << r.test_error << ','
-        << r.seconds << ',' << r.learning_rate << ',' << r.beta1 << '\n';
-  return out.str();
+  return examples::records_csv(history_columns(), history);
 }
 
 std::vector<EpochRecord> parse_history_csv(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  std::getline(in, line);
-  NG_CHECK(line.rfind("epoch,train_loss,", 0) == 0, "convpool_cnn_c",
-           "the training history does not start with its header");
-  std::vector<EpochRecord> history;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    EpochRecord r;
-    char comma[6];
-    std::istringstream fields(line);
-    fields >> r.epoch >> comma[0] >> r.train_loss >> comma[1] >> r.train_error >> comma[2] >>
-        r.test_error >> comma[3] >> r.seconds >> comma[4] >> r.learning_rate >> comma[5] >> r.beta1;
-    NG_CHECK(!fields.fail() && r.epoch == static_cast<std::int64_t>(history.size()) + 1,
-             "convpool_cnn_c", "line ", history.size() + 2,
-             " of the training history is damaged: '", line, "'");
-    history.push_back(r);
-  }
-  return history;
+  return examples::parse_records_csv(history_columns(), text, "convpool_cnn_c");
 }
 
 ng::optim::AdamOptions paper_adam(double learning_rate) {
