@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/record_csv.h"
+#include "common/training_state.h"
 
 namespace convpool_cnn_c {
 
@@ -12,9 +13,6 @@ namespace ng = normgrad;
 using ng::Tensor;
 
 namespace {
-
-constexpr const char* history_key = "convpool_cnn_c.history";
-constexpr const char* model_key = "convpool_cnn_c.model";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -197,31 +195,20 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
   return record;
 }
 
+examples::RunState Trainer::run_state() const {
+  return {*model_, *adam_, model_->noise_generator(), "convpool_cnn_c", describe(model_->config())};
+}
+
 void Trainer::save_state(const std::string& path) const {
-  ng::io::save_training_state(
-      path, *model_, *adam_, model_->noise_generator(), epochs_done(),
-      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+  examples::save_run_state(path, run_state(), epochs_done(), history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  // The model's description first: two norms can have the same tensors (LayerNorm's and an
-  // RMSNorm with a bias), and nothing may change when the state is not this model's.
-  ng::io::Metadata metadata;
-  ng::io::load_tensors(path, &metadata);
-  const auto model = metadata.find(model_key);
-  NG_CHECK(model != metadata.end(), "convpool_cnn_c", "'", path,
-           "' is not a convpool_cnn_c training state");
-  NG_CHECK(model->second == describe(model_->config()), "convpool_cnn_c", "'", path,
-           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
-  const std::int64_t epochs =
-      ng::io::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
-  const auto found = metadata.find(history_key);
-  NG_CHECK(found != metadata.end(), "convpool_cnn_c", "'", path,
-           "' is a training state without convpool_cnn_c's history");
-  std::vector<EpochRecord> history = parse_history_csv(found->second);
-  NG_CHECK(static_cast<std::int64_t>(history.size()) == epochs, "convpool_cnn_c", "'", path,
-           "' records ", history.size(), " epochs but says ", epochs, " were done");
-  NG_CHECK(epochs <= settings_.epochs, "convpool_cnn_c", "'", path, "' has ", epochs,
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
+  std::vector<EpochRecord> history = parse_history_csv(loaded.history);
+  NG_CHECK(static_cast<std::int64_t>(history.size()) == loaded.steps, "convpool_cnn_c", "'", path,
+           "' records ", history.size(), " epochs but says ", loaded.steps, " were done");
+  NG_CHECK(loaded.steps <= settings_.epochs, "convpool_cnn_c", "'", path, "' has ", loaded.steps,
            " epochs done, more than --epochs ", settings_.epochs);
   history_ = std::move(history);
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/training_state.h"
 #include "data.h"
 #include "data/shards.h"
 #include "distributed/data_parallel.h"
@@ -112,6 +113,8 @@ class Trainer {
   ConvPoolCnnC& model() { return *model_; }
 
  private:
+  examples::RunState run_state() const;  // what a training state holds
+
   TrainSettings settings_;
   const PreparedData& data_;  // the caller keeps it alive while the Trainer lives
   normgrad::Device device_;
