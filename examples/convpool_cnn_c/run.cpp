@@ -58,34 +58,31 @@ std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunCon
                                    .total_steps = run.training.epochs * batches,
                                    .steps_per_epoch = batches,
                                    .epochs = run.training.epochs});
-  // A step of the loop is an epoch: its records, its training state and its line.
+  // A step of the loop is an epoch: its records, its line and its training state.
+  const auto train_epoch = [&] {
+    const auto on_batch = [&](const StepReport& step) {
+      progress.update((step.epoch - 1) * batches + step.batch, step.loss);
+    };
+    return trainer.run_epoch(on_batch).train_loss;
+  };
+  const auto print_epoch = [&](const examples::StepDone&) {
+    const EpochRecord& r = trainer.history().back();
+    progress.clear();
+    print("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
+          static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
+          r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
+    if (log != nullptr) std::fflush(log);
+  };
+  const auto save_state = [&](const examples::LoopRecord&) {
+    if (!writes) return;
+    trainer.save_state(folder.file("state.safetensors"));
+    ng::io::save(trainer.model(), folder.file("model.safetensors"));
+    folder.write_text("train.csv", history_csv(trainer.history()));
+  };
   examples::LoopRecord record{.step = trainer.epochs_done()};
   examples::run_training_loop(
       {.steps = run.training.epochs, .save_every = 1}, record,
-      {.train_step =
-           [&] {
-             return trainer
-                 .run_epoch([&](const StepReport& step) {
-                   progress.update((step.epoch - 1) * batches + step.batch, step.loss);
-                 })
-                 .train_loss;
-           },
-       .after_step =
-           [&](const examples::StepDone&) {
-             const EpochRecord& r = trainer.history().back();
-             progress.clear();
-             print("epoch %3lld/%lld  loss %.4f  train error %6.2f%%  test error %6.2f%%  %.1f s\n",
-                   static_cast<long long>(r.epoch), static_cast<long long>(run.training.epochs),
-                   r.train_loss, 100 * r.train_error, 100 * r.test_error, r.seconds);
-             if (log != nullptr) std::fflush(log);
-           },
-       .save_state =
-           [&](const examples::LoopRecord&) {
-             if (!writes) return;
-             trainer.save_state(folder.file("state.safetensors"));
-             ng::io::save(trainer.model(), folder.file("model.safetensors"));
-             folder.write_text("train.csv", history_csv(trainer.history()));
-           }});
+      {.train_step = train_epoch, .after_step = print_epoch, .save_state = save_state});
   const EpochRecord& last = trainer.history().back();
   print("%s: test error %.2f%% after %lld epochs; model folder %s\n", run.model.norm.c_str(),
         100 * last.test_error, static_cast<long long>(last.epoch), folder.path().c_str());

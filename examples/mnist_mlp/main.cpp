@@ -129,11 +129,14 @@ int run(const Options& options) {
     for (const std::string& norm : options.norms) {
       settings.norm = norm;
       const std::string label = norm + " b=" + std::to_string(batch_size);
-      examples::ProgressLine progress({.out = &std::cerr,
-                                       .redraw = bar,
-                                       .label = label,
-                                       .total_steps = settings.steps,
-                                       .steps_per_epoch = train.images.size(0) / batch_size});
+      const std::int64_t per_epoch = train.images.size(0) / batch_size;
+      examples::ProgressLine progress(
+          {.out = &std::cerr,
+           .redraw = bar,
+           .label = label,
+           .total_steps = settings.steps,
+           .steps_per_epoch = per_epoch,
+           .epochs = settings.steps % per_epoch == 0 ? settings.steps / per_epoch : 0});
       const examples::OtherProcessesMeter others;
       results.push_back(mnist_mlp::train_run(
           settings, train, test,
