@@ -55,7 +55,7 @@ std::vector<Question> load_questions(const std::string& folder, const std::strin
 }
 
 void ModelFolder::write_config(const RunConfig& config) const {
-  write_text("config.json", to_json(config).dump(2) + "\n");
+  write_json("config.json", to_json(config));
 }
 
 RunConfig ModelFolder::read_config() const {

@@ -42,7 +42,6 @@ std::vector<Question> load_questions(const std::string& folder, const std::strin
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "attentive_reader") {}
-  bool has_config() const { return has("config.json"); }
   void write_config(const RunConfig& config) const;
   RunConfig read_config() const;
 };

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/training_state.h"
+
 namespace attentive_reader {
 
 namespace ng = normgrad;
@@ -12,8 +14,6 @@ using ng::Tensor;
 
 namespace {
 
-constexpr const char* history_key = "attentive_reader.history";
-constexpr const char* model_key = "attentive_reader.model";
 constexpr const char* kHeader = "step,seconds,train_loss,train_error,valid_error,valid_loss";
 
 std::int64_t mistakes(const Tensor& logits, const Tensor& answers) {
@@ -185,30 +185,19 @@ const ValidationRecord* Trainer::best() const {
 }
 
 void Trainer::save_state(const std::string& path) const {
-  ng::io::save_training_state(
-      path, *model_, *adam_, model_->noise_generator(), steps_done_,
-      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+  examples::save_training_state(path, {"attentive_reader", describe(model_->config())}, *model_,
+                                *adam_, model_->noise_generator(), steps_done_,
+                                history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  ng::io::Metadata metadata;
-  ng::io::load_tensors(path, &metadata);
-  const auto model = metadata.find(model_key);
-  NG_CHECK(model != metadata.end(), "attentive_reader", "'", path,
-           "' is not an attentive_reader training state");
-  NG_CHECK(model->second == describe(model_->config()), "attentive_reader", "'", path,
-           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
-  const std::int64_t steps =
-      ng::io::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
-  const auto found = metadata.find(history_key);
-  NG_CHECK(found != metadata.end(), "attentive_reader", "'", path,
-           "' is a training state without attentive_reader's history");
-  std::vector<ValidationRecord> history = parse_history_csv(found->second);
-  NG_CHECK(!history.empty() && history.back().step == steps, "attentive_reader", "'", path,
-           "' records validations up to step ", history.empty() ? 0 : history.back().step,
-           " but says ", steps, " steps were done");
-  NG_CHECK(steps <= settings_.steps, "attentive_reader", "'", path, "' has ", steps,
-           " steps done, more than --steps ", settings_.steps);
+  const examples::LoadedTrainingState loaded =
+      examples::load_training_state(path, {"attentive_reader", describe(model_->config())}, *model_,
+                                    *adam_, model_->noise_generator());
+  const std::int64_t steps = loaded.steps;
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history_csv);
+  examples::check_steps_done(path, "attentive_reader", history.empty() ? 0 : history.back().step,
+                             steps, settings_.steps);
   history_ = std::move(history);
   steps_done_ = steps;
   improved_ = false;

@@ -6,6 +6,8 @@
 #include <random>
 #include <sstream>
 
+#include "common/training_state.h"
+
 namespace order_embedding {
 
 namespace ng = normgrad;
@@ -14,9 +16,6 @@ using ng::data::RankingMetrics;
 using ng::data::RetrievalScores;
 
 namespace {
-
-constexpr const char* history_key = "order_embedding.history";
-constexpr const char* model_key = "order_embedding.model";
 
 // Captions are compared against images this many violations at a time: 16M floats, 64 MB.
 constexpr std::int64_t kErrorChunkValues = std::int64_t{1} << 24;
@@ -266,30 +265,17 @@ const ValidationRecord* Trainer::best() const {
 }
 
 void Trainer::save_state(const std::string& path) const {
-  ng::io::save_training_state(
-      path, *model_, *adam_, generator_, steps_done_,
-      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+  examples::save_training_state(path, {"order_embedding", describe(model_->config())}, *model_,
+                                *adam_, generator_, steps_done_, history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  ng::io::Metadata metadata;
-  ng::io::load_tensors(path, &metadata);
-  const auto model = metadata.find(model_key);
-  NG_CHECK(model != metadata.end(), "order_embedding", "'", path,
-           "' is not an order_embedding training state");
-  NG_CHECK(model->second == describe(model_->config()), "order_embedding", "'", path,
-           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
-  const std::int64_t steps =
-      ng::io::load_training_state(path, *model_, *adam_, generator_, &metadata);
-  const auto found = metadata.find(history_key);
-  NG_CHECK(found != metadata.end(), "order_embedding", "'", path,
-           "' is a training state without order_embedding's history");
-  std::vector<ValidationRecord> history = parse_history_csv(found->second);
-  NG_CHECK(!history.empty() && history.back().step == steps, "order_embedding", "'", path,
-           "' records validations up to step ", history.empty() ? 0 : history.back().step,
-           " but says ", steps, " steps were done");
-  NG_CHECK(steps <= settings_.steps, "order_embedding", "'", path, "' has ", steps,
-           " steps done, more than --steps ", settings_.steps);
+  const examples::LoadedTrainingState loaded = examples::load_training_state(
+      path, {"order_embedding", describe(model_->config())}, *model_, *adam_, generator_);
+  const std::int64_t steps = loaded.steps;
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history_csv);
+  examples::check_steps_done(path, "order_embedding", history.empty() ? 0 : history.back().step,
+                             steps, settings_.steps);
   history_ = std::move(history);
   steps_done_ = steps;
   improved_ = false;
