@@ -181,7 +181,6 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
       settings.base.data.folder, "validation", settings.base.data.validation_questions));
   const std::vector<ExperimentRun> runs =
       examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
-        std::printf("== %s\n", sweep_run.norm.c_str());
         const ModelFolder folder(sweep_run.folder);
         ExperimentRun result;
         result.norm = sweep_run.norm;

@@ -2,6 +2,7 @@
 
 #include <normgrad/normgrad.h>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace examples {
@@ -19,6 +20,13 @@ std::vector<SweepRun> plan_norm_sweep(const NormSweep& sweep) {
   }
   for (const SweepRun& run : runs) sweep.check(run);
   return runs;
+}
+
+void announce_run(const NormSweep& sweep, const SweepRun& run) {
+  if (sweep.announce)
+    sweep.announce(run);
+  else
+    std::printf("== %s\n", run.label.c_str());
 }
 
 void check_sweep_folder(const RunFolder& folder, const nlohmann::json& stored, nlohmann::json asked,

@@ -36,15 +36,24 @@ struct NormSweep {
   // Called for every run before the first trains: an Error for a norm the program does not
   // take, or when the run's folder holds another run (check_sweep_folder).
   std::function<void(const SweepRun& run)> check;
+  // Says which run starts; "== <label>" on stdout when not given.
+  std::function<void(const SweepRun& run)> announce = {};
 };
 
 // The sweep's runs, each checked; an Error when there are no norms.
 std::vector<SweepRun> plan_norm_sweep(const NormSweep& sweep);
 
-// Runs `run(SweepRun)` for each run of the plan in turn and returns what each returned.
+// Says that `run` starts, as sweep.announce does.
+void announce_run(const NormSweep& sweep, const SweepRun& run);
+
+// Runs `run(SweepRun)` for each run of the plan in turn, each announced, and returns what each
+// returned.
 template <class Run> auto run_norm_sweep(const NormSweep& sweep, const Run& run) {
   std::vector<decltype(run(SweepRun{}))> results;
-  for (const SweepRun& planned : plan_norm_sweep(sweep)) results.push_back(run(planned));
+  for (const SweepRun& planned : plan_norm_sweep(sweep)) {
+    announce_run(sweep, planned);
+    results.push_back(run(planned));
+  }
   return results;
 }
 

@@ -90,4 +90,16 @@ std::unique_ptr<Model> load_trained_model(const Folder& folder, normgrad::Device
   return model;
 }
 
+// The run `train` trains in `folder`: the one the folder holds, which no flag the user gave
+// may contradict (check_same_run), or else the new run `asked`. `Folder::read_config` gives
+// the program's configuration, and `to_json` writes it.
+template <class Folder, class Config>
+Config run_to_train(const Folder& folder, const Config& asked, const FlagSettings& flags,
+                    const std::function<bool(const char*)>& given) {
+  if (!folder.has_config()) return asked;
+  const Config stored = folder.read_config();
+  check_same_run(to_json(stored), to_json(asked), flags, given, folder);
+  return stored;
+}
+
 }  // namespace examples

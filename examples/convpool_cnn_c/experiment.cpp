@@ -165,7 +165,6 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
                                   .check = check};
   const std::vector<ExperimentRun> runs =
       examples::run_norm_sweep(sweep, [&](const examples::SweepRun& run) {
-        std::printf("== %s\n", run.norm.c_str());
         return ExperimentRun{run.norm, train_in_folder(ModelFolder(run.folder),
                                                        examples::with_norm(settings.base, run.norm),
                                                        device, progress_bar, stdout)};

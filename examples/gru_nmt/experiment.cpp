@@ -150,13 +150,14 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
   const auto table2_settings = [&](const std::string& norm) {
     return run_settings(options, norm, 0.0, options.budget.steps);
   };
-  const auto table2 = nmt::experiment_sweep<ModelFolder>(options.out, options.norms, "",
-                                                         table2_settings, experiment_program);
+  auto table2 = nmt::experiment_sweep<ModelFolder>(options.out, options.norms, "", table2_settings,
+                                                   experiment_program);
+  table2.announce = [&](const examples::SweepRun& run) {
+    say("== Table 2, run " + std::to_string(run.index + 1) + " of " + std::to_string(run.count) +
+        ": " + run.norm + ", " + std::to_string(options.budget.steps) + " steps\n");
+  };
   std::vector<std::vector<ng::text::MetricStatistics>> statistics;
   results.table2 = examples::run_norm_sweep(table2, [&](const examples::SweepRun& sweep_run) {
-    say("== Table 2, run " + std::to_string(sweep_run.index + 1) + " of " +
-        std::to_string(sweep_run.count) + ": " + sweep_run.norm + ", " +
-        std::to_string(options.budget.steps) + " steps\n");
     RunResult run = train_run(options, tokenizer_path, sweep_run, table2_settings(sweep_run.norm));
     say("   test BLEU, beam " + std::to_string(options.beam) + ", " +
         std::to_string(test.sources.size()) + " sentences\n");
@@ -186,12 +187,14 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
     const auto figure4_settings = [&](const std::string& norm) {
       return run_settings(options, norm, 0.2, options.budget.figure4_steps);
     };
-    const auto figure4 =
+    auto figure4 =
         nmt::experiment_sweep<ModelFolder>(options.out, {"layernorm", "rmsnorm"}, ", centre 0.2",
                                            figure4_settings, experiment_program);
-    results.figure4 = examples::run_norm_sweep(figure4, [&](const examples::SweepRun& sweep_run) {
-      say("== Figure 4: " + sweep_run.norm + " from weights centred at 0.2, " +
+    figure4.announce = [&](const examples::SweepRun& run) {
+      say("== Figure 4: " + run.norm + " from weights centred at 0.2, " +
           std::to_string(options.budget.figure4_steps) + " steps\n");
+    };
+    results.figure4 = examples::run_norm_sweep(figure4, [&](const examples::SweepRun& sweep_run) {
       return train_run(options, tokenizer_path, sweep_run, figure4_settings(sweep_run.norm));
     });
   }

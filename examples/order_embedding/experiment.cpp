@@ -199,7 +199,6 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
                                          settings.base.data.features, settings.test_images);
   const std::vector<ExperimentRun> runs =
       examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
-        std::printf("== %s\n", sweep_run.norm.c_str());
         const ModelFolder folder(sweep_run.folder);
         ExperimentRun result;
         result.norm = sweep_run.norm;

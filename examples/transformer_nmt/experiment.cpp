@@ -67,16 +67,18 @@ std::vector<RunResult> run_group(const ExperimentOptions& options,
   const auto settings_of = [&](const std::string& norm) {
     return run_settings(options, norm, pre_norm);
   };
-  const auto sweep = nmt::experiment_sweep<ModelFolder>(
-      options.out, norms, pre_norm ? ", pre-norm" : "", settings_of, experiment_program);
+  auto sweep = nmt::experiment_sweep<ModelFolder>(options.out, norms, pre_norm ? ", pre-norm" : "",
+                                                  settings_of, experiment_program);
+  sweep.announce = [&](const examples::SweepRun& run) {
+    if (options.messages != nullptr)
+      *options.messages << "== " << (pre_norm ? "pre-norm" : "Table 4 (post-norm)") << ", run "
+                        << run.index + 1 << " of " << run.count << ": " << run.norm << ", "
+                        << options.budget.steps << " steps\n"
+                        << std::flush;
+  };
   std::vector<std::vector<ng::text::MetricStatistics>> statistics;
   std::vector<RunResult> runs =
       examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
-        if (options.messages != nullptr)
-          *options.messages << "== " << (pre_norm ? "pre-norm" : "Table 4 (post-norm)") << ", run "
-                            << sweep_run.index + 1 << " of " << sweep_run.count << ": "
-                            << sweep_run.norm << ", " << options.budget.steps << " steps\n"
-                            << std::flush;
         return train_and_test(options, inputs.tokenizer, inputs.test, sweep_run,
                               settings_of(sweep_run.norm), statistics);
       });
