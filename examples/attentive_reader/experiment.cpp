@@ -36,8 +36,9 @@ std::string table_csv(const std::vector<ExperimentRun>& runs, const BaselineErro
     const ValidationRecord& best = best_record(run);
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << run.norm << ',' << best.valid_error << ',' << best.step << ',' << run.test.error << ','
-        << run.test.questions << ',' << seconds_per_100_steps(run) << ',' << seconds_spread(run)
-        << ',' << (saving ? format_number("%.3f", *saving) : "") << ','
+        << run.test.questions << ',' << examples::run_seconds_per_100_steps(run.history) << ','
+        << examples::run_seconds_spread(run.history) << ','
+        << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << ',' << baseline.guess
         << ',' << baseline.frequent << '\n';
   }
@@ -138,14 +139,6 @@ std::vector<std::string> paper_norms() {
   return {"none", "batchnorm", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
 }
 
-double seconds_per_100_steps(const ExperimentRun& run) {
-  return examples::run_seconds_per_100_steps(run.history);
-}
-
-double seconds_spread(const ExperimentRun& run) {
-  return examples::run_seconds_spread(run.history);
-}
-
 std::string table_markdown(const std::vector<ExperimentRun>& runs) {
   std::ostringstream out;
   out << "| model | lowest validation error | at step | test error | s / 100 steps | saving over "
@@ -156,7 +149,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
     const auto paper = paper_table6().find(ng::nn::NormSpec::parse(run.norm).str());
     out << "| " << run.norm << " | " << format_number("%.2f%%", 100 * best.valid_error) << " | "
         << best.step << " | " << format_number("%.2f%%", 100 * run.test.error) << " | "
-        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << format_number("%.2f", examples::run_seconds_per_100_steps(run.history)) << " | "
         << (saving ? format_number("%.1f%%", *saving) : "–") << " | "
         << (paper != paper_table6().end() ? format_number("%.0f", paper->second) : "–") << " |\n";
   }

@@ -129,7 +129,7 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
 struct ExperimentOptions : examples::ExperimentFlags, examples::ExperimentDataFlags {};
 
 const examples::ExperimentData local_task{.name = "the cloze task",
-                                          .data_help = "a folder of questions (the CNN corpus's)",
+                                          .data_help = "a folder of questions, as the CNN corpus's",
                                           .corpus_help = "train.en",
                                           .built_file = "questions/test"};
 

@@ -65,6 +65,27 @@ void read_setting(const nlohmann::json& json, const char* section, const char* k
   }
 }
 
+// A configuration whose settings are listed once, for writing and reading: the program defines
+// beside it `for_each_setting(config, visit)`, a template calling visit(section, key, value)
+// for every setting, and these make config.json's JSON from it and read it back (read_setting:
+// an Error naming the setting that is missing or of the wrong type).
+template <class Config> nlohmann::json settings_to_json(const Config& config) {
+  nlohmann::json json = nlohmann::json::object();
+  for_each_setting(config, [&](const char* section, const char* key, const auto& value) {
+    json[section][key] = value;
+  });
+  return json;
+}
+
+template <class Config>
+Config settings_from_json(const nlohmann::json& json, const std::string& program) {
+  Config config;
+  for_each_setting(config, [&](const char* section, const char* key, auto& value) {
+    read_setting(json, section, key, value, program);
+  });
+  return config;
+}
+
 // A run's folder name from its spec: every run of ':' ',' '=' '/' and spaces becomes one '-'
 // ("prmsnorm:0.125,eps=1e-8" -> "prmsnorm-0.125-eps-1e-8").
 std::string run_folder_name(const std::string& spec);

@@ -58,7 +58,8 @@ std::string table_csv(const std::vector<ExperimentRun>& runs) {
           << m->mean_rank;
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << ',' << run.test_images << ',' << run.test_captions << ',' << best_record(run).step << ','
-        << seconds_per_100_steps(run) << ',' << seconds_spread(run) << ','
+        << examples::run_seconds_per_100_steps(run.history) << ','
+        << examples::run_seconds_spread(run.history) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
   }
@@ -151,14 +152,6 @@ std::vector<std::string> paper_norms() {
   return {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
 }
 
-double seconds_spread(const ExperimentRun& run) {
-  return examples::run_seconds_spread(run.history);
-}
-
-double seconds_per_100_steps(const ExperimentRun& run) {
-  return examples::run_seconds_per_100_steps(run.history);
-}
-
 std::string table_markdown(const std::vector<ExperimentRun>& runs) {
   std::ostringstream out;
   out << "| model | caption R@1 | R@5 | R@10 | mean r | image R@1 | R@5 | R@10 | mean r | s / 100 "
@@ -168,7 +161,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << "| " << run.norm << " | " << metrics_cells(run.test.caption) << " | "
         << metrics_cells(run.test.image) << " | "
-        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << format_number("%.2f", examples::run_seconds_per_100_steps(run.history)) << " | "
         << (saving ? format_number("%.1f%%", *saving) : "–") << " |\n";
   }
   for (const ExperimentRun& run : runs) {

@@ -67,10 +67,6 @@ using examples::run_folder_name;
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,
                                           normgrad::Device device, bool progress_bar);
 
-// Training seconds per 100 steps over the whole run.
-double seconds_per_100_steps(const ExperimentRun& run);
-// The spread of the seconds per step between validations: (slowest - fastest) / median.
-double seconds_spread(const ExperimentRun& run);
 std::string table_markdown(const std::vector<ExperimentRun>& runs);
 
 }  // namespace order_embedding
