@@ -58,9 +58,6 @@ struct ExperimentSettings {
   std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
 };
 
-// A run's folder name: the spec with its separators made '-'.
-using examples::run_folder_name;
-
 // Trains every run (or takes it as it is), evaluates, then writes the CSV files, the figure
 // and the report; prints the table. A folder that holds another run is an Error before any
 // training.
