@@ -35,15 +35,10 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
 // Trains one run of a sweep into its folder, or continues it, or takes it as it is.
 RunResult train_run(const ExperimentOptions& options, const std::string& tokenizer_path,
                     const examples::SweepRun& sweep_run, const Settings& settings) {
-  RunResult run;
-  run.label = sweep_run.label;
-  run.norm = sweep_run.norm;
-  run.folder = sweep_run.folder;
-  nmt::train_experiment_run<ModelFolder>(
-      run, settings, TrainOptions{.device = options.device, .messages = options.messages},
+  return nmt::train_experiment_run<ModelFolder>(
+      sweep_run, settings, TrainOptions{.device = options.device, .messages = options.messages},
       tokenizer_path, [](const TrainOptions& train_options) { return train(train_options); },
       experiment_program);
-  return run;
 }
 
 // A run's translations of the test sources with beam search, from its best weights, written

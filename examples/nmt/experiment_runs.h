@@ -164,14 +164,19 @@ examples::NormSweep experiment_sweep(const std::string& out, const std::vector<s
           }};
 }
 
-// Trains one run of an experiment with a program's `train(TrainOptions)`: a new folder starts
-// from `settings` with the experiment's tokenizer; a folder that holds a run is continued to
-// `settings`' steps, or taken as it is when it has them, but only when its settings are these
-// (check_experiment_folder). Then train_and_measure.
+// Trains one run of an experiment's sweep with a program's `train(TrainOptions)`: a new folder
+// starts from `settings` with the experiment's tokenizer; a folder that holds a run is
+// continued to `settings`' steps, or taken as it is when it has them, but only when its
+// settings are these (check_experiment_folder). Then train_and_measure, whose result it
+// returns.
 template <class Folder, class Settings, class TrainOptions, class Train>
-void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions options,
-                          const std::string& tokenizer, const Train& train,
-                          const std::string& program) {
+RunResult train_experiment_run(const examples::SweepRun& sweep_run, const Settings& settings,
+                               TrainOptions options, const std::string& tokenizer,
+                               const Train& train, const std::string& program) {
+  RunResult run;
+  run.label = sweep_run.label;
+  run.norm = sweep_run.norm;
+  run.folder = sweep_run.folder;
   options.folder = run.folder;
   options.settings = settings;
   if (check_experiment_folder<Folder>(run.folder, settings, program)) {
@@ -182,6 +187,7 @@ void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions
   }
   train_and_measure(
       run, [&] { return train(options); }, program);
+  return run;
 }
 
 // Tests a run's model: counts its parameters into run.parameters, translates the test sources

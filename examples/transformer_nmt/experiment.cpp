@@ -35,12 +35,8 @@ RunResult train_and_test(const ExperimentOptions& options, const std::string& to
                          const nmt::TestSet& test, const examples::SweepRun& sweep_run,
                          const Settings& settings,
                          std::vector<std::vector<ng::text::MetricStatistics>>& statistics) {
-  RunResult run;
-  run.norm = sweep_run.norm;
-  run.label = sweep_run.label;
-  run.folder = sweep_run.folder;
-  nmt::train_experiment_run<ModelFolder>(
-      run, settings, TrainOptions{.device = options.device, .messages = options.messages},
+  RunResult run = nmt::train_experiment_run<ModelFolder>(
+      sweep_run, settings, TrainOptions{.device = options.device, .messages = options.messages},
       tokenizer_path, [](const TrainOptions& train_options) { return train(train_options); },
       experiment_program);
 
