@@ -31,41 +31,34 @@ TEST_CASE("examples' training state: the run continues exactly, another run's st
   ScratchFolder folder("examples_training_state");
   std::filesystem::create_directories(folder.path);
   const std::string path = folder / "state.safetensors";
-  const examples::StateOwner owner{"kit_test", "linear 3 2"};
   manual_seed(3);
   SmallRun saved;
   saved.generator.reserve(9);  // draws the run has taken
-  examples::save_training_state(path, owner, saved.model, saved.adam, saved.generator, 7,
-                                "step\n7\n");
+  examples::save_run_state(path, {saved.model, saved.adam, saved.generator, "kit_test", "linear"},
+                           7, "step\n7\n");
 
   manual_seed(4);  // other weights, overwritten by the load
   SmallRun loaded;
-  const examples::LoadedTrainingState state =
-      examples::load_training_state(path, owner, loaded.model, loaded.adam, loaded.generator);
+  const auto state_of = [&](const std::string& program, const std::string& description) {
+    return examples::RunState{loaded.model, loaded.adam, loaded.generator, program, description};
+  };
+  const examples::LoadedRunState state =
+      examples::load_run_state(path, state_of("kit_test", "linear"));
   CHECK(state.steps == 7);
-  CHECK(state.history_csv == "step\n7\n");
+  CHECK(state.history == "step\n7\n");
   CHECK(loaded.generator.offset() == 9);
   const auto before = saved.model.parameters(), after = loaded.model.parameters();
   for (std::size_t i = 0; i < before.size(); ++i)
     CHECK(testing::all_close(after[i], before[i], 0, 0));
 
-  CHECK_ERROR(examples::load_training_state(path, {"other_program", "linear 3 2"}, loaded.model,
-                                            loaded.adam, loaded.generator),
-              "is not a other_program training state");
-  CHECK_ERROR(examples::load_training_state(path, {"kit_test", "linear 3 4"}, loaded.model,
-                                            loaded.adam, loaded.generator),
-              "holds the model linear 3 2, not this one: linear 3 4");
+  CHECK_ERROR(examples::load_run_state(path, state_of("other_program", "linear")),
+              "is not a training state of other_program");
+  CHECK_ERROR(examples::load_run_state(path, state_of("kit_test", "conv")),
+              "holds the model linear, not this one: conv");
 
   // A damaged file is refused, not half loaded.
-  const auto size = std::filesystem::file_size(path);
-  std::filesystem::resize_file(path, size - 3);
-  CHECK_THROWS_AS(
-      examples::load_training_state(path, owner, loaded.model, loaded.adam, loaded.generator),
-      Error);
-
-  CHECK_ERROR(examples::check_steps_done(path, "kit_test", 5, 7, 10), "up to step 5", "7 steps");
-  CHECK_ERROR(examples::check_steps_done(path, "kit_test", 7, 7, 6), "more than --steps 6");
-  examples::check_steps_done(path, "kit_test", 7, 7, 7);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+  CHECK_THROWS_AS(examples::load_run_state(path, state_of("kit_test", "linear")), Error);
 }
 
 TEST_CASE("examples' norm sweep: a folder per run, every folder checked before the first trains") {

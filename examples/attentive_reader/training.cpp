@@ -5,8 +5,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "common/training_state.h"
-
 namespace attentive_reader {
 
 namespace ng = normgrad;
@@ -184,20 +182,24 @@ const ValidationRecord* Trainer::best() const {
   return best;
 }
 
-void Trainer::save_state(const std::string& path) const {
-  examples::save_training_state(path, {"attentive_reader", describe(model_->config())}, *model_,
-                                *adam_, model_->noise_generator(), steps_done_,
-                                history_csv(history_));
+examples::RunState Trainer::run_state() {
+  return {*model_, *adam_, model_->noise_generator(), "attentive_reader",
+          describe(model_->config())};
+}
+
+void Trainer::save_state(const std::string& path) {
+  examples::save_run_state(path, run_state(), steps_done_, history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  const examples::LoadedTrainingState loaded =
-      examples::load_training_state(path, {"attentive_reader", describe(model_->config())}, *model_,
-                                    *adam_, model_->noise_generator());
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
   const std::int64_t steps = loaded.steps;
-  std::vector<ValidationRecord> history = parse_history_csv(loaded.history_csv);
-  examples::check_steps_done(path, "attentive_reader", history.empty() ? 0 : history.back().step,
-                             steps, settings_.steps);
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
+  NG_CHECK(!history.empty() && history.back().step == steps, "attentive_reader", "'", path,
+           "' records validations up to step ", history.empty() ? 0 : history.back().step,
+           " but says ", steps, " steps were done");
+  NG_CHECK(steps <= settings_.steps, "attentive_reader", "'", path, "' has ", steps,
+           " steps done, more than --steps ", settings_.steps);
   history_ = std::move(history);
   steps_done_ = steps;
   improved_ = false;

@@ -6,8 +6,6 @@
 #include <random>
 #include <sstream>
 
-#include "common/training_state.h"
-
 namespace order_embedding {
 
 namespace ng = normgrad;
@@ -264,18 +262,23 @@ const ValidationRecord* Trainer::best() const {
   return best;
 }
 
-void Trainer::save_state(const std::string& path) const {
-  examples::save_training_state(path, {"order_embedding", describe(model_->config())}, *model_,
-                                *adam_, generator_, steps_done_, history_csv(history_));
+examples::RunState Trainer::run_state() {
+  return {*model_, *adam_, generator_, "order_embedding", describe(model_->config())};
+}
+
+void Trainer::save_state(const std::string& path) {
+  examples::save_run_state(path, run_state(), steps_done_, history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  const examples::LoadedTrainingState loaded = examples::load_training_state(
-      path, {"order_embedding", describe(model_->config())}, *model_, *adam_, generator_);
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
   const std::int64_t steps = loaded.steps;
-  std::vector<ValidationRecord> history = parse_history_csv(loaded.history_csv);
-  examples::check_steps_done(path, "order_embedding", history.empty() ? 0 : history.back().step,
-                             steps, settings_.steps);
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
+  NG_CHECK(!history.empty() && history.back().step == steps, "order_embedding", "'", path,
+           "' records validations up to step ", history.empty() ? 0 : history.back().step,
+           " but says ", steps, " steps were done");
+  NG_CHECK(steps <= settings_.steps, "order_embedding", "'", path, "' has ", steps,
+           " steps done, more than --steps ", settings_.steps);
   history_ = std::move(history);
   steps_done_ = steps;
   improved_ = false;
