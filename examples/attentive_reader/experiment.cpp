@@ -6,6 +6,7 @@
 #include "baselines.h"
 #include "common/cpu_share.h"
 #include "common/gnuplot.h"
+#include "common/norm_sweep.h"
 #include "common/norm_timing.h"
 #include "common/number_text.h"
 #include "common/run_folder.h"
@@ -35,8 +36,9 @@ std::string table_csv(const std::vector<ExperimentRun>& runs, const BaselineErro
     const ValidationRecord& best = best_record(run);
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << run.norm << ',' << best.valid_error << ',' << best.step << ',' << run.test.error << ','
-        << run.test.questions << ',' << seconds_per_100_steps(run) << ',' << seconds_spread(run)
-        << ',' << (saving ? format_number("%.3f", *saving) : "") << ','
+        << run.test.questions << ',' << examples::run_seconds_per_100_steps(run.history) << ','
+        << examples::run_seconds_spread(run.history) << ','
+        << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << ',' << baseline.guess
         << ',' << baseline.frequent << '\n';
   }
@@ -137,14 +139,6 @@ std::vector<std::string> paper_norms() {
   return {"none", "batchnorm", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
 }
 
-double seconds_per_100_steps(const ExperimentRun& run) {
-  return examples::run_seconds_per_100_steps(run.history);
-}
-
-double seconds_spread(const ExperimentRun& run) {
-  return examples::run_seconds_spread(run.history);
-}
-
 std::string table_markdown(const std::vector<ExperimentRun>& runs) {
   std::ostringstream out;
   out << "| model | lowest validation error | at step | test error | s / 100 steps | saving over "
@@ -155,7 +149,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
     const auto paper = paper_table6().find(ng::nn::NormSpec::parse(run.norm).str());
     out << "| " << run.norm << " | " << format_number("%.2f%%", 100 * best.valid_error) << " | "
         << best.step << " | " << format_number("%.2f%%", 100 * run.test.error) << " | "
-        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << format_number("%.2f", examples::run_seconds_per_100_steps(run.history)) << " | "
         << (saving ? format_number("%.1f%%", *saving) : "–") << " | "
         << (paper != paper_table6().end() ? format_number("%.0f", paper->second) : "–") << " |\n";
   }
@@ -164,43 +158,36 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
                                           bool progress_bar) {
-  NG_CHECK(!settings.norms.empty(), "attentive_reader", "the experiment needs at least one norm");
-  std::vector<std::pair<ModelFolder, RunConfig>> plan;
-  for (const std::string& norm : settings.norms) {
-    RunConfig run = settings.base;
-    run.model.norm = norm;
-    parse_model_norm(norm);
-    const ModelFolder folder(settings.out + "/" + examples::run_folder_name(norm));
-    if (folder.has_config()) {
-      const RunConfig stored = folder.read_config();
-      run.model.vocabulary = stored.model.vocabulary;  // found by the first run
-      NG_CHECK(to_json(stored) == to_json(run), "attentive_reader", "'", folder.path(),
-               "' holds another run than this experiment's: remove it, or give another --out");
-    }
-    plan.emplace_back(folder, run);
-  }
+  const auto check = [&](const examples::SweepRun& run) {
+    parse_model_norm(run.norm);
+    examples::check_sweep_run<ModelFolder>(run, examples::with_norm(settings.base, run.norm),
+                                           {"/model/vocabulary"_json_pointer});
+  };
+  const examples::NormSweep sweep{.program = "attentive_reader",
+                                  .out = settings.out,
+                                  .norms = settings.norms,
+                                  .variant = "",
+                                  .check = check};
   const std::vector<Question> test = load_questions(settings.base.data.folder, "test");
   const BaselineErrors test_baseline = baseline_errors(test);
   const BaselineErrors valid_baseline = baseline_errors(load_questions(
       settings.base.data.folder, "validation", settings.base.data.validation_questions));
-  std::vector<ExperimentRun> runs;
-  for (const auto& [folder, run] : plan) {
-    std::printf("== %s\n", run.model.norm.c_str());
-    const examples::OtherProcessesMeter meter;
-    ExperimentRun result{.norm = run.model.norm,
-                         .history = train_in_folder(folder, run, device, progress_bar, stdout),
-                         .test = {},
-                         .other_cpu = meter.fraction()};
-    const RunConfig stored = folder.read_config();
-    AttentiveReader model(stored.model);
-    ng::io::load(model, folder.file("model.safetensors"));
-    model.to(device);
-    result.test = evaluate_questions(model, test,
-                                     ReaderVocabulary::load(folder.file("vocabulary.txt")), device);
-    std::printf("%s: test error %.2f%% on %lld questions\n", run.model.norm.c_str(),
-                100 * result.test.error, static_cast<long long>(result.test.questions));
-    runs.push_back(std::move(result));
-  }
+  const std::vector<ExperimentRun> runs =
+      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
+        const ModelFolder folder(sweep_run.folder);
+        ExperimentRun result;
+        result.norm = sweep_run.norm;
+        result.history = examples::measure_other_processes(result.other_cpu, [&] {
+          return train_in_folder(folder, examples::with_norm(settings.base, sweep_run.norm), device,
+                                 progress_bar, stdout);
+        });
+        result.test =
+            evaluate_questions(*examples::load_trained_model<AttentiveReader>(folder, device), test,
+                               ReaderVocabulary::load(folder.file("vocabulary.txt")), device);
+        std::printf("%s: test error %.2f%% on %lld questions\n", result.norm.c_str(),
+                    100 * result.test.error, static_cast<long long>(result.test.questions));
+        return result;
+      });
 
   const examples::RunFolder out(settings.out, "attentive_reader");
   std::vector<examples::NormTiming> paper_sizes;

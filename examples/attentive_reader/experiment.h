@@ -67,8 +67,6 @@ struct ExperimentSettings {
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,
                                           normgrad::Device device, bool progress_bar);
 
-double seconds_per_100_steps(const ExperimentRun& run);
-double seconds_spread(const ExperimentRun& run);
 std::string table_markdown(const std::vector<ExperimentRun>& runs);
 
 }  // namespace attentive_reader

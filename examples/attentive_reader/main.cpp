@@ -20,8 +20,10 @@
 
 #include "common/command_flags.h"
 #include "common/device_flag.h"
+#include "common/experiment_data.h"
 #include "common/norm_timing.h"
 #include "common/number_checks.h"
+#include "common/program_error.h"
 #include "common/wait_policy.h"
 #include "experiment.h"
 #include "local_task.h"
@@ -77,38 +79,29 @@ RunConfig run_from(const TrainOptions& o) {
   return run;
 }
 
-void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
-                    const ModelFolder& folder) {
-  const examples::FlagSettings flags{
-      {"--norm", "/model/norm"_json_pointer},
-      {"--dim", "/model/dim"_json_pointer},
-      {"--dropout", "/model/dropout"_json_pointer},
-      {"--answers", "/model/answers"_json_pointer},
-      {"--seed", "/model/seed"_json_pointer},
-      {"--data", "/data/folder"_json_pointer},
-      {"--training-questions", "/data/training_questions"_json_pointer},
-      {"--validation-questions", "/data/validation_questions"_json_pointer},
-      {"--steps", "/training/steps"_json_pointer},
-      {"--batch", "/training/batch_size"_json_pointer},
-      {"--lr", "/training/learning_rate"_json_pointer},
-      {"--clip", "/training/clip"_json_pointer},
-      {"--valid-every", "/training/valid_every"_json_pointer}};
-  examples::check_same_run(
-      to_json(stored), to_json(asked), flags,
-      [&](const char* flag) { return command.count(flag) > 0; }, folder);
-}
+// The flags that say what run a folder holds: given for a folder with a run, they must agree.
+const examples::FlagSettings run_flags{
+    {"--norm", "/model/norm"_json_pointer},
+    {"--dim", "/model/dim"_json_pointer},
+    {"--dropout", "/model/dropout"_json_pointer},
+    {"--answers", "/model/answers"_json_pointer},
+    {"--seed", "/model/seed"_json_pointer},
+    {"--data", "/data/folder"_json_pointer},
+    {"--training-questions", "/data/training_questions"_json_pointer},
+    {"--validation-questions", "/data/validation_questions"_json_pointer},
+    {"--steps", "/training/steps"_json_pointer},
+    {"--batch", "/training/batch_size"_json_pointer},
+    {"--lr", "/training/learning_rate"_json_pointer},
+    {"--clip", "/training/clip"_json_pointer},
+    {"--valid-every", "/training/valid_every"_json_pointer}};
 
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const ModelFolder folder(o.out);
-  RunConfig run = run_from(o);
-  if (folder.has_config()) {
-    const RunConfig stored = folder.read_config();
-    check_same_run(stored, run, command, folder);
-    run = stored;
-  } else {
-    NG_CHECK(!o.data.empty(), kProgram, "--data is needed to start a run in '", o.out, "'");
-  }
+  NG_CHECK(folder.has_config() || !o.data.empty(), kProgram, "--data is needed to start a run in '",
+           o.out, "'");
+  const RunConfig run = examples::run_to_train(
+      folder, run_from(o), run_flags, [&](const char* flag) { return command.count(flag) > 0; });
   if (common.threads > 0) ng::set_num_threads(common.threads);
   train_in_folder(folder, run, device, progress_bar(o.no_progress), stdout);
   return 0;
@@ -118,14 +111,13 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const ModelFolder folder(o.model);
   const RunConfig run = folder.read_config();
-  NG_CHECK(folder.has("model.safetensors"), kProgram, "'", o.model,
-           "' has no model.safetensors: train it to its first validation");
+  const std::string weights = folder.weights("train it to its first validation");
   const ReaderVocabulary vocabulary = ReaderVocabulary::load(folder.file("vocabulary.txt"));
   const std::vector<Question> questions =
       load_questions(o.data.empty() ? run.data.folder : o.data, o.split, o.questions);
   if (common.threads > 0) ng::set_num_threads(common.threads);
   AttentiveReader model(run.model);
-  ng::io::load(model, folder.file("model.safetensors"));
+  ng::io::load(model, weights);
   model.to(device);
   const Evaluation result = evaluate_questions(model, questions, vocabulary, device);
   std::printf("%s, %s split: error %.2f%% (loss %.4f) on %lld questions\n", o.model.c_str(),
@@ -134,28 +126,22 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
-struct ExperimentOptions : examples::ExperimentFlags {
-  std::string data, corpus;
-};
+struct ExperimentOptions : examples::ExperimentFlags, examples::ExperimentDataFlags {};
+
+const examples::ExperimentData local_task{.name = "the cloze task",
+                                          .data_help = "a folder of questions, as the CNN corpus's",
+                                          .corpus_help = "train.en",
+                                          .built_file = "questions/test"};
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const Budget budget = budget_named(o.budget);
   for (const std::string& norm : o.norms) parse_model_norm(norm);
-  NG_CHECK(o.data.empty() != o.corpus.empty(), kProgram,
-           "experiment needs --data (a folder of questions) or --corpus (a parallel corpus to "
-           "build the local task from), one of them");
-  std::string data = o.data;
-  if (!o.corpus.empty()) {
-    // The local task, built once into the experiment's folder and reused after.
-    data = o.out + "/data";
-    if (!fs::exists(data + "/questions/test")) {
-      std::fprintf(stderr, "attentive_reader: building the cloze task from '%s' in '%s'\n",
-                   o.corpus.c_str(), data.c_str());
-      build_local_task(
-          {.corpus = o.corpus, .out = data, .document_segments = budget.document_segments});
-    }
-  }
+  const auto build = [&](const std::string& corpus, const std::string& folder) {
+    build_local_task(
+        {.corpus = corpus, .out = folder, .document_segments = budget.document_segments});
+  };
+  const std::string data = examples::experiment_data_folder(o, o.out, local_task, build, kProgram);
   ExperimentSettings settings{
       .norms = o.norms, .out = o.out, .budget = budget.name, .timing = budget.timing};
   settings.base.model = {
@@ -189,11 +175,7 @@ int run_timing(const TimingSettings& settings, const std::string& out,
   const std::vector<examples::NormTiming> timings = time_norms(settings, device, stderr);
   const std::string table = examples::timing_markdown(timings, paper_table6());
   std::printf("%s", table.c_str());
-  if (!out.empty()) {
-    const examples::RunFolder folder(out, kProgram);
-    folder.write_text("table6.csv", examples::timing_csv(timings));
-    folder.write_text("table6.md", table);
-  }
+  if (!out.empty()) examples::write_timing_tables(out, "table6", timings, table, kProgram);
   return 0;
 }
 
@@ -313,10 +295,7 @@ int main(int argc, char** argv) {
   x.norms = paper_norms();
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 6 in shape: every norm trained the same way, a report");
-  experiment_command->add_option("--data", x.data, "a folder of questions (the CNN corpus's)");
-  experiment_command->add_option(
-      "--corpus", x.corpus,
-      "or a parallel corpus (train.en): the local cloze task is built from it into OUT/data");
+  examples::add_experiment_data_flags(experiment_command, x, local_task);
   examples::add_experiment_flags(
       experiment_command, x, {"tiny", "demo", "long", "paper"},
       "tiny (seconds, to check the pipeline), demo, long, or paper (the paper's "
@@ -356,9 +335,6 @@ int main(int argc, char** argv) {
     if (*time_command) return run_timing(m, time_out, common);
     return prepare(p);
   } catch (const ng::Error& error) {
-    const std::string message = error.what();
-    const bool named = message.rfind(kProgram, 0) == 0;
-    std::fprintf(stderr, "%s%s\n", named ? "" : "attentive_reader: ", message.c_str());
-    return 1;
+    return examples::print_program_error(kProgram, error);
   }
 }

@@ -32,7 +32,28 @@ struct RunConfig {
   TrainSettings training{};
 };
 
+// Every setting of config.json, for examples::settings_to_json and settings_from_json.
+template <class Config, class Visit>  // Config: RunConfig, or const RunConfig
+void for_each_setting(Config& c, const Visit& visit) {
+  visit("model", "norm", c.model.norm);
+  visit("model", "vocabulary", c.model.vocabulary);
+  visit("model", "dim", c.model.dim);
+  visit("model", "dropout", c.model.dropout);
+  visit("model", "answers", c.model.answers);
+  visit("model", "seed", c.model.seed);
+  visit("data", "folder", c.data.folder);
+  visit("data", "training_questions", c.data.training_questions);
+  visit("data", "validation_questions", c.data.validation_questions);
+  visit("training", "steps", c.training.steps);
+  visit("training", "batch_size", c.training.batch_size);
+  visit("training", "learning_rate", c.training.learning_rate);
+  visit("training", "clip", c.training.clip);
+  visit("training", "valid_every", c.training.valid_every);
+  visit("training", "seed", c.training.seed);
+}
+
 nlohmann::json to_json(const RunConfig& config);
+// The settings back; an Error naming the key that is missing or of the wrong type.
 RunConfig run_config_from_json(const nlohmann::json& json);
 
 // The questions of a split ("training", "validation" or "test") of a data folder.
@@ -42,7 +63,6 @@ std::vector<Question> load_questions(const std::string& folder, const std::strin
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "attentive_reader") {}
-  bool has_config() const { return has("config.json"); }
   void write_config(const RunConfig& config) const;
   RunConfig read_config() const;
 };

@@ -12,8 +12,6 @@ using ng::Tensor;
 
 namespace {
 
-constexpr const char* history_key = "attentive_reader.history";
-constexpr const char* model_key = "attentive_reader.model";
 constexpr const char* kHeader = "step,seconds,train_loss,train_error,valid_error,valid_loss";
 
 std::int64_t mistakes(const Tensor& logits, const Tensor& answers) {
@@ -184,26 +182,19 @@ const ValidationRecord* Trainer::best() const {
   return best;
 }
 
-void Trainer::save_state(const std::string& path) const {
-  ng::io::save_training_state(
-      path, *model_, *adam_, model_->noise_generator(), steps_done_,
-      {{history_key, history_csv(history_)}, {model_key, describe(model_->config())}});
+examples::RunState Trainer::run_state() {
+  return {*model_, *adam_, model_->noise_generator(), "attentive_reader",
+          describe(model_->config())};
+}
+
+void Trainer::save_state(const std::string& path) {
+  examples::save_run_state(path, run_state(), steps_done_, history_csv(history_));
 }
 
 void Trainer::load_state(const std::string& path) {
-  ng::io::Metadata metadata;
-  ng::io::load_tensors(path, &metadata);
-  const auto model = metadata.find(model_key);
-  NG_CHECK(model != metadata.end(), "attentive_reader", "'", path,
-           "' is not an attentive_reader training state");
-  NG_CHECK(model->second == describe(model_->config()), "attentive_reader", "'", path,
-           "' holds the model ", model->second, ", not this one: ", describe(model_->config()));
-  const std::int64_t steps =
-      ng::io::load_training_state(path, *model_, *adam_, model_->noise_generator(), &metadata);
-  const auto found = metadata.find(history_key);
-  NG_CHECK(found != metadata.end(), "attentive_reader", "'", path,
-           "' is a training state without attentive_reader's history");
-  std::vector<ValidationRecord> history = parse_history_csv(found->second);
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
+  const std::int64_t steps = loaded.steps;
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
   NG_CHECK(!history.empty() && history.back().step == steps, "attentive_reader", "'", path,
            "' records validations up to step ", history.empty() ? 0 : history.back().step,
            " but says ", steps, " steps were done");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "batches.h"
+#include "common/training_state.h"
 #include "model.h"
 
 namespace attentive_reader {
@@ -85,11 +86,14 @@ class Trainer {
   const std::vector<ValidationRecord>& history() const { return history_; }
   const ValidationRecord* best() const;  // lowest validation error; nullptr before any
 
-  void save_state(const std::string& path) const;
+  void save_state(const std::string& path);
   void load_state(const std::string& path);
   AttentiveReader& model() { return *model_; }
 
  private:
+  // What the training state holds: the model, Adam, the generator and whose they are.
+  examples::RunState run_state();
+
   TrainSettings settings_;
   const std::vector<Question>& training_;
   const std::vector<Question>& validation_;

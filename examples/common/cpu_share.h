@@ -34,4 +34,14 @@ class OtherProcessesMeter {
   CpuSample start_;
 };
 
+// Returns what `work()` returns, and sets `other_share` to the share of the CPU other
+// processes took while it ran.
+template <class Work>
+auto measure_other_processes(std::optional<double>& other_share, const Work& work) {
+  const OtherProcessesMeter meter;
+  auto result = work();
+  other_share = meter.fraction();
+  return result;
+}
+
 }  // namespace examples

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/number_text.h"
+#include "common/text_file.h"
 
 namespace examples {
 
@@ -102,6 +103,13 @@ std::string timing_csv(const std::vector<NormTiming>& timings) {
     out << t.norm << ',' << t.seconds_per_100_steps() << ',' << t.spread() << ','
         << t.step_seconds.size() << '\n';
   return out.str();
+}
+
+void write_timing_tables(const std::string& folder, const std::string& name,
+                         const std::vector<NormTiming>& timings, const std::string& markdown,
+                         const std::string& program) {
+  write_text_file(folder + "/" + name + ".csv", timing_csv(timings), program);
+  write_text_file(folder + "/" + name + ".md", markdown, program);
 }
 
 std::string rounds_text(const Rounds& rounds) {

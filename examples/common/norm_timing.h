@@ -41,6 +41,11 @@ std::vector<NormTiming> time_in_rounds(const std::vector<std::string>& norms, co
 std::string timing_markdown(const std::vector<NormTiming>& timings,
                             const std::map<std::string, double>& paper_seconds);
 std::string timing_csv(const std::vector<NormTiming>& timings);
+// <folder>/<name>.csv (timing_csv) and <name>.md (`markdown`, timing_markdown's table), each
+// written atomically.
+void write_timing_tables(const std::string& folder, const std::string& name,
+                         const std::vector<NormTiming>& timings, const std::string& markdown,
+                         const std::string& program);
 // For a report, how such a table was measured and what its spread is: "2 rounds of 5 timed
 // steps after 1 untimed, the norms taking turns. The spread is ...".
 std::string rounds_text(const Rounds& rounds);

@@ -26,6 +26,15 @@ void RunFolder::write_text(const std::string& name, const std::string& text) con
   write_text_file(file(name), text, program_);
 }
 
+void RunFolder::write_json(const std::string& name, const json& value) const {
+  write_text(name, value.dump(2) + "\n");
+}
+
+std::string RunFolder::weights(const std::string& made_by) const {
+  NG_CHECK(has("model.safetensors"), program_, "'", path_, "' has no model.safetensors: ", made_by);
+  return file("model.safetensors");
+}
+
 json RunFolder::read_json(const std::string& name) const {
   const std::string path = file(name);
   std::ifstream in(path);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/gnuplot.h"
+#include "common/norm_sweep.h"
 #include "run.h"
 
 namespace convpool_cnn_c {
@@ -153,25 +154,21 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
                                           bool progress_bar) {
-  NG_CHECK(!settings.norms.empty(), "convpool_cnn_c", "the experiment needs at least one norm");
-  // Every run's folder is checked before the first trains.
-  std::vector<std::pair<ModelFolder, RunConfig>> plan;
-  for (const std::string& norm : settings.norms) {
-    RunConfig run = settings.base;
-    run.model.norm = norm;
-    parse_model_norm(norm);
-    const ModelFolder folder(settings.out + "/" + run_folder_name(norm));
-    if (folder.has_config())
-      NG_CHECK(to_json(folder.read_config()) == to_json(run), "convpool_cnn_c", "'", folder.path(),
-               "' holds another run than this experiment's: remove it, or give "
-               "another --out");
-    plan.emplace_back(folder, run);
-  }
-  std::vector<ExperimentRun> runs;
-  for (const auto& [folder, run] : plan) {
-    std::printf("== %s\n", run.model.norm.c_str());
-    runs.push_back({run.model.norm, train_in_folder(folder, run, device, progress_bar, stdout)});
-  }
+  const auto check = [&](const examples::SweepRun& run) {
+    parse_model_norm(run.norm);
+    examples::check_sweep_run<ModelFolder>(run, examples::with_norm(settings.base, run.norm));
+  };
+  const examples::NormSweep sweep{.program = "convpool_cnn_c",
+                                  .out = settings.out,
+                                  .norms = settings.norms,
+                                  .variant = "",
+                                  .check = check};
+  const std::vector<ExperimentRun> runs =
+      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& run) {
+        return ExperimentRun{run.norm, train_in_folder(ModelFolder(run.folder),
+                                                       examples::with_norm(settings.base, run.norm),
+                                                       device, progress_bar, stdout)};
+      });
 
   // The experiment's folder holds files as a model folder does: each written atomically.
   const ModelFolder out(settings.out);

@@ -61,7 +61,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
 }
 
 void ModelFolder::write_config(const RunConfig& config) const {
-  write_text("config.json", to_json(config).dump(2) + "\n");
+  write_json("config.json", to_json(config));
 }
 
 RunConfig ModelFolder::read_config() const {

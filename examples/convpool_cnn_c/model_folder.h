@@ -32,7 +32,6 @@ RunConfig run_config_from_json(const nlohmann::json& json);
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "convpool_cnn_c") {}
-  bool has_config() const { return has("config.json"); }
   void write_config(const RunConfig& config) const;
   RunConfig read_config() const;  // an Error naming the file if it is missing or damaged
 };

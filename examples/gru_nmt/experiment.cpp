@@ -1,19 +1,18 @@
 #include "experiment.h"
 
 #include <chrono>
-#include <filesystem>
 
-#include "text/parallel_dataset.h"
-#include "text/subword_tokenizer.h"
+#include "common/norm_sweep.h"
 #include "model_folder.h"
 #include "nmt/experiment_report.h"
+#include "text/parallel_dataset.h"
+#include "text/subword_tokenizer.h"
 #include "trainer.h"
 #include "translation.h"
 
 namespace gru_nmt {
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -33,21 +32,13 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
   return settings;
 }
 
-// Trains one run into its folder, or continues it, or takes it as it is.
+// Trains one run of a sweep into its folder, or continues it, or takes it as it is.
 RunResult train_run(const ExperimentOptions& options, const std::string& tokenizer_path,
-                    const std::string& label, const std::string& norm, double init_center,
-                    std::int64_t steps) {
-  RunResult run;
-  run.label = label;
-  run.norm = norm;
-  std::string name = norm;
-  if (init_center != 0) name += "-centre-" + nmt::format("%g", init_center);
-  run.folder = (fs::path(options.out) / "runs" / nmt::folder_name(name)).string();
-  nmt::train_experiment_run<ModelFolder>(
-      run, run_settings(options, norm, init_center, steps),
-      TrainOptions{.device = options.device, .messages = options.messages}, tokenizer_path,
-      [](const TrainOptions& train_options) { return train(train_options); }, experiment_program);
-  return run;
+                    const examples::SweepRun& sweep_run, const Settings& settings) {
+  return nmt::train_experiment_run<ModelFolder>(
+      sweep_run, settings, TrainOptions{.device = options.device, .messages = options.messages},
+      tokenizer_path, [](const TrainOptions& train_options) { return train(train_options); },
+      experiment_program);
 }
 
 // A run's translations of the test sources with beam search, from its best weights, written
@@ -151,17 +142,23 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
   results.bleu_signature = inputs.bleu_signature;
 
   // Table 2 and Figure 1.
+  const auto table2_settings = [&](const std::string& norm) {
+    return run_settings(options, norm, 0.0, options.budget.steps);
+  };
+  auto table2 = nmt::experiment_sweep<ModelFolder>(options.out, options.norms, "", table2_settings,
+                                                   experiment_program);
+  table2.announce = [&](const examples::SweepRun& run) {
+    say("== Table 2, run " + std::to_string(run.index + 1) + " of " + std::to_string(run.count) +
+        ": " + run.norm + ", " + std::to_string(options.budget.steps) + " steps\n");
+  };
   std::vector<std::vector<ng::text::MetricStatistics>> statistics;
-  for (std::size_t i = 0; i < options.norms.size(); ++i) {
-    const std::string& norm = options.norms[i];
-    say("== Table 2, run " + std::to_string(i + 1) + " of " + std::to_string(options.norms.size()) +
-        ": " + norm + ", " + std::to_string(options.budget.steps) + " steps\n");
-    RunResult run = train_run(options, tokenizer_path, norm, norm, 0.0, options.budget.steps);
+  results.table2 = examples::run_norm_sweep(table2, [&](const examples::SweepRun& sweep_run) {
+    RunResult run = train_run(options, tokenizer_path, sweep_run, table2_settings(sweep_run.norm));
     say("   test BLEU, beam " + std::to_string(options.beam) + ", " +
         std::to_string(test.sources.size()) + " sentences\n");
     statistics.push_back(test_run(options, run, test));
-    results.table2.push_back(std::move(run));
-  }
+    return run;
+  });
   nmt::compare_with_layernorm(results.table2, statistics);
 
   // Table 5 on the dev set.
@@ -182,13 +179,19 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
 
   // Figure 4.
   if (options.figure4) {
-    for (const char* norm : {"layernorm", "rmsnorm"}) {
-      say(std::string("== Figure 4: ") + norm + " from weights centred at 0.2, " +
+    const auto figure4_settings = [&](const std::string& norm) {
+      return run_settings(options, norm, 0.2, options.budget.figure4_steps);
+    };
+    auto figure4 =
+        nmt::experiment_sweep<ModelFolder>(options.out, {"layernorm", "rmsnorm"}, ", centre 0.2",
+                                           figure4_settings, experiment_program);
+    figure4.announce = [&](const examples::SweepRun& run) {
+      say("== Figure 4: " + run.norm + " from weights centred at 0.2, " +
           std::to_string(options.budget.figure4_steps) + " steps\n");
-      results.figure4.push_back(train_run(options, tokenizer_path,
-                                          std::string(norm) + ", centre 0.2", norm, 0.2,
-                                          options.budget.figure4_steps));
-    }
+    };
+    results.figure4 = examples::run_norm_sweep(figure4, [&](const examples::SweepRun& sweep_run) {
+      return train_run(options, tokenizer_path, sweep_run, figure4_settings(sweep_run.norm));
+    });
   }
   results.total_seconds = seconds_since(start);
   return results;

@@ -9,6 +9,7 @@
 //   load_test_set            the first N test pairs
 //   prepare_experiment       the runs' folder, the tokenizer and the test set
 //   set_run_budget           a run's training settings: the corpus, its steps, no early stop
+//   experiment_sweep         the runs of a list of norms (common/norm_sweep.h), checked first
 //   train_and_measure        a run trained (or continued), the machine's load beside it, its log
 //   score_test_translations  a run's test translations written and scored
 //   compare_with_layernorm   bootstrap intervals, and p-values against LayerNorm
@@ -17,16 +18,18 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "text/corpus_metric.h"
-#include "text/subword_tokenizer.h"
+#include "common/norm_sweep.h"
 #include "nmt/evaluation.h"
 #include "nmt/train_log.h"
 #include "nmt/training_run.h"
+#include "text/corpus_metric.h"
+#include "text/subword_tokenizer.h"
 
 namespace nmt {
 
@@ -129,23 +132,54 @@ void set_run_budget(TrainingSettings& t, const std::string& corpus, const Budget
 void train_and_measure(RunResult& run, const std::function<TrainSummary()>& train,
                        const std::string& program);
 
-// Trains one run of an experiment into run.folder with a program's `train(TrainOptions)`: a new
-// folder starts from `settings` with the experiment's tokenizer; a folder that holds a run is
+// A run's folder, checked before the run trains: when it holds a run, that run's settings
+// must be `settings`, its budget aside (a run may be continued to more steps); else an Error.
+// Returns whether the folder holds a run.
+template <class Folder, class Settings>
+bool check_experiment_folder(const std::string& path, const Settings& settings,
+                             const std::string& program) {
+  const Folder folder(path);
+  if (!folder.has_config()) return false;
+  std::string fingerprint;
+  Settings found = folder.read_config(&fingerprint);
+  found.training.max_steps = settings.training.max_steps;
+  NG_CHECK(to_json(found) == to_json(settings), program, path,
+           " holds a run of other settings; remove it or choose another --out");
+  return true;
+}
+
+// An experiment's runs of `norms` (examples::NormSweep), in <out>/runs, with `variant` after
+// each norm in their labels; every folder is checked against `settings_of(norm)` before the
+// first run trains (check_experiment_folder).
+template <class Folder, class SettingsOf>
+examples::NormSweep experiment_sweep(const std::string& out, const std::vector<std::string>& norms,
+                                     const std::string& variant, const SettingsOf& settings_of,
+                                     const std::string& program) {
+  return {.program = program,
+          .out = (std::filesystem::path(out) / "runs").string(),
+          .norms = norms,
+          .variant = variant,
+          .check = [settings_of, program](const examples::SweepRun& run) {
+            check_experiment_folder<Folder>(run.folder, settings_of(run.norm), program);
+          }};
+}
+
+// Trains one run of an experiment's sweep with a program's `train(TrainOptions)`: a new folder
+// starts from `settings` with the experiment's tokenizer; a folder that holds a run is
 // continued to `settings`' steps, or taken as it is when it has them, but only when its
-// settings are these (budgets aside): otherwise an Error. Then train_and_measure.
+// settings are these (check_experiment_folder). Then train_and_measure, whose result it
+// returns.
 template <class Folder, class Settings, class TrainOptions, class Train>
-void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions options,
-                          const std::string& tokenizer, const Train& train,
-                          const std::string& program) {
-  const Folder folder(run.folder);
+RunResult train_experiment_run(const examples::SweepRun& sweep_run, const Settings& settings,
+                               TrainOptions options, const std::string& tokenizer,
+                               const Train& train, const std::string& program) {
+  RunResult run;
+  run.label = sweep_run.label;
+  run.norm = sweep_run.norm;
+  run.folder = sweep_run.folder;
   options.folder = run.folder;
   options.settings = settings;
-  if (folder.has_config()) {
-    std::string fingerprint;
-    Settings found = folder.read_config(&fingerprint);
-    found.training.max_steps = settings.training.max_steps;
-    NG_CHECK(to_json(found) == to_json(settings), program, run.folder,
-             " holds a run of other settings; remove it or choose another --out");
+  if (check_experiment_folder<Folder>(run.folder, settings, program)) {
     options.resume = true;
     options.resume_max_steps = settings.training.max_steps;
   } else {
@@ -153,6 +187,7 @@ void train_experiment_run(RunResult& run, const Settings& settings, TrainOptions
   }
   train_and_measure(
       run, [&] { return train(options); }, program);
+  return run;
 }
 
 // Tests a run's model: counts its parameters into run.parameters, translates the test sources

@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "text/text_file.h"
-#include "io/atomic_file.h"
-
 namespace nmt {
 
 namespace ng = normgrad;
@@ -22,32 +19,18 @@ std::string ModelFolder::checkpoint(std::int64_t step) const {
   return file(checkpoint_prefix + std::to_string(step) + checkpoint_suffix);
 }
 
-bool ModelFolder::has_config() const {
-  std::error_code ec;
-  return fs::exists(file("config.json"), ec);
-}
-
 void ModelFolder::write_config_json(nlohmann::json settings,
                                     const std::string& tokenizer_fingerprint) const {
   settings["tokenizer"] = tokenizer_fingerprint;
-  const std::string text = settings.dump(2) + "\n";
-  ng::io::write_atomically(
-      file("config.json"), program_.c_str(),
-      [&](const ng::io::FileWriter& out) { out.write(text.data(), text.size()); });
+  write_json("config.json", settings);
 }
 
 nlohmann::json ModelFolder::read_config_json(std::string* fingerprint) const {
   const std::string path = file("config.json");
-  const std::string text = ng::text::read_file_bytes(path, program_.c_str());
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& error) {
-    throw ng::Error(program_ + ": " + path + " is not JSON: " + error.what());
-  }
-  NG_CHECK(json.is_object(), program_, path, " is not a ", program_, " configuration");
+  const nlohmann::json json = read_json("config.json");
+  NG_CHECK(json.is_object(), program(), path, " is not a ", program(), " configuration");
   if (fingerprint != nullptr) {
-    NG_CHECK(json.contains("tokenizer") && json["tokenizer"].is_string(), program_, path,
+    NG_CHECK(json.contains("tokenizer") && json["tokenizer"].is_string(), program(), path,
              " names no tokenizer fingerprint");
     *fingerprint = json["tokenizer"].get<std::string>();
   }
@@ -57,7 +40,7 @@ nlohmann::json ModelFolder::read_config_json(std::string* fingerprint) const {
 std::vector<std::int64_t> ModelFolder::checkpoint_steps() const {
   std::vector<std::int64_t> steps;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+  for (const auto& entry : fs::directory_iterator(path(), ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(checkpoint_prefix, 0) != 0 ||
         name.size() <= checkpoint_prefix.size() + checkpoint_suffix.size() ||
@@ -88,7 +71,7 @@ std::string ModelFolder::weights_file() const {
   std::error_code ec;
   std::string weights = file("best.safetensors");
   if (!fs::exists(weights, ec)) weights = file("model.safetensors");
-  NG_CHECK(fs::exists(weights, ec), program_, path_,
+  NG_CHECK(fs::exists(weights, ec), program(), path(),
            " holds no weights yet (no best.safetensors or model.safetensors)");
   return weights;
 }
@@ -97,7 +80,7 @@ ng::text::SubwordTokenizer ModelFolder::load_tokenizer(const std::string& finger
                                                        std::int64_t vocabulary_size) const {
   auto tokenizer = ng::text::SubwordTokenizer::load(file("tokenizer.model"));
   tokenizer.check_fingerprint(fingerprint, file("config.json"));
-  NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program_, file("tokenizer.model"),
+  NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program(), file("tokenizer.model"),
            " has ", tokenizer.vocabulary_size(), " pieces but the model ", vocabulary_size);
   return tokenizer;
 }

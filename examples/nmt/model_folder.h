@@ -10,30 +10,27 @@
 //                                  the last few kept
 //   train.csv                      one row per step (train_log.h)
 //
-// Every file is written atomically; the weights record the tokenizer's fingerprint, so a
-// folder whose parts do not belong together is refused. Each example keeps its own settings
-// in config.json; this class knows the folder's files, not what a model is.
+// Every file is written atomically (examples::RunFolder); the weights record the tokenizer's
+// fingerprint, so a folder whose parts do not belong together is refused. Each example keeps
+// its own settings in config.json; this class knows the folder's files, not what a model is.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/run_folder.h"
 #include "text/subword_tokenizer.h"
 
 namespace nmt {
 
-class ModelFolder {
+class ModelFolder : public examples::RunFolder {
  public:
   // `program` names the example in errors ("gru_nmt").
   ModelFolder(std::string path, std::string program)
-      : path_(std::move(path)), program_(std::move(program)) {}
-  const std::string& path() const { return path_; }
-  const std::string& program() const { return program_; }
+      : RunFolder(std::move(path), std::move(program)) {}
 
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
   std::string checkpoint(std::int64_t step) const;
-  bool has_config() const;
 
   // config.json: `settings` (an object) with the tokenizer's fingerprint added.
   void write_config_json(nlohmann::json settings, const std::string& tokenizer_fingerprint) const;
@@ -54,9 +51,6 @@ class ModelFolder {
   // vocabulary size.
   normgrad::text::SubwordTokenizer load_tokenizer(const std::string& fingerprint,
                                                   std::int64_t vocabulary_size) const;
-
- private:
-  std::string path_, program_;
 };
 
 // A configuration's parts ("model", "training") as indented "key = value" lines, for the

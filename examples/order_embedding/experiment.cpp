@@ -7,6 +7,7 @@
 
 #include "common/cpu_share.h"
 #include "common/gnuplot.h"
+#include "common/norm_sweep.h"
 #include "common/norm_timing.h"
 #include "common/number_text.h"
 #include "run.h"
@@ -57,7 +58,8 @@ std::string table_csv(const std::vector<ExperimentRun>& runs) {
           << m->mean_rank;
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << ',' << run.test_images << ',' << run.test_captions << ',' << best_record(run).step << ','
-        << seconds_per_100_steps(run) << ',' << seconds_spread(run) << ','
+        << examples::run_seconds_per_100_steps(run.history) << ','
+        << examples::run_seconds_spread(run.history) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
   }
@@ -150,14 +152,6 @@ std::vector<std::string> paper_norms() {
   return {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
 }
 
-double seconds_spread(const ExperimentRun& run) {
-  return examples::run_seconds_spread(run.history);
-}
-
-double seconds_per_100_steps(const ExperimentRun& run) {
-  return examples::run_seconds_per_100_steps(run.history);
-}
-
 std::string table_markdown(const std::vector<ExperimentRun>& runs) {
   std::ostringstream out;
   out << "| model | caption R@1 | R@5 | R@10 | mean r | image R@1 | R@5 | R@10 | mean r | s / 100 "
@@ -167,7 +161,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << "| " << run.norm << " | " << metrics_cells(run.test.caption) << " | "
         << metrics_cells(run.test.image) << " | "
-        << format_number("%.2f", seconds_per_100_steps(run)) << " | "
+        << format_number("%.2f", examples::run_seconds_per_100_steps(run.history)) << " | "
         << (saving ? format_number("%.1f%%", *saving) : "–") << " |\n";
   }
   for (const ExperimentRun& run : runs) {
@@ -183,44 +177,37 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
                                           bool progress_bar) {
-  NG_CHECK(!settings.norms.empty(), "order_embedding", "the experiment needs at least one norm");
-  std::vector<std::pair<ModelFolder, RunConfig>> plan;
-  for (const std::string& norm : settings.norms) {
-    RunConfig run = settings.base;
-    run.model.norm = norm;
-    parse_model_norm(norm);
-    const ModelFolder folder(settings.out + "/" + run_folder_name(norm));
-    if (folder.has_config()) {
-      RunConfig stored = folder.read_config();
-      // The vocabulary and image sizes are found by the first run; the rest must agree.
-      run.model.vocabulary = stored.model.vocabulary;
-      run.model.image_dim = stored.model.image_dim;
-      NG_CHECK(to_json(stored) == to_json(run), "order_embedding", "'", folder.path(),
-               "' holds another run than this experiment's: remove it, or give another --out");
-    }
-    plan.emplace_back(folder, run);
-  }
+  const auto check = [&](const examples::SweepRun& run) {
+    parse_model_norm(run.norm);
+    examples::check_sweep_run<ModelFolder>(
+        run, examples::with_norm(settings.base, run.norm),
+        {"/model/vocabulary"_json_pointer, "/model/image_dim"_json_pointer});
+  };
+  const examples::NormSweep sweep{.program = "order_embedding",
+                                  .out = settings.out,
+                                  .norms = settings.norms,
+                                  .variant = "",
+                                  .check = check};
   const RetrievalSplit test = load_split(settings.base.data.folder, "test",
                                          settings.base.data.features, settings.test_images);
-  std::vector<ExperimentRun> runs;
-  for (const auto& [folder, run] : plan) {
-    std::printf("== %s\n", run.model.norm.c_str());
-    const examples::OtherProcessesMeter meter;
-    ExperimentRun result{.norm = run.model.norm,
-                         .history = train_in_folder(folder, run, device, progress_bar, stdout),
-                         .test = {},
-                         .other_cpu = meter.fraction(),
-                         .test_images = test.image_count(),
-                         .test_captions = static_cast<std::int64_t>(test.captions.size())};
-    const RunConfig stored = folder.read_config();
-    OrderEmbeddingModel model(stored.model);
-    ng::io::load(model, folder.file("model.safetensors"));
-    model.to(device);
-    result.test = evaluate_retrieval(model, Vocabulary::load(folder.file("vocabulary.txt")), test,
-                                     device, std::min(settings.fold_images, test.image_count()));
-    std::printf("%s: test %s\n", run.model.norm.c_str(), scores_text(result.test).c_str());
-    runs.push_back(std::move(result));
-  }
+  const std::vector<ExperimentRun> runs =
+      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
+        const ModelFolder folder(sweep_run.folder);
+        ExperimentRun result;
+        result.norm = sweep_run.norm;
+        result.test_images = test.image_count();
+        result.test_captions = static_cast<std::int64_t>(test.captions.size());
+        result.history = examples::measure_other_processes(result.other_cpu, [&] {
+          return train_in_folder(folder, examples::with_norm(settings.base, sweep_run.norm), device,
+                                 progress_bar, stdout);
+        });
+        result.test =
+            evaluate_retrieval(*examples::load_trained_model<OrderEmbeddingModel>(folder, device),
+                               Vocabulary::load(folder.file("vocabulary.txt")), test, device,
+                               std::min(settings.fold_images, test.image_count()));
+        std::printf("%s: test %s\n", result.norm.c_str(), scores_text(result.test).c_str());
+        return result;
+      });
 
   const ModelFolder out(settings.out);
   std::vector<examples::NormTiming> paper_sizes;

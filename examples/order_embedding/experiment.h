@@ -58,19 +58,12 @@ struct ExperimentSettings {
   std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
 };
 
-// A run's folder name: the spec with its separators made '-'.
-using examples::run_folder_name;
-
 // Trains every run (or takes it as it is), evaluates, then writes the CSV files, the figure
 // and the report; prints the table. A folder that holds another run is an Error before any
 // training.
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,
                                           normgrad::Device device, bool progress_bar);
 
-// Training seconds per 100 steps over the whole run.
-double seconds_per_100_steps(const ExperimentRun& run);
-// The spread of the seconds per step between validations: (slowest - fastest) / median.
-double seconds_spread(const ExperimentRun& run);
 std::string table_markdown(const std::vector<ExperimentRun>& runs);
 
 }  // namespace order_embedding

@@ -20,7 +20,9 @@
 
 #include "common/command_flags.h"
 #include "common/device_flag.h"
+#include "common/experiment_data.h"
 #include "common/number_checks.h"
+#include "common/program_error.h"
 #include "common/wait_policy.h"
 #include "experiment.h"
 #include "model_folder.h"
@@ -76,27 +78,21 @@ RunConfig run_from(const TrainOptions& o) {
   return run;
 }
 
-// A folder with a run in it continues that run: a flag given that says otherwise is refused.
-void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
-                    const ModelFolder& folder) {
-  const examples::FlagSettings flags{{"--norm", "/model/norm"_json_pointer},
-                                     {"--word-dim", "/model/word_dim"_json_pointer},
-                                     {"--dim", "/model/dim"_json_pointer},
-                                     {"--seed", "/model/seed"_json_pointer},
-                                     {"--data", "/data/folder"_json_pointer},
-                                     {"--features", "/data/features"_json_pointer},
-                                     {"--train-images", "/data/train_images"_json_pointer},
-                                     {"--dev-images", "/data/dev_images"_json_pointer},
-                                     {"--steps", "/training/steps"_json_pointer},
-                                     {"--batch", "/training/batch_size"_json_pointer},
-                                     {"--lr", "/training/learning_rate"_json_pointer},
-                                     {"--clip", "/training/clip"_json_pointer},
-                                     {"--margin", "/training/margin"_json_pointer},
-                                     {"--valid-every", "/training/valid_every"_json_pointer}};
-  examples::check_same_run(
-      to_json(stored), to_json(asked), flags,
-      [&](const char* flag) { return command.count(flag) > 0; }, folder);
-}
+// The flags that say what run a folder holds: given for a folder with a run, they must agree.
+const examples::FlagSettings run_flags{{"--norm", "/model/norm"_json_pointer},
+                                       {"--word-dim", "/model/word_dim"_json_pointer},
+                                       {"--dim", "/model/dim"_json_pointer},
+                                       {"--seed", "/model/seed"_json_pointer},
+                                       {"--data", "/data/folder"_json_pointer},
+                                       {"--features", "/data/features"_json_pointer},
+                                       {"--train-images", "/data/train_images"_json_pointer},
+                                       {"--dev-images", "/data/dev_images"_json_pointer},
+                                       {"--steps", "/training/steps"_json_pointer},
+                                       {"--batch", "/training/batch_size"_json_pointer},
+                                       {"--lr", "/training/learning_rate"_json_pointer},
+                                       {"--clip", "/training/clip"_json_pointer},
+                                       {"--margin", "/training/margin"_json_pointer},
+                                       {"--valid-every", "/training/valid_every"_json_pointer}};
 
 int prepare(const ProxySettings& settings) {
   std::fprintf(stderr, "order_embedding: building a retrieval data set from '%s'\n",
@@ -115,14 +111,10 @@ int prepare(const ProxySettings& settings) {
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const ModelFolder folder(o.out);
-  RunConfig run = run_from(o);
-  if (folder.has_config()) {
-    const RunConfig stored = folder.read_config();
-    check_same_run(stored, run, command, folder);
-    run = stored;
-  } else {
-    NG_CHECK(!o.data.empty(), kProgram, "--data is needed to start a run in '", o.out, "'");
-  }
+  NG_CHECK(folder.has_config() || !o.data.empty(), kProgram, "--data is needed to start a run in '",
+           o.out, "'");
+  const RunConfig run = examples::run_to_train(
+      folder, run_from(o), run_flags, [&](const char* flag) { return command.count(flag) > 0; });
   if (common.threads > 0) ng::set_num_threads(common.threads);
   train_in_folder(folder, run, device, progress_bar(o.no_progress), stdout);
   return 0;
@@ -132,14 +124,13 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const ModelFolder folder(o.model);
   const RunConfig run = folder.read_config();
-  NG_CHECK(fs::exists(folder.file("model.safetensors")), kProgram, "'", o.model,
-           "' has no model.safetensors: train it to its first validation");
+  const std::string weights = folder.weights("train it to its first validation");
   const Vocabulary vocabulary = Vocabulary::load(folder.file("vocabulary.txt"));
   const RetrievalSplit split =
       load_split(o.data.empty() ? run.data.folder : o.data, o.split, run.data.features, o.images);
   if (common.threads > 0) ng::set_num_threads(common.threads);
   OrderEmbeddingModel model(run.model);
-  ng::io::load(model, folder.file("model.safetensors"));
+  ng::io::load(model, weights);
   model.to(device);
   const std::int64_t folds = std::max<std::int64_t>(1, split.image_count() / o.fold);
   const ng::data::RetrievalScores scores =
@@ -151,30 +142,26 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
-struct ExperimentOptions : examples::ExperimentFlags {
-  std::string data, corpus, features;
+struct ExperimentOptions : examples::ExperimentFlags, examples::ExperimentDataFlags {
+  std::string features;
 };
+
+const examples::ExperimentData local_task{.name = "the retrieval task",
+                                          .data_help = "a retrieval data set",
+                                          .corpus_help = "{train,dev,test}.{en,de}",
+                                          .built_file = "dataset.json"};
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   const ng::Device device = examples::parse_device(common.device, kProgram);
   const Budget budget = budget_named(o.budget);
   for (const std::string& norm : o.norms) parse_model_norm(norm);
-  NG_CHECK(o.data.empty() != o.corpus.empty(), kProgram,
-           "experiment needs --data (a retrieval data set) or --corpus (a parallel corpus to "
-           "build the local one from), one of them");
-  std::string data = o.data;
-  if (!o.corpus.empty()) {
-    // The local task, built once into the experiment's folder and reused after.
-    data = o.out + "/data";
-    if (!fs::exists(data + "/dataset.json")) {
-      std::fprintf(stderr, "order_embedding: building the retrieval task from '%s' in '%s'\n",
-                   o.corpus.c_str(), data.c_str());
-      ProxySettings local_task = budget.local_task;
-      local_task.corpus = o.corpus;
-      local_task.out = data;
-      build_proxy_data(local_task);
-    }
-  }
+  const auto build = [&](const std::string& corpus, const std::string& folder) {
+    ProxySettings task = budget.local_task;
+    task.corpus = corpus;
+    task.out = folder;
+    build_proxy_data(task);
+  };
+  const std::string data = examples::experiment_data_folder(o, o.out, local_task, build, kProgram);
   ExperimentSettings settings{.norms = o.norms,
                               .out = o.out,
                               .budget = budget.name,
@@ -210,11 +197,7 @@ int run_timing(const TimingSettings& settings, const std::string& out,
   const std::vector<examples::NormTiming> timings = time_norms(settings, device, stderr);
   const std::string table = examples::timing_markdown(timings, paper_table8());
   std::printf("%s", table.c_str());
-  if (!out.empty()) {
-    const ModelFolder folder(out);
-    folder.write_text("table8.csv", examples::timing_csv(timings));
-    folder.write_text("table8.md", table);
-  }
+  if (!out.empty()) examples::write_timing_tables(out, "table8", timings, table, kProgram);
   return 0;
 }
 
@@ -318,11 +301,7 @@ int main(int argc, char** argv) {
   x.norms = paper_norms();
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 7 in shape: every norm trained the same way, a report");
-  experiment_command->add_option("--data", x.data, "the data set's folder");
-  experiment_command->add_option(
-      "--corpus", x.corpus,
-      "or a parallel corpus ({train,dev,test}.{en,de}): the local task is built from it into "
-      "OUT/data");
+  examples::add_experiment_data_flags(experiment_command, x, local_task);
   experiment_command->add_option("--features", x.features, "its feature set under images/");
   examples::add_experiment_flags(
       experiment_command, x, {"tiny", "demo", "long", "paper"},
@@ -366,9 +345,6 @@ int main(int argc, char** argv) {
     }
     return evaluate(e, common);
   } catch (const ng::Error& error) {
-    const std::string message = error.what();
-    const bool named = message.rfind(kProgram, 0) == 0;
-    std::fprintf(stderr, "%s%s\n", named ? "" : "order_embedding: ", message.c_str());
-    return 1;
+    return examples::print_program_error(kProgram, error);
   }
 }

@@ -32,6 +32,28 @@ struct RunConfig {
   TrainSettings training{};
 };
 
+// Every setting of config.json, for examples::settings_to_json and settings_from_json.
+template <class Config, class Visit>  // Config: RunConfig, or const RunConfig
+void for_each_setting(Config& c, const Visit& visit) {
+  visit("model", "norm", c.model.norm);
+  visit("model", "vocabulary", c.model.vocabulary);
+  visit("model", "word_dim", c.model.word_dim);
+  visit("model", "dim", c.model.dim);
+  visit("model", "image_dim", c.model.image_dim);
+  visit("model", "seed", c.model.seed);
+  visit("data", "folder", c.data.folder);
+  visit("data", "features", c.data.features);
+  visit("data", "train_images", c.data.train_images);
+  visit("data", "dev_images", c.data.dev_images);
+  visit("training", "steps", c.training.steps);
+  visit("training", "batch_size", c.training.batch_size);
+  visit("training", "learning_rate", c.training.learning_rate);
+  visit("training", "clip", c.training.clip);
+  visit("training", "margin", c.training.margin);
+  visit("training", "valid_every", c.training.valid_every);
+  visit("training", "seed", c.training.seed);
+}
+
 nlohmann::json to_json(const RunConfig& config);
 // The settings back; an Error naming the key that is missing or of the wrong type.
 RunConfig run_config_from_json(const nlohmann::json& json);
@@ -39,7 +61,6 @@ RunConfig run_config_from_json(const nlohmann::json& json);
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "order_embedding") {}
-  bool has_config() const { return has("config.json"); }
   void write_config(const RunConfig& config) const;
   RunConfig read_config() const;  // an Error naming the file if it is missing or damaged
 };

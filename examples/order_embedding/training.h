@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/training_state.h"
 #include "dataset.h"
 #include "model.h"
 #include "vocabulary.h"
@@ -84,12 +85,15 @@ class Trainer {
   // The best record so far (by image recall sum); nullptr before the first validation.
   const ValidationRecord* best() const;
 
-  void save_state(const std::string& path) const;
+  void save_state(const std::string& path);
   void load_state(const std::string& path);
 
   OrderEmbeddingModel& model() { return *model_; }
 
  private:
+  // What the training state holds: the model, Adam, the generator and whose they are.
+  examples::RunState run_state();
+
   TrainSettings settings_;
   const RetrievalSplit& train_;
   const RetrievalSplit& dev_;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
+#include "common/norm_sweep.h"
 #include "model_folder.h"
 #include "nmt/experiment_report.h"
 #include "trainer.h"
@@ -12,7 +12,6 @@
 namespace transformer_nmt {
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -30,19 +29,16 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
   return settings;
 }
 
-// Trains one run into its folder (or continues it, or takes it as it is), then translates the
-// test sources with its best weights; returns their BLEU statistics.
+// Trains one run of a sweep into its folder (or continues it, or takes it as it is), then
+// translates the test sources with its best weights; returns their BLEU statistics.
 RunResult train_and_test(const ExperimentOptions& options, const std::string& tokenizer_path,
-                         const nmt::TestSet& test, const std::string& norm, bool pre_norm,
+                         const nmt::TestSet& test, const examples::SweepRun& sweep_run,
+                         const Settings& settings,
                          std::vector<std::vector<ng::text::MetricStatistics>>& statistics) {
-  RunResult run;
-  run.norm = norm;
-  run.label = pre_norm ? norm + ", pre-norm" : norm;
-  run.folder = (fs::path(options.out) / "runs" / nmt::folder_name(run.label)).string();
-  nmt::train_experiment_run<ModelFolder>(
-      run, run_settings(options, norm, pre_norm),
-      TrainOptions{.device = options.device, .messages = options.messages}, tokenizer_path,
-      [](const TrainOptions& train_options) { return train(train_options); }, experiment_program);
+  RunResult run = nmt::train_experiment_run<ModelFolder>(
+      sweep_run, settings, TrainOptions{.device = options.device, .messages = options.messages},
+      tokenizer_path, [](const TrainOptions& train_options) { return train(train_options); },
+      experiment_program);
 
   if (options.messages != nullptr)
     *options.messages << "   test BLEU, beam " << options.beam << ", " << test.sources.size()
@@ -64,17 +60,24 @@ RunResult train_and_test(const ExperimentOptions& options, const std::string& to
 std::vector<RunResult> run_group(const ExperimentOptions& options,
                                  const nmt::ExperimentInputs& inputs,
                                  const std::vector<std::string>& norms, bool pre_norm) {
-  std::vector<RunResult> runs;
-  std::vector<std::vector<ng::text::MetricStatistics>> statistics;
-  for (std::size_t i = 0; i < norms.size(); ++i) {
+  const auto settings_of = [&](const std::string& norm) {
+    return run_settings(options, norm, pre_norm);
+  };
+  auto sweep = nmt::experiment_sweep<ModelFolder>(options.out, norms, pre_norm ? ", pre-norm" : "",
+                                                  settings_of, experiment_program);
+  sweep.announce = [&](const examples::SweepRun& run) {
     if (options.messages != nullptr)
       *options.messages << "== " << (pre_norm ? "pre-norm" : "Table 4 (post-norm)") << ", run "
-                        << i + 1 << " of " << norms.size() << ": " << norms[i] << ", "
+                        << run.index + 1 << " of " << run.count << ": " << run.norm << ", "
                         << options.budget.steps << " steps\n"
                         << std::flush;
-    runs.push_back(
-        train_and_test(options, inputs.tokenizer, inputs.test, norms[i], pre_norm, statistics));
-  }
+  };
+  std::vector<std::vector<ng::text::MetricStatistics>> statistics;
+  std::vector<RunResult> runs =
+      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
+        return train_and_test(options, inputs.tokenizer, inputs.test, sweep_run,
+                              settings_of(sweep_run.norm), statistics);
+      });
   nmt::compare_with_layernorm(runs, statistics);
   return runs;
 }
