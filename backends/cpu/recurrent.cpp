@@ -223,12 +223,14 @@ void CpuBackend::lstm_cell_backward(const TensorRef& dgates, const TensorRef& dc
 
 namespace {
 
-// Columns [first, first + width) of a contiguous [rows, 3H] operand: rows `stride` apart.
+// Columns [first, first + width) of a contiguous [rows, 3H] operand: rows `stride` apart. An
+// operand of no rows may have no memory at all (a null pointer, which takes no offset).
 TensorRef block_columns(const TensorRef& operand, std::int64_t first, std::int64_t width) {
   const std::int64_t rows = operand.shape[0], stride = operand.shape[1];
   TensorRef view = operand;
-  view.data = static_cast<std::byte*>(operand.data) +
-              first * static_cast<std::int64_t>(element_size(operand.dtype));
+  if (operand.data != nullptr)
+    view.data = static_cast<std::byte*>(operand.data) +
+                first * static_cast<std::int64_t>(element_size(operand.dtype));
   view.shape = {rows, width};
   view.strides = {stride, 1};
   return view;
