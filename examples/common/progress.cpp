@@ -75,13 +75,20 @@ void ProgressLine::clear() {
 }
 
 std::string ProgressLine::where() const {
+  // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) about "literal" + string.
   std::string text = settings_.label.empty() ? "" : settings_.label + ": ";
-  text += "step " + std::to_string(step_) + "/" + std::to_string(settings_.total_steps);
+  text += "step ";
+  text += std::to_string(step_);
+  text += "/";
+  text += std::to_string(settings_.total_steps);
   if (settings_.steps_per_epoch > 0) {
     // The epoch under way; after its last step, the epoch just done.
-    text += "  epoch " +
-            std::to_string(std::max<std::int64_t>(0, step_ - 1) / settings_.steps_per_epoch + 1);
-    if (settings_.epochs > 0) text += "/" + std::to_string(settings_.epochs);
+    text += "  epoch ";
+    text += std::to_string(std::max<std::int64_t>(0, step_ - 1) / settings_.steps_per_epoch + 1);
+    if (settings_.epochs > 0) {
+      text += "/";
+      text += std::to_string(settings_.epochs);
+    }
   }
   return text;
 }
