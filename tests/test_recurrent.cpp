@@ -39,6 +39,16 @@ constexpr DType f64 = DType::Float64;
 // [B] mask with row 1 skipping the step.
 Tensor step_mask(DType dtype = f64) { return tensor({1, 0, 1}, {.dtype = dtype}); }
 
+// A fused cell's parameters got the gradients its composed twin's did, name by name.
+void check_same_parameter_grads(const nn::Module& fused, const nn::Module& composed) {
+  const nn::NamedTensors pa = fused.named_parameters(), pb = composed.named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].first);
+    CHECK(all_close(pa[i].second.grad(), pb[i].second.grad(), 1e-12, 1e-12));
+  }
+}
+
 const std::vector<std::string> cell_norms = {"none",   "layernorm",  "rmsnorm",  "prmsnorm:0.5",
                                              "l2norm", "weightnorm", "batchnorm"};
 
@@ -536,12 +546,7 @@ TEST_CASE("GRU cells fuse their state norms where the norms have a row form") {
     CHECK(all_close(a, b, 1e-13, 1e-13));
     (a * a).sum().backward();
     (b * b).sum().backward();
-    const nn::NamedTensors pa = fused.named_parameters(), pb = composed.named_parameters();
-    REQUIRE(pa.size() == pb.size());
-    for (std::size_t i = 0; i < pa.size(); ++i) {
-      INFO(pa[i].first);
-      CHECK(all_close(pa[i].second.grad(), pb[i].second.grad(), 1e-12, 1e-12));
-    }
+    check_same_parameter_grads(fused, composed);
   }
 }
 
@@ -680,12 +685,7 @@ TEST_CASE("LSTM cells run the fused step for row norms and none, the modules for
     CHECK(all_close(a.cell, b.cell, 1e-13, 1e-13));
     (a.hidden * a.hidden + a.cell).sum().backward();
     (b.hidden * b.hidden + b.cell).sum().backward();
-    const nn::NamedTensors pa = fused.named_parameters(), pb = composed.named_parameters();
-    REQUIRE(pa.size() == pb.size());
-    for (std::size_t i = 0; i < pa.size(); ++i) {
-      INFO(pa[i].first);
-      CHECK(all_close(pa[i].second.grad(), pb[i].second.grad(), 1e-12, 1e-12));
-    }
+    check_same_parameter_grads(fused, composed);
   }
 }
 
