@@ -2,7 +2,8 @@
 // each includes this file inside its class body, under `public:`. What each method does is
 // written in backend.h, in the same order; where each backend defines it is in its folder's
 // README (one file per op family). No include guard: it is a list, not a header of its own.
-// clang-format off: indented as the class bodies that include it.
+// Indented as the class bodies that include it:
+// clang-format off
 
   void fill(const TensorRef& out, double value) override;
   void arange(const TensorRef& out, double start, double step) override;
