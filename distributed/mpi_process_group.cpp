@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "core/tensor_internal.h"
 #include "distributed/nccl.h"
 #include "distributed/process_group.h"
 
@@ -88,19 +89,7 @@ std::string describe(const Signature& s) {
 }
 
 // The first byte of a CPU tensor's elements.
-char* bytes_of(const Tensor& tensor) {
-  switch (tensor.dtype()) {
-    case DType::Float32:
-      return reinterpret_cast<char*>(tensor.data_ptr<float>());
-    case DType::Float64:
-      return reinterpret_cast<char*>(tensor.data_ptr<double>());
-    case DType::Int64:
-      return reinterpret_cast<char*>(tensor.data_ptr<std::int64_t>());
-    case DType::BFloat16:
-      return reinterpret_cast<char*>(tensor.data_ptr<bfloat16>());
-  }
-  return nullptr;
-}
+char* bytes_of(const Tensor& tensor) { return static_cast<char*>(detail::ref(tensor).data); }
 
 // Set when a collective timed out: MPI_Finalize would then wait for the rank that stopped, so
 // the process ends without it (mpirun then ends the other ranks).

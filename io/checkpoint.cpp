@@ -27,19 +27,8 @@ namespace {
 
 const std::string checksum_prefix = "normgrad.xxh64.";
 
-void* raw_data(const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::Float32:
-      return t.data_ptr<float>();
-    case DType::Float64:
-      return t.data_ptr<double>();
-    case DType::Int64:
-      return t.data_ptr<std::int64_t>();
-    case DType::BFloat16:
-      return t.data_ptr<bfloat16>();
-  }
-  return nullptr;
-}
+// The first byte of a CPU tensor's elements.
+void* raw_data(const Tensor& t) { return detail::ref(t).data; }
 
 std::size_t byte_size(const Tensor& t) { return t.numel() * element_size(t.dtype()); }
 

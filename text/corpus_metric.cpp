@@ -6,10 +6,13 @@
 
 namespace normgrad::text {
 
-std::string MetricScore::format() const {
+std::string MetricScore::format(int decimals, const std::string& signature) const {
   char number[64];
-  std::snprintf(number, sizeof number, "%.2f", score);
-  std::string text = name + " = " + number;
+  std::snprintf(number, sizeof number, "%.*f", decimals, score);
+  std::string text = name;
+  if (!signature.empty()) text += "|" + signature;
+  text += " = ";
+  text += number;
   if (!details.empty()) text += " " + details;
   return text;
 }

@@ -22,8 +22,9 @@ struct MetricScore {
   double score = 0.0;   // 0..100
   std::string details;  // what follows the score in sacreBLEU's text form, or ""
 
-  // sacreBLEU's text form: "BLEU = 22.28 100.0/50.8/29.3/19.2 (BP = ...)".
-  std::string format() const;
+  // sacreBLEU's text form: "BLEU = 22.28 100.0/50.8/29.3/19.2 (BP = ...)", the score to
+  // `decimals` places, with "|signature" after the name where one is given.
+  std::string format(int decimals = 2, const std::string& signature = "") const;
 };
 
 class CorpusMetric {

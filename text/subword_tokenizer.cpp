@@ -4,8 +4,6 @@
 #include <sentencepiece_trainer.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <unordered_map>
 
@@ -167,11 +165,7 @@ SubwordTokenizer SubwordTokenizer::from_serialized(std::string bytes, std::strin
 }
 
 SubwordTokenizer SubwordTokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(detail::concat("SubwordTokenizer::load: cannot open ", path));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(detail::concat("SubwordTokenizer::load: reading ", path, " failed"));
-  return from_serialized(std::move(bytes), path);
+  return from_serialized(read_file_bytes(path, "SubwordTokenizer::load"), path);
 }
 
 void SubwordTokenizer::save(const std::string& path) const {

@@ -15,9 +15,10 @@ namespace normgrad::backend::cpu {
 constexpr std::size_t kept_scratch_bytes = std::size_t{4} << 20;
 
 // `size` values of T, uninitialised when kept (they hold the previous call's values).
-// `purpose`, any constant, gives each use its own kept buffer.
-template <typename T, auto purpose> T* kept_scratch(std::size_t size, std::vector<T>& fallback) {
-  if (size * sizeof(T) > kept_scratch_bytes) {
+// `purpose`, any constant, gives each use its own kept buffer; `limit` is the most bytes kept.
+template <typename T, auto purpose, std::size_t limit = kept_scratch_bytes>
+T* kept_scratch(std::size_t size, std::vector<T>& fallback) {
+  if (size * sizeof(T) > limit) {
     fallback.resize(size);
     return fallback.data();
   }

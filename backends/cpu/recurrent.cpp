@@ -247,20 +247,11 @@ TensorRef statistic_row(const TensorRef& statistics, std::int64_t index) {
   return view;
 }
 
-// Scratch for the gradient of the normalised gh, kept per thread between calls up to
-// kept_scratch_bytes (a fresh allocation of this size would be page-faulted in on every step).
-constexpr std::size_t kept_scratch_bytes = std::size_t{16} << 20;
-
-void* gradient_scratch(std::size_t bytes, std::vector<double>& fallback) {
-  const std::size_t count = (bytes + sizeof(double) - 1) / sizeof(double);
-  if (bytes > kept_scratch_bytes) {
-    fallback.resize(count);
-    return fallback.data();
-  }
-  thread_local std::vector<double> buffer;
-  if (buffer.size() < count) buffer.resize(count);
-  return buffer.data();
-}
+// The purpose of the normed GRU backward's kept scratch (kept_scratch.h): the gradient of the
+// normalised gh, kept up to 16 MiB (a fresh allocation of this size would be page-faulted in
+// on every step).
+enum class GruScratch { NormalisedGradient };
+constexpr std::size_t gru_scratch_bytes = std::size_t{16} << 20;
 
 }  // namespace
 
@@ -307,10 +298,11 @@ void CpuBackend::normed_gru_cell_backward(const GruStateNorms& norms, const Tens
   const auto [rows, H] =
       check_normed_gru_backward(op, norms, dgx, dgh, dh_prev, affine, dh, activations, normalised,
                                 statistics, gh, h_prev, mask);
-  std::vector<double> fallback;
+  std::vector<double> fallback;  // scratch in doubles, holding values of dgh's dtype
+  const std::size_t bytes = static_cast<std::size_t>(rows * 3 * H) * element_size(dgh.dtype);
   TensorRef dnormalised = dgh;  // the gradient of the normalised gh, in scratch memory
-  dnormalised.data =
-      gradient_scratch(static_cast<std::size_t>(rows * 3 * H) * element_size(dgh.dtype), fallback);
+  dnormalised.data = kept_scratch<double, GruScratch::NormalisedGradient, gru_scratch_bytes>(
+      (bytes + sizeof(double) - 1) / sizeof(double), fallback);
   gru_cell_backward(dgx, dnormalised, dh_prev, dh, activations, normalised, h_prev, mask);
   norm_backward(norms.gates, block_columns(dgh, 0, 2 * H), affine.gates_gain, affine.gates_bias,
                 block_columns(dnormalised, 0, 2 * H), block_columns(gh, 0, 2 * H),

@@ -104,12 +104,6 @@ template <typename T> __device__ __forceinline__ T math_tanh(T x) {
   else
     return ::tanh(x);
 }
-template <typename T> __device__ __forceinline__ T math_erf(T x) {
-  if constexpr (sizeof(T) == 4)
-    return erff(x);
-  else
-    return ::erf(x);
-}
 template <typename T> __device__ __forceinline__ T math_erfc(T x) {
   if constexpr (sizeof(T) == 4)
     return erfcf(x);

@@ -52,16 +52,6 @@ std::string fixed(double value, int width) {
   return text;
 }
 
-// sacreBLEU's text form, with the score printed to `width` decimals.
-std::string format_score(const normgrad::text::MetricScore& score, const std::string& signature,
-                         int width) {
-  std::string line = score.name;
-  if (!signature.empty()) line += "|" + signature;
-  line += " = " + fixed(score.score, width);
-  if (!score.details.empty()) line += " " + score.details;
-  return line;
-}
-
 std::vector<std::string> read_lines(const std::string& path, std::size_t expected,
                                     const std::string& role) {
   auto lines = normgrad::text::strip_line_ends(normgrad::text::read_text_lines(path));
@@ -146,7 +136,7 @@ int run(const Settings& settings) {
       std::printf("%s\n", fixed(score.score, settings.width).c_str());
     } else {
       const std::string signature = settings.signature ? metric->signature(references.size()) : "";
-      std::printf("%s\n", format_score(score, signature, settings.width).c_str());
+      std::printf("%s\n", score.format(settings.width, signature).c_str());
     }
   }
   return 0;
