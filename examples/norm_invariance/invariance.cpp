@@ -92,21 +92,11 @@ Tensor weight_gradient(const Method& method, const Tensor& weight, const Tensor&
 }  // namespace
 
 std::string column_title(Transformation transformation) {
-  switch (transformation) {
-    case Transformation::WeightMatrixRescaling:
-      return "weight matrix re-scaling";
-    case Transformation::WeightMatrixRecentering:
-      return "weight matrix re-centering";
-    case Transformation::WeightVectorRescaling:
-      return "weight vector re-scaling";
-    case Transformation::DatasetRescaling:
-      return "dataset re-scaling";
-    case Transformation::DatasetRecentering:
-      return "dataset re-centering";
-    case Transformation::SingleCaseRescaling:
-      return "single training case re-scaling";
-  }
-  return "";
+  // In the order of the enum, which is the paper's.
+  static const char* const titles[kTransformations] = {
+      "weight matrix re-scaling", "weight matrix re-centering", "weight vector re-scaling",
+      "dataset re-scaling",       "dataset re-centering",       "single training case re-scaling"};
+  return titles[static_cast<int>(transformation)];
 }
 
 std::vector<Row> measure_table(const Settings& settings) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/program_error.h"
 #include "common/text_file.h"
 #include "invariance.h"
 #include "report.h"
@@ -43,8 +44,8 @@ int main(int argc, char** argv) {
       examples::write_text_file(out + "/table1.csv", invariance::table_csv(rows),
                                 "norm_invariance");
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "norm_invariance: %s\n", error.what());
-      return 2;
+      examples::print_program_error("norm_invariance", error);
+      return 2;  // 1 says that a cell differs from the paper's
     }
     std::printf("\nreport: %s/report.md\n", out.c_str());
   }

@@ -15,15 +15,12 @@ std::string title(int column) { return column_title(static_cast<Transformation>(
 
 std::string table_markdown(const std::vector<Row>& rows, bool details) {
   const auto paper = paper_table();
-  std::string text = "| method |";
+  std::string text = "| method |", rule = "|---|";
   for (int column = 0; column < kTransformations; ++column) {
-    text += ' ';
-    text += title(column);
-    text += " |";
+    text += " " + title(column) + " |";
+    rule += ":---:|";
   }
-  text += "\n|---|";
-  for (int column = 0; column < kTransformations; ++column) text += ":---:|";
-  text += "\n";
+  text += "\n" + rule + "\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
     text += "| " + rows[r].method + " |";
     for (int column = 0; column < kTransformations; ++column) {
