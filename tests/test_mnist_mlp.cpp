@@ -12,6 +12,9 @@
 #include <thread>
 
 #include "common/cpu_share.h"
+#include "common/gnuplot.h"
+#include "common/record_csv.h"
+#include "common/text_file.h"
 #include "helpers.h"
 #include "mnist_mlp/model.h"
 #include "mnist_mlp/plot.h"
@@ -266,7 +269,7 @@ TEST_CASE("mnist_mlp: a run on a CUDA device matches the CPU run, or says there 
 TEST_CASE("mnist_mlp: the CSV files hold every curve point and run, quoted where needed") {
   Folder folder;
   const auto runs = two_runs();
-  mnist_mlp::write_curves_csv(folder.file("curves.csv"), runs);
+  examples::write_text_file(folder.file("curves.csv"), mnist_mlp::curves_csv(runs), "mnist_mlp");
   CHECK(lines_of(folder.file("curves.csv")) ==
         std::vector<std::string>{
             "run,norm,batch_size,step,wall_seconds,train_loss,test_accuracy",
@@ -274,7 +277,7 @@ TEST_CASE("mnist_mlp: the CSV files hold every curve point and run, quoted where
             "0,layernorm,128,20,0.2000,1.5,0.5000",
             "1,\"prmsnorm:0.125,eps=1e-8\",128,10,0.0800,1.25,0.6250",
         });
-  mnist_mlp::write_summary_csv(folder.file("summary.csv"), runs);
+  examples::write_text_file(folder.file("summary.csv"), mnist_mlp::summary_csv(runs), "mnist_mlp");
   CHECK(lines_of(folder.file("summary.csv")) ==
         std::vector<std::string>{
             "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy,"
@@ -282,9 +285,11 @@ TEST_CASE("mnist_mlp: the CSV files hold every curve point and run, quoted where
             "0,layernorm,128,20,1798010,0.200,10.000,0.5000,0.250",
             "1,\"prmsnorm:0.125,eps=1e-8\",128,10,1798010,0.080,8.000,0.6250,",
         });
-  CHECK(mnist_mlp::csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
-  CHECK_ERROR(mnist_mlp::write_curves_csv(folder.file("no/such/folder/curves.csv"), runs),
-              "write_curves_csv", "cannot open", "no/such/folder");
+  CHECK(examples::csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  // A file where its folder should be: the error says so, naming the path.
+  CHECK_ERROR(examples::write_text_file(folder.file("curves.csv/curves.csv"),
+                                        mnist_mlp::curves_csv(runs), "mnist_mlp"),
+              "mnist_mlp", "cannot create", "curves.csv");
 }
 
 TEST_CASE("mnist_mlp: the table gives accuracy, ms per step and the time saved against LayerNorm") {
@@ -328,13 +333,13 @@ TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnupl
   CHECK(script.find("$1 == 2 ?") > batch4);
   CHECK(script.find("$1 == 1 ?", batch4) == std::string::npos);
 
-  const auto terminal = mnist_mlp::find_gnuplot_terminal();
+  const auto terminal = examples::find_gnuplot_terminal();
   if (!terminal) {
     MESSAGE("gnuplot not found: the drawing itself is not tested");
     return;
   }
   Folder folder;
-  mnist_mlp::write_curves_csv(folder.file("curves.csv"), runs);
+  examples::write_text_file(folder.file("curves.csv"), mnist_mlp::curves_csv(runs), "mnist_mlp");
   const auto outcome = mnist_mlp::draw_plots(folder.path.string(), runs, "test");
   INFO(outcome.message);
   REQUIRE(outcome.drawn);

@@ -65,6 +65,20 @@ GnuplotRun run_gnuplot(const std::string& folder, const std::string& script_name
   return run;
 }
 
+std::string curves_script_header(const std::string& writer, const std::string& terminal, int width,
+                                 int height) {
+  std::ostringstream script;
+  script << "# Draws curves.csv (written by " << writer << "); run: gnuplot curves.gp\n"
+         << "set terminal " << terminal << " size " << width << "," << height << "\n"
+         << "set termoption noenhanced\n"
+         << "set datafile separator ','\n";
+  return script.str();
+}
+
+std::string image_file(const std::string& name, const std::string& terminal) {
+  return name + (terminal == "svg" ? ".svg" : ".png");
+}
+
 std::optional<std::string> draw_curves(const std::string& folder, const std::string& program,
                                        const std::string& name, int width, int height,
                                        const std::string& body) {
@@ -76,15 +90,11 @@ std::optional<std::string> draw_curves(const std::string& folder, const std::str
                  program.c_str());
     return std::nullopt;
   }
-  const std::string image = name + (*terminal == "svg" ? ".svg" : ".png");
-  std::ostringstream script;
-  script << "# Draws curves.csv (written by " << program << " experiment); run: gnuplot curves.gp\n"
-         << "set terminal " << *terminal << " size " << width << "," << height << "\n"
-         << "set termoption noenhanced\n"
-         << "set output " << gnuplot_quoted(image) << "\n"
-         << "set datafile separator ','\n"
-         << body;
-  const GnuplotRun drawn = run_gnuplot(folder, "curves.gp", script.str());
+  const std::string image = image_file(name, *terminal);
+  const std::string script =
+      curves_script_header(program + " experiment", *terminal, width, height) + "set output " +
+      gnuplot_quoted(image) + "\n" + body;
+  const GnuplotRun drawn = run_gnuplot(folder, "curves.gp", script);
   if (!drawn.ok) {
     std::fprintf(stderr, "%s experiment: gnuplot failed: %s\n", program.c_str(),
                  drawn.output.c_str());

@@ -30,9 +30,19 @@ struct GnuplotRun {
 GnuplotRun run_gnuplot(const std::string& folder, const std::string& script_name,
                        const std::string& script);
 
+// The first lines of a script that draws from curves.csv: a comment naming `writer` (the
+// program, or its subcommand) and how to run the script, `terminal` at `width` x `height` with
+// plain (not enhanced) text, so that specs such as "prmsnorm:0.125,eps=1e-8" print as written,
+// and the CSV separator.
+std::string curves_script_header(const std::string& writer, const std::string& terminal, int width,
+                                 int height);
+
+// The file an image `name` is drawn to by `terminal`: name.svg for svg, else name.png.
+std::string image_file(const std::string& name, const std::string& terminal);
+
 // Draws a figure from the curves.csv that an experiment of `program` wrote in `folder`: writes
-// curves.gp there, the lines that pick the terminal, the size, plain (not enhanced) text, the
-// output `name`.png (or .svg) and the CSV separator, followed by `body`, and runs gnuplot.
+// curves.gp there, curves_script_header's lines and the output `name`.png (or .svg), followed
+// by `body`, and runs gnuplot.
 // Returns the image's file name; nullopt, with a message on stderr, when gnuplot is missing or
 // fails (the CSV files are there either way).
 std::optional<std::string> draw_curves(const std::string& folder, const std::string& program,

@@ -15,11 +15,11 @@ constexpr int kBarWidth = 30;
 constexpr double kRedrawSeconds = 0.1;  // at most ten redraws a second
 constexpr double kSmoothing = 0.05;     // the newest value's weight in the line's averages
 
+}  // namespace
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-}  // namespace
 
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 

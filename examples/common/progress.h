@@ -15,6 +15,10 @@ namespace examples {
 // Whether stderr is a terminal, which decides whether a program redraws a line by default.
 bool stderr_is_terminal();
 
+// The seconds since `start` on the steady clock: the line's measure, and the programs' for
+// their steps and epochs.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
 struct ProgressSettings {
   std::ostream* out = nullptr;   // nothing is printed when null
   bool redraw = false;           // one line redrawn in place instead of plain lines

@@ -14,10 +14,23 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 namespace examples {
+
+// A CSV field: `text` as it is, or quoted as RFC 4180 says when it holds a comma, a quote or a
+// line end (a spec such as "prmsnorm:0.125,eps=1e-8" does).
+inline std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';  // a quote inside a quoted field is doubled
+    quoted += c;
+  }
+  return quoted + '"';
+}
 
 template <class Record> struct CsvColumn {
   const char* name;

@@ -15,9 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "common/command_flags.h"
 #include "common/cpu_share.h"
+#include "common/device_flag.h"
 #include "common/number_checks.h"
 #include "common/number_text.h"
+#include "common/program_error.h"
 #include "common/progress.h"
 #include "common/text_file.h"
 #include "common/wait_policy.h"
@@ -40,8 +43,7 @@ struct Options {
   double lr = 1e-3;
   std::uint64_t seed = 1;
   std::string out = "out/mnist_mlp";
-  int threads = 0;
-  std::string device = "cpu";
+  examples::DeviceFlags device;
   std::optional<std::int64_t> eval_every;
   std::int64_t log_every = 0;
   std::int64_t train_size = 55000;
@@ -54,47 +56,26 @@ ng::data::ImageDataset first(const ng::data::ImageDataset& dataset, std::int64_t
   return {dataset.images.narrow(0, 0, count), dataset.labels.narrow(0, 0, count)};
 }
 
-// "cpu", "cuda" or "cuda:N".
-ng::Device parse_device(const std::string& text) {
-  if (text == "cpu") return ng::Device::cpu();
-  if (text == "cuda") return ng::Device::cuda();
-  const std::string prefix = "cuda:";
-  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
-      text.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
-    return ng::Device::cuda(std::stoi(text.substr(prefix.size())));
-  throw ng::Error("--device must be cpu, cuda or cuda:N, got '" + text + "'");
-}
-
 int run(const Options& options) {
-  const ng::Device device = parse_device(options.device);
+  const ng::Device device = examples::parse_device(options.device.device, "mnist_mlp");
   // Every spec is checked before anything slow happens.
   for (const std::string& norm : options.norms) mnist_mlp::parse_model_norm(norm);
-  if (!fs::is_directory(options.data)) {
-    std::fprintf(stderr,
-                 "mnist_mlp: --data '%s' is not a folder; give a folder with MNIST-format files "
-                 "(train-images-idx3-ubyte.gz, ...), or install Debian's dataset-fashion-mnist "
-                 "for the default %s\n",
-                 options.data.c_str(), ng::data::kFashionMnistFolder);
-    return 1;
-  }
-  if (options.threads > 0) ng::set_num_threads(options.threads);
+  NG_CHECK(fs::is_directory(options.data), "mnist_mlp", "--data '", options.data,
+           "' is not a folder; give a folder with MNIST-format files "
+           "(train-images-idx3-ubyte.gz, ...), or install Debian's dataset-fashion-mnist for the "
+           "default ",
+           ng::data::kFashionMnistFolder);
+  if (options.device.threads > 0) ng::set_num_threads(options.device.threads);
 
   const auto all_train = ng::data::load_mnist(options.data, ng::data::Split::Train);
   const auto test = ng::data::load_mnist(options.data, ng::data::Split::Test);
-  if (options.train_size > all_train.images.size(0)) {
-    std::fprintf(stderr,
-                 "mnist_mlp: --train-size %lld is more than the %lld training images in %s\n",
-                 static_cast<long long>(options.train_size),
-                 static_cast<long long>(all_train.images.size(0)), options.data.c_str());
-    return 1;
-  }
+  NG_CHECK(options.train_size <= all_train.images.size(0), "mnist_mlp", "--train-size ",
+           options.train_size, " is more than the ", all_train.images.size(0),
+           " training images in ", options.data);
   const auto train = first(all_train, options.train_size);
   for (const std::int64_t batch_size : options.batch_sizes)
-    if (batch_size > options.train_size) {
-      std::fprintf(stderr, "mnist_mlp: batch size %lld is more than the %lld training images\n",
-                   static_cast<long long>(batch_size), static_cast<long long>(options.train_size));
-      return 1;
-    }
+    NG_CHECK(batch_size <= options.train_size, "mnist_mlp", "batch size ", batch_size,
+             " is more than the ", options.train_size, " training images");
   char setup[1024];
   std::snprintf(setup, sizeof setup,
                 "%s: %lld training images (of %lld), %lld test images; Adam, lr %g; seed %llu; "
@@ -108,7 +89,7 @@ int run(const Options& options) {
   std::printf("%s\n\n", setup);
   std::fflush(stdout);  // before the progress lines on stderr, when both go to one file
 
-  fs::create_directories(options.out);
+  fs::create_directories(options.out);  // an --out that cannot be a folder fails before training
   const std::string curves = (fs::path(options.out) / "curves.csv").string();
   const std::string summary = (fs::path(options.out) / "summary.csv").string();
   const bool bar = examples::stderr_is_terminal();
@@ -149,40 +130,32 @@ int run(const Options& options) {
                     "), test accuracy " +
                     examples::format_number("%.2f%%\n", 100.0 * result.test_accuracy));
       // Rewritten after every run, so that an interrupted session keeps the runs it finished.
-      mnist_mlp::write_curves_csv(curves, results);
-      mnist_mlp::write_summary_csv(summary, results);
+      examples::write_text_file(curves, mnist_mlp::curves_csv(results), "mnist_mlp");
+      examples::write_text_file(summary, mnist_mlp::summary_csv(results), "mnist_mlp");
     }
   }
 
   std::printf("\n%s\n", mnist_mlp::results_table(results).c_str());
   std::printf("curves: %s\nsummary: %s\n", curves.c_str(), summary.c_str());
   std::vector<std::string> images;
-  const auto write_report = [&] {
-    const std::string report = (fs::path(options.out) / "report.md").string();
-    examples::write_text_file(report, mnist_mlp::report_markdown(results, setup, images),
-                              "mnist_mlp");
-    std::printf("report: %s\n", report.c_str());
-  };
-  if (options.no_plot) {
-    write_report();
-    return 0;
+  if (!options.no_plot) {
+    fs::path data_folder(options.data);
+    if (data_folder.filename().empty()) data_folder = data_folder.parent_path();  // "dir/"
+    const std::string title = "784-1000-1000-10 MLP on " + data_folder.filename().string() +
+                              ", Adam lr " + examples::format_number("%g", options.lr);
+    const auto plots = mnist_mlp::draw_plots(options.out, results, title);
+    for (const std::string& file : plots.files) {
+      std::printf("plot: %s\n", file.c_str());
+      images.push_back(fs::path(file).filename().string());
+    }
+    if (!plots.message.empty())
+      std::fprintf(stderr, "mnist_mlp: %s%s\n", plots.drawn ? "gnuplot: " : "",
+                   plots.message.c_str());
   }
-
-  char learning_rate[32];
-  std::snprintf(learning_rate, sizeof learning_rate, "%g", options.lr);
-  fs::path data_folder(options.data);
-  if (data_folder.filename().empty()) data_folder = data_folder.parent_path();  // "dir/"
-  const std::string title =
-      "784-1000-1000-10 MLP on " + data_folder.filename().string() + ", Adam lr " + learning_rate;
-  const auto plots = mnist_mlp::draw_plots(options.out, results, title);
-  for (const std::string& file : plots.files) {
-    std::printf("plot: %s\n", file.c_str());
-    images.push_back(fs::path(file).filename().string());
-  }
-  if (!plots.message.empty())
-    std::fprintf(stderr, "mnist_mlp: %s%s\n", plots.drawn ? "gnuplot: " : "",
-                 plots.message.c_str());
-  write_report();
+  const std::string report = (fs::path(options.out) / "report.md").string();
+  examples::write_text_file(report, mnist_mlp::report_markdown(results, setup, images),
+                            "mnist_mlp");
+  std::printf("report: %s\n", report.c_str());
   return 0;
 }
 
@@ -216,11 +189,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--out", options.out, "folder for curves.csv, summary.csv and the plots")
       ->capture_default_str();
-  app.add_option("--threads", options.threads,
-                 "threads for the kernels and BLAS (default: OMP_NUM_THREADS, else all cores)")
-      ->check(examples::kPositive);
-  app.add_option("--device", options.device, "cpu, or cuda (cuda:N) for a GPU")
-      ->capture_default_str();
+  examples::add_device_flags(&app, options.device);
   app.add_option("--eval-every", options.eval_every,
                  "steps between test evaluations (default: a fifth of a run; 0: at the end only)")
       ->check(examples::kNonNegative);
@@ -236,11 +205,7 @@ int main(int argc, char** argv) {
 
   try {
     return run(options);
-  } catch (const ng::Error& error) {
-    std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
-    return 1;
-  } catch (const std::exception& error) {  // filesystem errors, such as an --out that is a file
-    std::fprintf(stderr, "mnist_mlp: %s\n", error.what());
-    return 1;
+  } catch (const std::exception& error) {  // an Error, or a filesystem's: an --out that is a file
+    return examples::print_program_error("mnist_mlp", error);
   }
 }

@@ -76,10 +76,4 @@ std::shared_ptr<ng::nn::Sequential> make_model(const ng::nn::NormSpec& norm,
   return model;
 }
 
-std::int64_t count_parameters(const ng::nn::Module& module) {
-  std::int64_t count = 0;
-  for (const ng::Tensor& parameter : module.parameters()) count += parameter.numel();
-  return count;
-}
-
 }  // namespace mnist_mlp

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/classification.h"
+
 namespace mnist_mlp {
 
 struct ModelShape {
@@ -44,6 +46,7 @@ std::shared_ptr<normgrad::nn::Sequential> make_model(const normgrad::nn::NormSpe
                                                      const ModelShape& shape = {},
                                                      std::uint64_t seed = 0);
 
-std::int64_t count_parameters(const normgrad::nn::Module& module);
+// The values of the model's parameters, all told.
+using examples::count_parameters;
 
 }  // namespace mnist_mlp

@@ -3,9 +3,7 @@
 #include <normgrad/normgrad.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -23,20 +21,12 @@ std::vector<std::int64_t> batch_sizes_in_order(const std::vector<RunResult>& res
   return sizes;
 }
 
-std::string terminal_line(const std::string& terminal) {
-  // noenhanced: specs such as "prmsnorm:0.0625,eps=1e-8" are printed as written, with no
-  // character taken for a subscript or superscript marker.
-  if (terminal == "svg") return "set terminal svg size 1500,460 noenhanced font 'sans,11'";
-  if (terminal == "png") return "set terminal png size 1500,460 noenhanced";
-  return "set terminal pngcairo size 1500,460 noenhanced font 'sans,10'";
-}
-
 // One curve per run of this batch size, column y against column x. A run's rows are those
 // with `$1 == run` (and, for accuracy, a filled column 7); every other row gives NaN for
 // both x and y, so it neither draws nor stretches the axes.
 std::string plot_command(const std::vector<RunResult>& results, std::int64_t batch_size,
-                         const std::map<std::string, int>& colour, const std::string& csv_name,
-                         int x_column, int y_column, bool evaluations_only, const char* style) {
+                         const std::map<std::string, int>& colour, int x_column, int y_column,
+                         bool evaluations_only, const char* style) {
   std::string command = "plot";
   bool first = true;
   for (std::size_t run = 0; run < results.size(); ++run) {
@@ -47,8 +37,8 @@ std::string plot_command(const std::vector<RunResult>& results, std::int64_t bat
       return "(" + selected + " ? $" + std::to_string(number) + " : NaN)";
     };
     command += std::string(first ? " " : ", \\\n     ") +
-               (first ? examples::gnuplot_quoted(csv_name) : "''") + " using " + column(x_column) +
-               ":" + column(y_column) + " with " + style + " lt " +
+               (first ? examples::gnuplot_quoted("curves.csv") : "''") + " using " +
+               column(x_column) + ":" + column(y_column) + " with " + style + " lt " +
                std::to_string(colour.at(results[run].norm)) + " lw 1.5 title " +
                examples::gnuplot_quoted(results[run].norm);
     first = false;
@@ -58,14 +48,11 @@ std::string plot_command(const std::vector<RunResult>& results, std::int64_t bat
 
 }  // namespace
 
-std::optional<std::string> find_gnuplot_terminal() { return examples::find_gnuplot_terminal(); }
-
 std::vector<std::string> plot_files(const std::vector<RunResult>& results,
                                     const PlotSettings& settings) {
-  const std::string extension = settings.terminal == "svg" ? ".svg" : ".png";
   std::vector<std::string> files;
   for (const std::int64_t batch_size : batch_sizes_in_order(results))
-    files.push_back("loss_b" + std::to_string(batch_size) + extension);
+    files.push_back(examples::image_file("loss_b" + std::to_string(batch_size), settings.terminal));
   return files;
 }
 
@@ -76,9 +63,7 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
     colour.emplace(result.norm, static_cast<int>(colour.size()) + 1);
 
   std::ostringstream script;
-  script << "# Draws " << settings.csv_name << " (written by mnist_mlp); run: gnuplot curves.gp\n"
-         << terminal_line(settings.terminal) << "\n"
-         << "set datafile separator comma\n"
+  script << examples::curves_script_header("mnist_mlp", settings.terminal, 1500, 460)
          << "set grid\nset key top right\n";
   const auto sizes = batch_sizes_in_order(results);
   const auto files = plot_files(results, settings);
@@ -89,13 +74,12 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
            << "\n"
            << "set yrange [0:*]\nset ylabel 'training loss'\n"
            << "set xlabel 'training steps'\n"
-           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 6, false, "lines")
+           << plot_command(results, sizes[i], colour, 4, 6, false, "lines")
            << "set xlabel 'wall-clock seconds of training'\n"
-           << plot_command(results, sizes[i], colour, settings.csv_name, 5, 6, false, "lines")
+           << plot_command(results, sizes[i], colour, 5, 6, false, "lines")
            << "set yrange [*:*]\nset ylabel 'test accuracy'\nset xlabel 'training steps'\n"
            << "set key bottom right\n"
-           << plot_command(results, sizes[i], colour, settings.csv_name, 4, 7, true,
-                           "linespoints pt 7 ps 0.6")
+           << plot_command(results, sizes[i], colour, 4, 7, true, "linespoints pt 7 ps 0.6")
            << "set key top right\nunset multiplot\nunset output\n";
   }
   return script.str();
@@ -104,7 +88,7 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
 PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
                        std::string title) {
   PlotOutcome outcome;
-  const auto terminal = find_gnuplot_terminal();
+  const auto terminal = examples::find_gnuplot_terminal();
   if (!terminal) {
     outcome.message =
         "gnuplot with a pngcairo, png or svg terminal was not found, so no plots were drawn "

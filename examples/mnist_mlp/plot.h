@@ -6,7 +6,6 @@
 // The gnuplot script is written next to the CSV it reads, so the plots can be redrawn or
 // restyled later with `gnuplot curves.gp` in that folder.
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,12 +13,7 @@
 
 namespace mnist_mlp {
 
-// The first of pngcairo, png and svg that this machine's gnuplot offers; nullopt when
-// gnuplot is missing or offers none of them.
-std::optional<std::string> find_gnuplot_terminal();
-
 struct PlotSettings {
-  std::string csv_name = "curves.csv";         // written by write_curves_csv, in the same folder
   std::string terminal = "pngcairo";           // pngcairo | png | svg
   std::string title = "784-1000-1000-10 MLP";  // above each image, before the batch size
 };
@@ -29,7 +23,8 @@ struct PlotSettings {
 std::vector<std::string> plot_files(const std::vector<RunResult>& results,
                                     const PlotSettings& settings);
 
-// The gnuplot script. Run i of `results` is row group `run == i` of the CSV.
+// The gnuplot script (common/gnuplot.h's lines first), drawing curves.csv (curves_csv). Run i of
+// `results` is row group `run == i` of the CSV.
 std::string plot_script(const std::vector<RunResult>& results, const PlotSettings& settings);
 
 struct PlotOutcome {
@@ -38,8 +33,9 @@ struct PlotOutcome {
   std::string message;             // why nothing was drawn, or gnuplot's complaint
 };
 
-// Writes <folder>/curves.gp and runs gnuplot on it, finding a terminal first. When gnuplot
-// is absent, writes no script and says so in the outcome; never throws for that.
+// Writes <folder>/curves.gp and runs gnuplot on it, finding a terminal first
+// (examples::find_gnuplot_terminal). When gnuplot is absent, writes no script and says so in
+// the outcome; never throws for that.
 PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
                        std::string title);
 

@@ -2,27 +2,18 @@
 
 #include <normgrad/normgrad.h>
 
-#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "common/number_text.h"
+#include "common/record_csv.h"
 
 namespace mnist_mlp {
 
 namespace {
 
+using examples::csv_field;
 using examples::format_number;
-
-std::ofstream open_for_writing(const std::string& path, const char* who) {
-  std::ofstream out(path, std::ios::trunc);
-  NG_CHECK(out.good(), who, "cannot open '", path, "' for writing");
-  return out;
-}
-
-void check_written(std::ofstream& out, const std::string& path, const char* who) {
-  out.close();
-  NG_CHECK(!out.fail(), who, "writing '", path, "' failed");
-}
 
 // LayerNorm's ms per step at the same batch size, if LayerNorm ran with the default spec.
 std::optional<double> layernorm_ms_per_step(const std::vector<RunResult>& results,
@@ -34,22 +25,8 @@ std::optional<double> layernorm_ms_per_step(const std::vector<RunResult>& result
 
 }  // namespace
 
-std::string run_label(const RunResult& result) {
-  return result.norm + " b=" + std::to_string(result.batch_size);
-}
-
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
-  std::string quoted = "\"";
-  for (const char c : text) {
-    if (c == '"') quoted += '"';  // a quote inside a quoted field is doubled
-    quoted += c;
-  }
-  return quoted + '"';
-}
-
-void write_curves_csv(const std::string& path, const std::vector<RunResult>& results) {
-  std::ofstream out = open_for_writing(path, "write_curves_csv");
+std::string curves_csv(const std::vector<RunResult>& results) {
+  std::ostringstream out;
   out << "run,norm,batch_size,step,wall_seconds,train_loss,test_accuracy\n";
   for (std::size_t run = 0; run < results.size(); ++run) {
     const RunResult& result = results[run];
@@ -60,11 +37,11 @@ void write_curves_csv(const std::string& path, const std::vector<RunResult>& res
           << (point.test_accuracy ? format_number("%.4f", *point.test_accuracy) : "") << '\n';
     }
   }
-  check_written(out, path, "write_curves_csv");
+  return out.str();
 }
 
-void write_summary_csv(const std::string& path, const std::vector<RunResult>& results) {
-  std::ofstream out = open_for_writing(path, "write_summary_csv");
+std::string summary_csv(const std::vector<RunResult>& results) {
+  std::ostringstream out;
   out << "run,norm,batch_size,steps,parameters,train_seconds,ms_per_step,test_accuracy,"
          "other_processes_cpu\n";
   for (std::size_t run = 0; run < results.size(); ++run) {
@@ -76,7 +53,7 @@ void write_summary_csv(const std::string& path, const std::vector<RunResult>& re
         << (result.other_processes_cpu ? format_number("%.3f", *result.other_processes_cpu) : "")
         << '\n';
   }
-  check_written(out, path, "write_summary_csv");
+  return out.str();
 }
 
 std::string results_table(const std::vector<RunResult>& results) {

@@ -1,31 +1,23 @@
 #pragma once
-// What the runs leave behind: the table printed at the end, and two CSV files — the curves
-// (one row per curve point of every run, what the plots are drawn from) and a summary (one
-// row per run). CSV fields that hold a comma or a quote are quoted as RFC 4180 says, which
-// a spec such as "prmsnorm:0.125,eps=1e-8" needs.
+// What the runs leave behind: the table printed at the end, and the text of two CSV files —
+// the curves (one row per curve point of every run, what the plots are drawn from) and a
+// summary (one row per run). A spec with a comma, such as "prmsnorm:0.125,eps=1e-8", is
+// quoted (examples::csv_field).
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "training.h"
 
 namespace mnist_mlp {
 
-// "rmsnorm b=128": how messages and plot keys name a run.
-std::string run_label(const RunResult& result);
+// curves.csv's columns: run (its index in `results`), norm, batch_size, step, wall_seconds,
+// train_loss, test_accuracy (empty except at evaluation points).
+std::string curves_csv(const std::vector<RunResult>& results);
 
-// A CSV field, quoted when it must be.
-std::string csv_field(std::string_view text);
-
-// Columns: run (its index in `results`), norm, batch_size, step, wall_seconds, train_loss,
-// test_accuracy (empty except at evaluation points). Throws normgrad::Error when the file
-// cannot be written.
-void write_curves_csv(const std::string& path, const std::vector<RunResult>& results);
-
-// Columns: run, norm, batch_size, steps, parameters, train_seconds, ms_per_step,
+// summary.csv's columns: run, norm, batch_size, steps, parameters, train_seconds, ms_per_step,
 // test_accuracy, other_processes_cpu (empty when not measured).
-void write_summary_csv(const std::string& path, const std::vector<RunResult>& results);
+std::string summary_csv(const std::vector<RunResult>& results);
 
 // A Markdown table: one row per run with its final test accuracy and milliseconds per
 // training step, the time saved against LayerNorm at the same batch size when LayerNorm

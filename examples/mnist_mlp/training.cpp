@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "common/classification.h"
+#include "common/progress.h"
 #include "common/training_loop.h"
 
 namespace mnist_mlp {
@@ -12,12 +14,6 @@ namespace mnist_mlp {
 namespace ng = normgrad;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void check_settings(const RunSettings& settings, const ng::data::ImageDataset& train) {
   NG_CHECK(settings.batch_size > 0 && settings.steps > 0, "mnist_mlp::train_run",
@@ -45,22 +41,10 @@ std::int64_t steps_for_epochs(double epochs, std::int64_t examples, std::int64_t
 }
 
 double test_accuracy(ng::nn::Layer& model, const ng::data::ImageDataset& dataset,
-                     std::int64_t batch) {
-  const bool was_training = model.is_training();
-  model.eval();
-  ng::NoGradGuard no_grad;
+                     ng::Device device, std::int64_t batch) {
   const std::int64_t count = dataset.images.size(0);
-  const std::vector<ng::Tensor> parameters = model.parameters();
-  const ng::Device device = parameters.empty() ? ng::Device::cpu() : parameters[0].device();
-  double correct = 0;
-  for (std::int64_t start = 0; start < count; start += batch) {
-    const std::int64_t length = std::min(batch, count - start);
-    const ng::Tensor logits = model.forward(dataset.images.narrow(0, start, length).to(device));
-    const ng::Tensor labels = dataset.labels.narrow(0, start, length).to(device);
-    correct += ng::eq(logits.argmax(1), labels).sum().item();
-  }
-  model.train(was_training);
-  return count == 0 ? 0.0 : correct / static_cast<double>(count);
+  const std::int64_t correct = examples::count_correct(model, dataset, device, batch);
+  return count == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(count);
 }
 
 RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& train,
@@ -94,7 +78,7 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
     // The clock covers everything a training step costs: copying the batch out, the forward
     // and backward passes and the update; evaluation is left out. On a GPU, reading the loss
     // waits for the step to finish.
-    const auto start = Clock::now();
+    const auto start = std::chrono::steady_clock::now();
     const auto [images, labels] = (*epoch)[batch++];
     const ng::Tensor loss = ng::nn::cross_entropy(model->forward(images.to(settings.device)),
                                                   labels.to(settings.device));
@@ -102,7 +86,7 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
     loss.backward();
     optimizer.step();
     const double loss_value = loss.item();
-    wall_seconds += seconds_since(start);
+    wall_seconds += examples::seconds_since(start);
     return loss_value;
   };
 
@@ -127,7 +111,7 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
       {.steps = settings.steps, .validate_every = settings.eval_every, .validate_at_end = true},
       record,
       {.train_step = train_step,
-       .validate = [&] { return test_accuracy(*model, test, settings.eval_batch); },
+       .validate = [&] { return test_accuracy(*model, test, settings.device, settings.eval_batch); },
        .better = examples::Better::Higher,
        .after_step = after_step});
   result.train_seconds = wall_seconds;

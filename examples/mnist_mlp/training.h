@@ -57,11 +57,10 @@ using StepCallback = std::function<void(std::int64_t step, double loss)>;
 // an epoch is dropped, so that BatchNorm never sees a batch smaller than the others).
 std::int64_t steps_for_epochs(double epochs, std::int64_t examples, std::int64_t batch_size);
 
-// The fraction of `dataset` the model classifies correctly, in evaluation mode (BatchNorm
-// uses its running statistics) and without recording a graph. Leaves the model in the mode
-// it found it in. The images go to the model's device a batch at a time.
+// The fraction of `dataset` the model classifies correctly (examples::count_correct: in
+// evaluation mode, the images going to `device` a batch at a time).
 double test_accuracy(normgrad::nn::Layer& model, const normgrad::data::ImageDataset& dataset,
-                     std::int64_t batch = 1000);
+                     normgrad::Device device, std::int64_t batch = 1000);
 
 // Trains a fresh model from settings.seed on `train` and evaluates it on `test`. A bad spec,
 // a batch larger than the training set or a non-positive count throws normgrad::Error.
