@@ -42,20 +42,21 @@ struct ExperimentFlags {
   std::string budget = "demo";
   std::string out;
   std::vector<std::string> norms;
-  std::int64_t steps = 0;  // 0: the budget's
+  std::int64_t steps = 0;  // or epochs, as add_experiment_flags' `count` says; 0: the budget's
   std::uint64_t seed = 1;
   bool no_progress = false;
 };
 
-// --budget (one of `budgets`, described by `budget_help`), --steps, --out, --norms, --seed,
-// --no-progress.
+// --budget (one of `budgets`, described by `budget_help`), --steps (or --epochs, where a run's
+// budget is `count`ed in epochs), --out, --norms, --seed, --no-progress.
 inline void add_experiment_flags(CLI::App* command, ExperimentFlags& flags,
                                  const std::vector<std::string>& budgets,
-                                 const std::string& budget_help) {
+                                 const std::string& budget_help,
+                                 const std::string& count = "steps") {
   command->add_option("--budget", flags.budget, budget_help)
       ->check(CLI::IsMember(budgets))
       ->capture_default_str();
-  command->add_option("--steps", flags.steps, "steps of every run (0: the budget's)")
+  command->add_option("--" + count, flags.steps, count + " of every run (0: the budget's)")
       ->check(kNonNegative)
       ->capture_default_str();
   command->add_option("--out", flags.out, "the experiment's folder, a model folder per norm")

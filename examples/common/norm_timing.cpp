@@ -13,15 +13,11 @@ namespace examples {
 
 namespace ng = normgrad;
 
-namespace {
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
-
-}  // namespace
 
 bool is_layernorm(const std::string& norm) {
   return ng::nn::NormSpec::parse(norm).kind == ng::nn::NormKind::LayerNorm;

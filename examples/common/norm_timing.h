@@ -59,6 +59,9 @@ bool is_layernorm(const std::string& norm);
 template <class Run>
 std::optional<double> saving_over_layernorm(const std::vector<Run>& runs, const Run& run);
 
+// The middle value, or the mean of the middle two; of one value at least.
+double median(std::vector<double> values);
+
 // (largest - smallest) / median of the values; 0 for none or a median of 0.
 double relative_range(std::vector<double> values);
 

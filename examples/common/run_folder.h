@@ -101,12 +101,15 @@ void check_same_run(const nlohmann::json& stored, const nlohmann::json& asked,
                     const FlagSettings& flags, const std::function<bool(const char*)>& given,
                     const RunFolder& folder);
 
-// The model of the run `folder` holds, with the weights it keeps (RunFolder::weights), on
-// `device`. `Folder::read_config().model` gives the settings `Model` is built from.
+// The model of the run `folder` holds, with the weights it keeps (RunFolder::weights, `made_by`
+// saying what makes them), on `device`. `Folder::read_config().model` gives the settings
+// `Model` is built from.
 template <class Model, class Folder>
-std::unique_ptr<Model> load_trained_model(const Folder& folder, normgrad::Device device) {
+std::unique_ptr<Model> load_trained_model(
+    const Folder& folder, normgrad::Device device,
+    const std::string& made_by = "train it to its first validation") {
   auto model = std::make_unique<Model>(folder.read_config().model);
-  normgrad::io::load(*model, folder.weights("train it to its first validation"));
+  normgrad::io::load(*model, folder.weights(made_by));
   model->to(device);
   return model;
 }

@@ -1,21 +1,22 @@
 #include "experiment.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "common/budget.h"
 #include "common/gnuplot.h"
 #include "common/norm_sweep.h"
+#include "common/norm_timing.h"
+#include "common/number_text.h"
 #include "run.h"
 
 namespace convpool_cnn_c {
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
+
+using examples::format_number;
 
 namespace {
 
@@ -33,16 +34,13 @@ const std::map<std::string, PaperRow> paper_rows{
     {"rmsnorm", {"RMSNorm", "8.83%", "31 (20.5%)"}},
     {"prmsnorm:0.125", {"pRMSNorm (p = 12.5%)", "10.37%", "30 (23.1%)"}}};
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f%%", 100 * fraction);
-  return text;
-}
+std::string percent(double fraction) { return format_number("%.2f%%", 100 * fraction); }
 
-std::string fixed(double value, int digits) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
+// The seconds of each epoch of the run.
+std::vector<double> epoch_seconds(const ExperimentRun& run) {
+  std::vector<double> seconds;
+  for (const EpochRecord& r : run.history) seconds.push_back(r.seconds);
+  return seconds;
 }
 
 std::string curves_csv(const std::vector<ExperimentRun>& runs) {
@@ -67,14 +65,11 @@ std::string table_csv(const std::vector<ExperimentRun>& runs, std::int64_t test_
          "speedup_over_layernorm\n";
   for (const ExperimentRun& run : runs) {
     const EpochRecord& last = run.history.back();
-    std::vector<double> seconds;
-    for (const EpochRecord& r : run.history) seconds.push_back(r.seconds);
-    const double median = median_epoch_seconds(run);
-    const auto [low, high] = std::minmax_element(seconds.begin(), seconds.end());
     const auto speedup = speedup_over_layernorm(runs, run);
     out << run.norm << ',' << last.epoch << ',' << last.test_error << ',' << test_images << ','
-        << last.train_error << ',' << median << ',' << (*high - *low) / median << ','
-        << (speedup ? fixed(*speedup, 2) : "") << '\n';
+        << last.train_error << ',' << median_epoch_seconds(run) << ','
+        << examples::relative_range(epoch_seconds(run)) << ','
+        << (speedup ? format_number("%.2f", *speedup) : "") << '\n';
   }
   return out.str();
 }
@@ -97,20 +92,21 @@ std::optional<std::string> draw_figure(const std::string& folder,
 
 }  // namespace
 
+const std::vector<Budget>& budgets() {
+  static const std::vector<Budget> all{
+      // seconds: checks the whole pipeline, learns next to nothing
+      {.name = "tiny", .width = 0.05, .epochs = 1, .train_size = 600, .test_size = 200},
+      {.name = "demo", .width = 0.25, .epochs = 3, .train_size = 6000, .test_size = 2000},
+      {.name = "long", .width = 0.5, .epochs = 4, .train_size = 20000, .test_size = 5000},
+      // the paper's width on the whole dataset (train_size 0: every image)
+      {.name = "gpu", .width = 1.0, .epochs = 10, .train_size = 0, .test_size = 0},
+      // the paper's whole schedule: 100 epochs, then 100 of decay
+      {.name = "paper", .width = 1.0, .epochs = 200, .train_size = 0, .test_size = 0}};
+  return all;
+}
+
 Budget budget_named(const std::string& name) {
-  if (name == "tiny")  // seconds: checks the whole pipeline, learns next to nothing
-    return {.name = "tiny", .width = 0.05, .epochs = 1, .train_size = 600, .test_size = 200};
-  if (name == "demo")
-    return {.name = "demo", .width = 0.25, .epochs = 3, .train_size = 6000, .test_size = 2000};
-  if (name == "long")
-    return {.name = "long", .width = 0.5, .epochs = 4, .train_size = 20000, .test_size = 5000};
-  if (name == "gpu")  // the paper's width on the whole dataset (train_size 0: every image)
-    return {.name = "gpu", .width = 1.0, .epochs = 10, .train_size = 0, .test_size = 0};
-  if (name == "paper")  // the paper's whole schedule: 100 epochs, then 100 of decay
-    return {.name = "paper", .width = 1.0, .epochs = 200, .train_size = 0, .test_size = 0};
-  NG_CHECK(false, "convpool_cnn_c", "--budget must be tiny, demo, long, gpu or paper, got '", name,
-           "'");
-  return {};
+  return examples::budget_named(budgets(), name, "convpool_cnn_c");
 }
 
 std::vector<std::string> paper_norms() {
@@ -118,17 +114,13 @@ std::vector<std::string> paper_norms() {
 }
 
 double median_epoch_seconds(const ExperimentRun& run) {
-  std::vector<double> seconds;
-  for (const EpochRecord& r : run.history) seconds.push_back(r.seconds);
-  std::sort(seconds.begin(), seconds.end());
-  const std::size_t n = seconds.size();
-  return n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  return examples::median(epoch_seconds(run));
 }
 
 std::optional<double> speedup_over_layernorm(const std::vector<ExperimentRun>& runs,
                                              const ExperimentRun& run) {
   for (const ExperimentRun& other : runs)
-    if (parse_model_norm(other.norm).kind == ng::nn::NormKind::LayerNorm) {
+    if (examples::is_layernorm(other.norm)) {
       const double layernorm = median_epoch_seconds(other);
       return 100 * (layernorm - median_epoch_seconds(run)) / layernorm;
     }
@@ -144,8 +136,8 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
     const auto speedup = speedup_over_layernorm(runs, run);
     const auto paper = paper_rows.find(run.norm);
     out << "| " << run.norm << " | " << percent(last.test_error) << " | "
-        << percent(last.train_error) << " | " << fixed(median_epoch_seconds(run), 1) << " | "
-        << (speedup ? fixed(*speedup, 1) + "%" : "") << " | "
+        << percent(last.train_error) << " | " << format_number("%.1f", median_epoch_seconds(run))
+        << " | " << (speedup ? format_number("%.1f%%", *speedup) : "") << " | "
         << (paper != paper_rows.end() ? paper->second.test_error : "") << " | "
         << (paper != paper_rows.end() ? paper->second.seconds : "") << " |\n";
   }

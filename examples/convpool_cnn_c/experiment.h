@@ -29,6 +29,7 @@ struct Budget {
   double width = 0;
   std::int64_t epochs = 0, train_size = 0, test_size = 0;
 };
+const std::vector<Budget>& budgets();          // in that order
 Budget budget_named(const std::string& name);  // an Error for another name
 
 // The paper's six models, in its order.

@@ -12,13 +12,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
+#include "common/budget.h"
 #include "common/command_flags.h"
 #include "common/device_flag.h"
 #include "common/distributed_run.h"
 #include "common/number_checks.h"
+#include "common/program_error.h"
 #include "common/progress.h"
 #include "common/wait_policy.h"
 #include "data.h"
@@ -29,7 +30,6 @@
 #include "training.h"
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 using namespace convpool_cnn_c;
 
 namespace {
@@ -49,30 +49,21 @@ ng::Device device_of(const CommonOptions& common) {
   return device;
 }
 
+// `train`'s flags set the run's settings where they stand; --dataset and --seed set several.
 struct TrainOptions {
+  RunConfig run;
   std::string out = "out/convpool_cnn_c/rmsnorm";
-  std::string norm = "rmsnorm";
   std::string dataset = "fashion-mnist";
-  std::string data;
-  double width = 1.0;
-  std::string precision = "float32";
-  std::int64_t epochs = 200, batch = 100, init_images = 500, train_size = 0, test_size = 0;
-  double lr = 0;
-  std::uint64_t seed = 1;
   bool no_progress = false;
   bool distributed = false;
 };
 
+// `experiment`'s flags: the kit's, counting epochs, and the data and precision of every run.
 struct ExperimentOptions {
-  std::string budget = "demo";
-  std::int64_t epochs = 0;  // 0: the budget's
-  std::string out = "out/convpool_cnn_c";
-  std::vector<std::string> norms = paper_norms();
+  examples::ExperimentFlags flags{.out = "out/convpool_cnn_c", .norms = paper_norms()};
   std::string dataset = "fashion-mnist";
   std::string data;
   std::string precision = "float32";
-  std::uint64_t seed = 1;
-  bool no_progress = false;
 };
 
 struct EvaluateOptions {
@@ -81,57 +72,40 @@ struct EvaluateOptions {
   std::int64_t test_size = 0;
 };
 
-// The run that `options` describe.
-RunConfig run_from(const TrainOptions& o) {
-  RunConfig run;
-  run.data = {.kind = parse_dataset(o.dataset),
-              .folder = o.data,
-              .train_size = o.train_size,
-              .test_size = o.test_size};
-  run.model = {.norm = o.norm,
-               .input_channels = image_channels(run.data.kind),
-               .width = o.width,
-               .seed = o.seed,
-               .precision = o.precision};
-  run.training = {.epochs = o.epochs,
-                  .batch_size = o.batch,
-                  .learning_rate = o.lr,
-                  .init_images = o.init_images,
-                  .seed = o.seed};
-  parse_model_norm(run.model.norm);
-  scaled_channels(96, run.model.width);
-  return run;
+// The run that `options` describe, its norm and width checked.
+RunConfig run_from(TrainOptions o) {
+  o.run.data.kind = parse_dataset(o.dataset);
+  o.run.model.input_channels = image_channels(o.run.data.kind);
+  o.run.training.seed = o.run.model.seed;
+  parse_model_norm(o.run.model.norm);
+  scaled_channels(96, o.run.model.width);
+  return o.run;
 }
 
-// A folder with a run in it continues that run: a flag given that says otherwise is refused.
-void check_same_run(const RunConfig& stored, const RunConfig& asked, const CLI::App& command,
-                    const ModelFolder& folder) {
-  const examples::FlagSettings flags{{"--norm", "/model/norm"_json_pointer},
-                                     {"--width", "/model/width"_json_pointer},
-                                     {"--seed", "/model/seed"_json_pointer},
-                                     {"--precision", "/model/precision"_json_pointer},
-                                     {"--dataset", "/data/dataset"_json_pointer},
-                                     {"--data", "/data/folder"_json_pointer},
-                                     {"--train-size", "/data/train_size"_json_pointer},
-                                     {"--test-size", "/data/test_size"_json_pointer},
-                                     {"--epochs", "/training/epochs"_json_pointer},
-                                     {"--batch", "/training/batch_size"_json_pointer},
-                                     {"--lr", "/training/learning_rate"_json_pointer},
-                                     {"--init-images", "/training/init_images"_json_pointer}};
-  examples::check_same_run(
-      to_json(stored), to_json(asked), flags,
-      [&](const char* flag) { return command.count(flag) > 0; }, folder);
+// The flags that name a setting of the run a folder holds: given for a folder that holds
+// another, they are refused (examples::check_same_run).
+const examples::FlagSettings& run_flags() {
+  static const examples::FlagSettings flags{
+      {"--norm", "/model/norm"_json_pointer},
+      {"--width", "/model/width"_json_pointer},
+      {"--seed", "/model/seed"_json_pointer},
+      {"--precision", "/model/precision"_json_pointer},
+      {"--dataset", "/data/dataset"_json_pointer},
+      {"--data", "/data/folder"_json_pointer},
+      {"--train-size", "/data/train_size"_json_pointer},
+      {"--test-size", "/data/test_size"_json_pointer},
+      {"--epochs", "/training/epochs"_json_pointer},
+      {"--batch", "/training/batch_size"_json_pointer},
+      {"--lr", "/training/learning_rate"_json_pointer},
+      {"--init-images", "/training/init_images"_json_pointer}};
+  return flags;
 }
 
 int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
   const ng::Device device = device_of(common);
   const ModelFolder folder(o.out);
-  RunConfig run = run_from(o);
-  if (folder.has_config()) {
-    const RunConfig stored = folder.read_config();
-    check_same_run(stored, run, command, folder);
-    run = stored;
-  }
+  const RunConfig run = examples::run_to_train(
+      folder, run_from(o), run_flags(), [&](const char* flag) { return command.count(flag) > 0; });
   if (common.threads > 0) ng::set_num_threads(common.threads);
   const examples::DistributedRun job =
       examples::join_job(o.distributed, common.threads, "convpool_cnn_c");
@@ -142,19 +116,20 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
 
 int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   const ng::Device device = device_of(common);
-  const Budget budget = budget_named(o.budget);
-  ExperimentSettings settings{.norms = o.norms, .out = o.out, .budget = budget.name};
+  const Budget budget = budget_named(o.flags.budget);
+  ExperimentSettings settings{.norms = o.flags.norms, .out = o.flags.out, .budget = budget.name};
   settings.base.data = {.kind = parse_dataset(o.dataset),
                         .folder = o.data,
                         .train_size = budget.train_size,
                         .test_size = budget.test_size};
   settings.base.model = {.input_channels = image_channels(settings.base.data.kind),
                          .width = budget.width,
-                         .seed = o.seed,
+                         .seed = o.flags.seed,
                          .precision = o.precision};
-  settings.base.training = {.epochs = o.epochs > 0 ? o.epochs : budget.epochs, .seed = o.seed};
+  settings.base.training = {.epochs = o.flags.steps > 0 ? o.flags.steps : budget.epochs,
+                            .seed = o.flags.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);
-  run_experiment(settings, device, !o.no_progress && examples::stderr_is_terminal());
+  run_experiment(settings, device, !o.flags.no_progress && examples::stderr_is_terminal());
   return 0;
 }
 
@@ -162,17 +137,14 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   const ng::Device device = device_of(common);
   const ModelFolder folder(o.model);
   RunConfig run = folder.read_config();
-  NG_CHECK(fs::exists(folder.file("model.safetensors")), "convpool_cnn_c", "'", o.model,
-           "' has no model.safetensors: train it for at least one epoch");
+  const auto model =
+      examples::load_trained_model<ConvPoolCnnC>(folder, device, "train it for at least one epoch");
   if (!o.data.empty()) run.data.folder = o.data;
   if (o.test_size > 0) run.data.test_size = o.test_size;
   run.data.train_size = 1;  // no training image is needed: the whitening comes from the folder
   if (common.threads > 0) ng::set_num_threads(common.threads);
   const PreparedData data = prepare_data(run.data, load_whitening(folder));
-  ConvPoolCnnC model(run.model);
-  ng::io::load(model, folder.file("model.safetensors"));
-  model.to(device);
-  const double error = classification_error(model, data.test, device);
+  const double error = classification_error(*model, data.test, device);
   std::printf("test error %.2f%% on %lld %s test images (%s)\n", 100 * error,
               static_cast<long long>(data.test.images.size(0)), dataset_name(run.data.kind).c_str(),
               o.model.c_str());
@@ -189,6 +161,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   CommonOptions common;
   TrainOptions t;
+  RunConfig& r = t.run;
   EvaluateOptions e;
   const auto add_common = [&](CLI::App* command) {
     examples::add_device_flags(command, common);
@@ -204,40 +177,45 @@ int main(int argc, char** argv) {
   train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")
       ->capture_default_str();
   train_command
-      ->add_option("--norm", t.norm,
+      ->add_option("--norm", r.model.norm,
                    "none, weightnorm, batchnorm, layernorm, rmsnorm, prmsnorm:0.125, ...")
       ->capture_default_str();
   train_command->add_option("--dataset", t.dataset, "fashion-mnist or cifar10")
       ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
       ->capture_default_str();
-  train_command->add_option("--data", t.data,
+  train_command->add_option("--data", r.data.folder,
                             "the dataset's folder (default: Debian's Fashion-MNIST; CIFAR-10: the "
                             "binary version's cifar-10-batches-bin)");
-  train_command->add_option("--width", t.width, "scales the channel counts 96 and 192")
+  train_command->add_option("--width", r.model.width, "scales the channel counts 96 and 192")
       ->check(examples::kPositive)
       ->capture_default_str();
-  examples::precision_flag(train_command->add_option("--precision", t.precision))
+  examples::precision_flag(train_command->add_option("--precision", r.model.precision))
       ->capture_default_str();
-  train_command->add_option("--epochs", t.epochs, "epochs; the schedule turns at half of them")
+  train_command
+      ->add_option("--epochs", r.training.epochs, "epochs; the schedule turns at half of them")
       ->check(examples::kPositive)
       ->capture_default_str();
-  train_command->add_option("--batch", t.batch, "images per batch")
+  train_command->add_option("--batch", r.training.batch_size, "images per batch")
       ->check(examples::kPositive)
       ->capture_default_str();
-  train_command->add_option("--lr", t.lr, "the base learning rate (0: 0.003, or 0.0003 for none)")
+  train_command
+      ->add_option("--lr", r.training.learning_rate,
+                   "the base learning rate (0: 0.003, or 0.0003 for none)")
       ->check(examples::kNonNegative)
       ->capture_default_str();
   train_command
-      ->add_option("--init-images", t.init_images,
+      ->add_option("--init-images", r.training.init_images,
                    "images for the data-dependent initialisation (none, weightnorm)")
       ->check(examples::kPositive)
       ->capture_default_str();
   train_command
-      ->add_option("--train-size", t.train_size, "the first so many training images (0: all)")
+      ->add_option("--train-size", r.data.train_size, "the first so many training images (0: all)")
       ->check(examples::kNonNegative);
-  train_command->add_option("--test-size", t.test_size, "the first so many test images (0: all)")
+  train_command
+      ->add_option("--test-size", r.data.test_size, "the first so many test images (0: all)")
       ->check(examples::kNonNegative);
-  train_command->add_option("--seed", t.seed, "initial weights, noise, dropout and batch order")
+  train_command
+      ->add_option("--seed", r.model.seed, "initial weights, noise, dropout and batch order")
       ->capture_default_str();
   train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
   examples::add_distributed_flag(train_command, t.distributed);
@@ -256,27 +234,18 @@ int main(int argc, char** argv) {
   ExperimentOptions x;
   CLI::App* experiment_command = app.add_subcommand(
       "experiment", "the paper's Table 10 in shape: every norm trained the same way, a report");
-  experiment_command
-      ->add_option("--budget", x.budget,
-                   "tiny (seconds, to check the pipeline), demo (width 0.25, about 8 minutes on "
-                   "2 cores), long (width 0.5, about 95), gpu (the paper's width, every image, 10 "
-                   "epochs) or paper (as gpu, the paper's 200 epochs)")
-      ->check(CLI::IsMember({"tiny", "demo", "long", "gpu", "paper"}))
-      ->capture_default_str();
-  experiment_command->add_option("--epochs", x.epochs, "epochs of every run (0: the budget's)")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
-  experiment_command->add_option("--out", x.out, "the experiment's folder, a model folder per norm")
-      ->capture_default_str();
-  experiment_command->add_option("--norms", x.norms, "the norms to compare")->capture_default_str();
+  examples::add_experiment_flags(
+      experiment_command, x.flags, examples::budget_names(budgets()),
+      "tiny (seconds, to check the pipeline), demo (width 0.25, about 8 minutes on 2 cores), long "
+      "(width 0.5, about 95), gpu (the paper's width, every image, 10 epochs) or paper (as gpu, "
+      "the paper's 200 epochs)",
+      "epochs");
   experiment_command->add_option("--dataset", x.dataset, "fashion-mnist or cifar10")
       ->check(CLI::IsMember({"fashion-mnist", "cifar10"}))
       ->capture_default_str();
   experiment_command->add_option("--data", x.data, "the dataset's folder");
-  experiment_command->add_option("--seed", x.seed, "the same for every run")->capture_default_str();
   examples::precision_flag(experiment_command->add_option("--precision", x.precision))
       ->capture_default_str();
-  experiment_command->add_flag("--no-progress", x.no_progress, "no progress line on a terminal");
   add_common(experiment_command);
 
   CLI11_PARSE(app, argc, argv);
@@ -285,9 +254,6 @@ int main(int argc, char** argv) {
     if (*experiment_command) return experiment(x, common);
     return evaluate(e, common);
   } catch (const ng::Error& error) {
-    const std::string message = error.what();
-    const bool named = message.rfind("convpool_cnn_c", 0) == 0;
-    std::fprintf(stderr, "%s%s\n", named ? "" : "convpool_cnn_c: ", message.c_str());
-    return examples::end_job(1);
+    return examples::end_job(examples::print_program_error("convpool_cnn_c", error));
   }
 }

@@ -200,10 +200,4 @@ void ConvPoolCnnC::initialise_from_data(const Tensor& images) {
   train(was_training);
 }
 
-std::int64_t count_parameters(const ng::nn::Module& module) {
-  std::int64_t total = 0;
-  for (const Tensor& parameter : module.parameters()) total += parameter.numel();
-  return total;
-}
-
 }  // namespace convpool_cnn_c

@@ -35,6 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/classification.h"
+
 namespace convpool_cnn_c {
 
 struct ModelConfig {
@@ -119,6 +121,7 @@ class ConvPoolCnnC : public normgrad::nn::Module {
   std::vector<std::shared_ptr<NormalizedLayer>> layers_;  // 9 convolutions, then the dense
 };
 
-std::int64_t count_parameters(const normgrad::nn::Module& module);
+// The values of the model's parameters, all told.
+using examples::count_parameters;
 
 }  // namespace convpool_cnn_c

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/classification.h"
+#include "common/progress.h"
 #include "common/record_csv.h"
 #include "common/training_state.h"
 
@@ -13,10 +15,6 @@ namespace ng = normgrad;
 using ng::Tensor;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Misclassified images among a batch's logits [N, 10] and labels [N].
 std::int64_t mistakes(const Tensor& logits, const Tensor& labels) {
@@ -93,19 +91,10 @@ StepResult train_step(ConvPoolCnnC& model, ng::optim::Adam& adam, const Tensor& 
 
 double classification_error(ConvPoolCnnC& model, const ng::data::ImageDataset& dataset,
                             ng::Device device, std::int64_t batch, const ng::data::Shard& shard) {
-  ng::NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
   const std::int64_t count = dataset.images.size(0);
-  std::int64_t wrong = 0;
-  for (std::int64_t first = batch * shard.index; first < count; first += batch * shard.count) {
-    const std::int64_t size = std::min(batch, count - first);
-    const Tensor logits = model.forward(dataset.images.narrow(0, first, size).to(device));
-    wrong += mistakes(logits, dataset.labels.narrow(0, first, size).to(device));
-  }
-  model.train(was_training);
-  if (shard.count > 1) wrong = sum_over_ranks({static_cast<double>(wrong)})[0];
-  return count == 0 ? 0.0 : static_cast<double>(wrong) / static_cast<double>(count);
+  auto correct = static_cast<double>(examples::count_correct(model, dataset, device, batch, shard));
+  if (shard.count > 1) correct = sum_over_ranks({correct})[0];
+  return count == 0 ? 0.0 : (static_cast<double>(count) - correct) / static_cast<double>(count);
 }
 
 Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings, const PreparedData& data,
@@ -187,7 +176,7 @@ EpochRecord Trainer::run_epoch(const StepCallback& on_step) {
   EpochRecord record{.epoch = epoch + 1,
                      .train_loss = loss_sum / batch_count,
                      .train_error = static_cast<double>(wrong) / static_cast<double>(seen),
-                     .seconds = seconds_since(start),
+                     .seconds = examples::seconds_since(start),
                      .learning_rate = schedule.learning_rate,
                      .beta1 = schedule.beta1};
   record.test_error = classification_error(*model_, data_.test, device_, 500, shard_);
