@@ -342,11 +342,10 @@ TEST_CASE("mnist_mlp: the gnuplot script draws each batch size's runs, and gnupl
   examples::write_text_file(folder.file("curves.csv"), mnist_mlp::curves_csv(runs), "mnist_mlp");
   const auto outcome = mnist_mlp::draw_plots(folder.path.string(), runs, "test");
   INFO(outcome.message);
-  REQUIRE(outcome.drawn);
   REQUIRE(outcome.files.size() == 2);
   for (const std::string& file : outcome.files) {
     CAPTURE(file);
-    CHECK(fs::file_size(file) > 1000);
+    CHECK(fs::file_size(folder.path / file) > 1000);
   }
   CHECK(fs::exists(folder.file("curves.gp")));
 }

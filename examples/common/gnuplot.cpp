@@ -103,6 +103,45 @@ std::optional<std::string> draw_curves(const std::string& folder, const std::str
   return image;
 }
 
+std::string plot_curves(const std::vector<Curve>& curves, int x, int y, bool measured_only,
+                        const std::string& style) {
+  std::string command = "plot";
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    const std::string rows =
+        curves[i].rows + (measured_only ? " && valid(" + std::to_string(y) + ")" : "");
+    const auto column = [&](int number) {
+      return "(" + rows + " ? $" + std::to_string(number) + " : NaN)";
+    };
+    command += std::string(i == 0 ? " " : ", \\\n     ") +
+               (i == 0 ? gnuplot_quoted("curves.csv") : "''") + " using " + column(x) + ":" +
+               column(y) + " with " + style + " lt " + std::to_string(curves[i].line_type) +
+               " lw 1.5 title " + gnuplot_quoted(curves[i].title);
+  }
+  return command + "\n";
+}
+
+FiguresOutcome draw_figures(
+    const std::string& folder, const std::string& script_name,
+    const std::function<FigureScript(const std::string& terminal)>& script_for) {
+  FiguresOutcome outcome;
+  const auto terminal = find_gnuplot_terminal();
+  if (!terminal) {
+    outcome.message =
+        "gnuplot with a pngcairo, png or svg terminal was not found, so no figures were drawn "
+        "(apt-get install gnuplot-nox); the curves are in curves.csv";
+    return outcome;
+  }
+  const FigureScript script = script_for(*terminal);
+  const GnuplotRun run = run_gnuplot(folder, script_name, script.text);
+  if (!run.ok) {
+    outcome.message = "gnuplot failed on " + folder + "/" + script_name + ":\n" + run.output;
+    return outcome;
+  }
+  outcome.files = script.files;
+  outcome.message = run.output;  // warnings, but the images were drawn
+  return outcome;
+}
+
 std::string plot_per_norm(const std::vector<std::string>& norms, const std::string& x,
                           const std::string& y, const std::string& style) {
   // Inside the selecting expression a column number is a value, $N; as a using entry of its

@@ -4,6 +4,7 @@
 // (`gnuplot <script>` there). A machine without gnuplot gets its CSV files and a message, never
 // an error.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,39 @@ std::string curves_script_header(const std::string& writer, const std::string& t
 
 // The file an image `name` is drawn to by `terminal`: name.svg for svg, else name.png.
 std::string image_file(const std::string& name, const std::string& terminal);
+
+// One curve of a plot from curves.csv: the rows it takes, as a gnuplot condition ("$1 == 3"),
+// its line type (the colour, which a run keeps in every panel) and its key.
+struct Curve {
+  std::string rows;
+  int line_type = 1;
+  std::string title;
+};
+
+// A `plot` of column `y` of curves.csv against column `x`, a line in `style` per curve. Each
+// curve takes its rows (with `measured_only`, only those where y holds a value: the columns
+// measured at validations); every other row gives NaN for both x and y, so that it neither
+// draws nor stretches the axes.
+std::string plot_curves(const std::vector<Curve>& curves, int x, int y, bool measured_only,
+                        const std::string& style);
+
+// A script that draws figures, and the image files it writes (relative to its folder).
+struct FigureScript {
+  std::string text;
+  std::vector<std::string> files;
+};
+
+struct FiguresOutcome {
+  std::vector<std::string> files;  // the images drawn, relative to the folder; none on failure
+  std::string message;             // why none were drawn, or gnuplot's warnings
+};
+
+// Finds a terminal, writes the script `script_for(terminal)` gives to <folder>/<script_name>
+// beside the CSV it reads, and runs gnuplot on it. Without gnuplot, writes no script and says
+// so in the outcome; never throws for that.
+FiguresOutcome draw_figures(
+    const std::string& folder, const std::string& script_name,
+    const std::function<FigureScript(const std::string& terminal)>& script_for);
 
 // Draws a figure from the curves.csv that an experiment of `program` wrote in `folder`: writes
 // curves.gp there, curves_script_header's lines and the output `name`.png (or .svg), followed

@@ -144,13 +144,12 @@ int run(const Options& options) {
     const std::string title = "784-1000-1000-10 MLP on " + data_folder.filename().string() +
                               ", Adam lr " + examples::format_number("%g", options.lr);
     const auto plots = mnist_mlp::draw_plots(options.out, results, title);
-    for (const std::string& file : plots.files) {
-      std::printf("plot: %s\n", file.c_str());
-      images.push_back(fs::path(file).filename().string());
-    }
+    for (const std::string& file : plots.files)
+      std::printf("plot: %s\n", (fs::path(options.out) / file).c_str());
+    images = plots.files;
     if (!plots.message.empty())
-      std::fprintf(stderr, "mnist_mlp: %s%s\n", plots.drawn ? "gnuplot: " : "",
-                   plots.message.c_str());
+      std::fprintf(stderr, "mnist_mlp: %s%s\n",
+                   plots.files.empty() ? "" : "gnuplot: ", plots.message.c_str());
   }
   const std::string report = (fs::path(options.out) / "report.md").string();
   examples::write_text_file(report, mnist_mlp::report_markdown(results, setup, images),

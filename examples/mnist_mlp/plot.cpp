@@ -3,7 +3,6 @@
 #include <normgrad/normgrad.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -21,29 +20,18 @@ std::vector<std::int64_t> batch_sizes_in_order(const std::vector<RunResult>& res
   return sizes;
 }
 
-// One curve per run of this batch size, column y against column x. A run's rows are those
-// with `$1 == run` (and, for accuracy, a filled column 7); every other row gives NaN for
-// both x and y, so it neither draws nor stretches the axes.
+// One curve per run of this batch size, column y against column x: a run's rows are those
+// with `$1 == run`, and it keeps its norm's colour in every image.
 std::string plot_command(const std::vector<RunResult>& results, std::int64_t batch_size,
                          const std::map<std::string, int>& colour, int x_column, int y_column,
                          bool evaluations_only, const char* style) {
-  std::string command = "plot";
-  bool first = true;
-  for (std::size_t run = 0; run < results.size(); ++run) {
-    if (results[run].batch_size != batch_size) continue;
-    const std::string selected =
-        "$1 == " + std::to_string(run) + (evaluations_only ? " && valid(7)" : "");
-    const auto column = [&](int number) {
-      return "(" + selected + " ? $" + std::to_string(number) + " : NaN)";
-    };
-    command += std::string(first ? " " : ", \\\n     ") +
-               (first ? examples::gnuplot_quoted("curves.csv") : "''") + " using " +
-               column(x_column) + ":" + column(y_column) + " with " + style + " lt " +
-               std::to_string(colour.at(results[run].norm)) + " lw 1.5 title " +
-               examples::gnuplot_quoted(results[run].norm);
-    first = false;
-  }
-  return command + "\n";
+  std::vector<examples::Curve> curves;
+  for (std::size_t run = 0; run < results.size(); ++run)
+    if (results[run].batch_size == batch_size)
+      curves.push_back({.rows = "$1 == " + std::to_string(run),
+                        .line_type = colour.at(results[run].norm),
+                        .title = results[run].norm});
+  return examples::plot_curves(curves, x_column, y_column, evaluations_only, style);
 }
 
 }  // namespace
@@ -85,28 +73,12 @@ std::string plot_script(const std::vector<RunResult>& results, const PlotSetting
   return script.str();
 }
 
-PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
-                       std::string title) {
-  PlotOutcome outcome;
-  const auto terminal = examples::find_gnuplot_terminal();
-  if (!terminal) {
-    outcome.message =
-        "gnuplot with a pngcairo, png or svg terminal was not found, so no plots were drawn "
-        "(apt-get install gnuplot-nox); the curves are in the CSV";
-    return outcome;
-  }
-  const PlotSettings settings{.terminal = *terminal, .title = std::move(title)};
-  const auto run = examples::run_gnuplot(folder, "curves.gp", plot_script(results, settings));
-  if (!run.ok) {
-    outcome.message = "gnuplot failed on " +
-                      (std::filesystem::path(folder) / "curves.gp").string() + ":\n" + run.output;
-    return outcome;
-  }
-  outcome.drawn = true;
-  for (const std::string& file : plot_files(results, settings))
-    outcome.files.push_back((std::filesystem::path(folder) / file).string());
-  if (!run.output.empty()) outcome.message = run.output;  // warnings, but images were drawn
-  return outcome;
+examples::FiguresOutcome draw_plots(const std::string& folder,
+                                    const std::vector<RunResult>& results, std::string title) {
+  return examples::draw_figures(folder, "curves.gp", [&](const std::string& terminal) {
+    const PlotSettings settings{.terminal = terminal, .title = title};
+    return examples::FigureScript{plot_script(results, settings), plot_files(results, settings)};
+  });
 }
 
 }  // namespace mnist_mlp

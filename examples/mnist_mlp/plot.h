@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gnuplot.h"
 #include "training.h"
 
 namespace mnist_mlp {
@@ -27,16 +28,9 @@ std::vector<std::string> plot_files(const std::vector<RunResult>& results,
 // `results` is row group `run == i` of the CSV.
 std::string plot_script(const std::vector<RunResult>& results, const PlotSettings& settings);
 
-struct PlotOutcome {
-  bool drawn = false;
-  std::vector<std::string> files;  // full paths of the images drawn
-  std::string message;             // why nothing was drawn, or gnuplot's complaint
-};
-
-// Writes <folder>/curves.gp and runs gnuplot on it, finding a terminal first
-// (examples::find_gnuplot_terminal). When gnuplot is absent, writes no script and says so in
-// the outcome; never throws for that.
-PlotOutcome draw_plots(const std::string& folder, const std::vector<RunResult>& results,
-                       std::string title);
+// Writes <folder>/curves.gp for the terminal gnuplot offers and runs it
+// (examples::draw_figures): the images drawn, or why there are none.
+examples::FiguresOutcome draw_plots(const std::string& folder,
+                                    const std::vector<RunResult>& results, std::string title);
 
 }  // namespace mnist_mlp
