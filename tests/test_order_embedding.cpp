@@ -176,7 +176,8 @@ TEST_CASE("Trainer: a resumed run ends exactly as an uninterrupted one, history 
     first_half.model.image_dim = data.train.feature_dim();
     Trainer trainer(first_half.model, run.training, data.train, data.dev, data.vocabulary,
                     Device::cpu());
-    trainer.run_to_validation();
+    for (int step = 0; step < 3; ++step) trainer.train_step();  // to the first validation
+    trainer.validate();
     half.write_config(first_half);
     data.vocabulary.save(half.file("vocabulary.txt"));
     trainer.save_state(half.file("state.safetensors"));
@@ -285,7 +286,8 @@ TEST_CASE("order_embedding's config.json goes out and back, and damage is named"
   testing::ScratchFolder folder("oe_config");
   const ModelFolder model_folder(folder.path.string());
   CHECK_FALSE(model_folder.has_config());
-  CHECK_ERROR(model_folder.read_config(), "is not a model folder of order_embedding: no config.json");
+  CHECK_ERROR(model_folder.read_config(),
+              "is not a model folder of order_embedding: no config.json");
   model_folder.write_config(run);
   CHECK(to_json(model_folder.read_config()) == json);
 }

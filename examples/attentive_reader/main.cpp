@@ -152,6 +152,7 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
   settings.base.training = {.steps = o.steps > 0 ? o.steps : budget.steps,
                             .batch_size = budget.batch_size,
                             .learning_rate = budget.learning_rate,
+                            .clip = kPaperTraining.clip,
                             .valid_every = budget.valid_every,
                             .seed = o.seed};
   const int threads = common.threads > 0 ? common.threads : budget.threads;

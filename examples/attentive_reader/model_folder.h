@@ -44,12 +44,7 @@ void for_each_setting(Config& c, const Visit& visit) {
   visit("data", "folder", c.data.folder);
   visit("data", "training_questions", c.data.training_questions);
   visit("data", "validation_questions", c.data.validation_questions);
-  visit("training", "steps", c.training.steps);
-  visit("training", "batch_size", c.training.batch_size);
-  visit("training", "learning_rate", c.training.learning_rate);
-  visit("training", "clip", c.training.clip);
-  visit("training", "valid_every", c.training.valid_every);
-  visit("training", "seed", c.training.seed);
+  examples::for_each_training_setting(c.training, visit);
 }
 
 nlohmann::json to_json(const RunConfig& config);

@@ -1,7 +1,8 @@
 #pragma once
 // One training run in its model folder, as `train` and `experiment` both run it: the folder's
-// configuration and vocabulary, then a validation every valid_every steps, each followed by
-// the training state, train.csv and (when the validation error is the lowest so far)
+// configuration and vocabulary, then the run on the examples' validated run
+// (common/validated_run.h): a validation every valid_every steps, each followed by the
+// training state, train.csv and (when the validation error is the lowest so far)
 // model.safetensors; a run already there is continued from its state.
 
 #include <cstdio>

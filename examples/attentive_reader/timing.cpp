@@ -59,12 +59,14 @@ std::vector<examples::NormTiming> time_norms(const TimingSettings& s, ng::Device
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
   const QuestionBatch batch = make_batch(questions, all, vocabulary).to(device);
 
+  TrainSettings training = kPaperTraining;
+  training.batch_size = s.batch;
+  training.seed = s.seed;
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (const std::string& norm : s.norms)
     trainers.push_back(std::make_unique<Trainer>(
         ModelConfig{.norm = norm, .vocabulary = vocabulary.size(), .dim = s.dim, .seed = s.seed},
-        TrainSettings{.steps = 1, .batch_size = s.batch, .seed = s.seed}, questions, questions,
-        vocabulary, device));
+        training, questions, questions, vocabulary, device));
   return examples::time_in_rounds(
       s.norms, s.rounds, [&](std::size_t n) { trainers[n]->step(batch); }, progress);
 }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <sstream>
+#include <cstdio>
+
+#include "common/number_text.h"
+#include "common/record_csv.h"
 
 namespace attentive_reader {
 
@@ -12,45 +15,50 @@ using ng::Tensor;
 
 namespace {
 
-constexpr const char* kHeader = "step,seconds,train_loss,train_error,valid_error,valid_loss";
-
 std::int64_t mistakes(const Tensor& logits, const Tensor& answers) {
   return static_cast<std::int64_t>(
       ng::ne(ng::argmax(logits, 1), answers).to(ng::DType::Float64).sum().item());
 }
 
+const std::vector<examples::CsvColumn<ValidationRecord>> kHistoryColumns{
+    {"step", &ValidationRecord::step},
+    {"seconds", &ValidationRecord::seconds},
+    {"train_loss", &ValidationRecord::train_loss},
+    {"train_error", &ValidationRecord::train_error},
+    {"valid_error", &ValidationRecord::valid_error},
+    {"valid_loss", &ValidationRecord::valid_loss}};
+
 }  // namespace
 
 std::string history_csv(const std::vector<ValidationRecord>& history) {
-  std::ostringstream out;
-  out.precision(17);
-  out << kHeader << '\n';
-  for (const ValidationRecord& r : history)
-    out << r.step << ',' << r.seconds << ',' << r.train_loss << ',' << r.train_error << ','
-        << r.valid_error << ',' << r.valid_loss << '\n';
-  return out.str();
+  return examples::records_csv(kHistoryColumns, history);
 }
 
 std::vector<ValidationRecord> parse_history_csv(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  std::getline(in, line);
-  NG_CHECK(line == kHeader, "attentive_reader",
-           "the training history does not start with its header");
-  std::vector<ValidationRecord> history;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    ValidationRecord r;
-    char comma[5];
-    std::istringstream fields(line);
-    fields >> r.step >> comma[0] >> r.seconds >> comma[1] >> r.train_loss >> comma[2] >>
-        r.train_error >> comma[3] >> r.valid_error >> comma[4] >> r.valid_loss;
-    NG_CHECK(!fields.fail() && (history.empty() || r.step > history.back().step),
-             "attentive_reader", "line ", history.size() + 2,
-             " of the training history is damaged: '", line, "'");
-    history.push_back(r);
-  }
-  return history;
+  return examples::parse_records_csv(kHistoryColumns, text, "attentive_reader");
+}
+
+const examples::Validations<ValidationRecord>& validations() {
+  static const examples::Validations<ValidationRecord> validations{
+      .score = [](const ValidationRecord& r) { return r.valid_error; },
+      .better = examples::Better::Lower,
+      .text =
+          [](const ValidationRecord& r) {
+            char text[96];
+            std::snprintf(text, sizeof text,
+                          "loss %.3f  train error %5.1f%%  valid error %5.1f%% (loss %.3f)",
+                          r.train_loss, 100 * r.train_error, 100 * r.valid_error, r.valid_loss);
+            return std::string(text);
+          },
+      .best_text =
+          [](const ValidationRecord& r) {
+            std::string text = "lowest validation error ";
+            text += examples::format_number("%.2f%%", 100 * r.valid_error);
+            text += " at step ";
+            return text += std::to_string(r.step);
+          },
+      .csv = history_csv};
+  return validations;
 }
 
 Evaluation evaluate_questions(AttentiveReader& model, const std::vector<Question>& questions,
@@ -102,27 +110,16 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings,
       validation_(validation),
       vocabulary_(vocabulary),
       device_(device) {
-  NG_CHECK(settings.steps >= 1, "attentive_reader", "--steps must be at least 1, got ",
-           settings.steps);
+  examples::check_step_training(settings, "attentive_reader");
   NG_CHECK(
       settings.batch_size >= 1 && settings.batch_size <= static_cast<std::int64_t>(training.size()),
       "attentive_reader", "--batch ", settings.batch_size, " needs 1 to ", training.size(),
       " (the training questions)");
   NG_CHECK(!validation.empty(), "attentive_reader", "there are no validation questions");
-  NG_CHECK(settings.valid_every >= 1, "attentive_reader", "--valid-every must be at least 1, got ",
-           settings.valid_every);
-  NG_CHECK(settings.learning_rate > 0 && std::isfinite(settings.learning_rate), "attentive_reader",
-           "--lr must be positive, got ", settings.learning_rate);
-  NG_CHECK(settings.clip >= 0 && std::isfinite(settings.clip), "attentive_reader",
-           "--clip must be 0 (none) or positive, got ", settings.clip);
   model_ = std::make_unique<AttentiveReader>(model);
   model_->to(device);
   adam_ = std::make_unique<ng::optim::Adam>(model_->parameters(),
                                             ng::optim::AdamOptions{.lr = settings.learning_rate});
-}
-
-std::int64_t Trainer::steps_per_epoch() const {
-  return static_cast<std::int64_t>(training_.size()) / settings_.batch_size;
 }
 
 Trainer::StepResult Trainer::step(const QuestionBatch& batch) {
@@ -137,49 +134,36 @@ Trainer::StepResult Trainer::step(const QuestionBatch& batch) {
   return {.loss = loss.item(), .mistakes = mistakes(logits.detach(), batch.answers)};
 }
 
-ValidationRecord Trainer::run_to_validation(const StepCallback& on_step) {
-  NG_CHECK(!finished(), "attentive_reader", "all ", settings_.steps, " steps are done");
-  const std::int64_t until =
-      std::min(settings_.steps, (steps_done_ / settings_.valid_every + 1) * settings_.valid_every);
+double Trainer::train_step() {
   const auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0;
-  std::int64_t wrong = 0, seen = 0;
-  const std::int64_t first = steps_done_;
-  for (; steps_done_ < until; ++steps_done_) {
-    const std::vector<std::int64_t> indices =
-        batch_questions(settings_, steps_done_, static_cast<std::int64_t>(training_.size()));
-    const std::vector<std::int64_t> renumbering = random_permutation(
-        vocabulary_.entities(), settings_.seed * 7777 + static_cast<std::uint64_t>(steps_done_));
-    const StepResult result = step(make_batch(training_, indices, vocabulary_, renumbering,
-                                              model_->config().answers == "document")
-                                       .to(device_));
-    NG_CHECK(std::isfinite(result.loss), "attentive_reader", "the loss became ", result.loss,
-             " at step ", steps_done_ + 1);
-    loss_sum += result.loss;
-    wrong += result.mistakes;
-    seen += static_cast<std::int64_t>(indices.size());
-    if (on_step) on_step({.step = steps_done_ + 1, .steps = settings_.steps, .loss = result.loss});
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const Evaluation valid = evaluate_questions(*model_, validation_, vocabulary_, device_);
-  ValidationRecord record{.step = steps_done_,
-                          .seconds = (history_.empty() ? 0.0 : history_.back().seconds) + seconds,
-                          .train_loss = loss_sum / static_cast<double>(steps_done_ - first),
-                          .train_error = static_cast<double>(wrong) / static_cast<double>(seen),
-                          .valid_error = valid.error,
-                          .valid_loss = valid.loss};
-  const ValidationRecord* previous_best = best();
-  improved_ = previous_best == nullptr || record.valid_error < previous_best->valid_error;
-  history_.push_back(record);
-  return record;
+  const std::vector<std::int64_t> indices =
+      batch_questions(settings_, steps_done_, static_cast<std::int64_t>(training_.size()));
+  const std::vector<std::int64_t> renumbering = random_permutation(
+      vocabulary_.entities(), settings_.seed * 7777 + static_cast<std::uint64_t>(steps_done_));
+  const StepResult result = step(make_batch(training_, indices, vocabulary_, renumbering,
+                                            model_->config().answers == "document")
+                                     .to(device_));
+  NG_CHECK(std::isfinite(result.loss), "attentive_reader", "the loss became ", result.loss,
+           " at step ", steps_done_ + 1);
+  ++steps_done_;
+  since_validation_.add(result.loss, start);
+  wrong_ += result.mistakes;
+  answered_ += static_cast<std::int64_t>(indices.size());
+  return result.loss;
 }
 
-const ValidationRecord* Trainer::best() const {
-  const ValidationRecord* best = nullptr;
-  for (const ValidationRecord& r : history_)
-    if (best == nullptr || r.valid_error < best->valid_error) best = &r;
-  return best;
+const ValidationRecord& Trainer::validate() {
+  const Evaluation valid = evaluate_questions(*model_, validation_, vocabulary_, device_);
+  const double seconds_before = history_.empty() ? 0.0 : history_.back().seconds;
+  history_.push_back({.step = steps_done_,
+                      .seconds = seconds_before + since_validation_.seconds,
+                      .train_loss = since_validation_.mean_loss(),
+                      .train_error = static_cast<double>(wrong_) / static_cast<double>(answered_),
+                      .valid_error = valid.error,
+                      .valid_loss = valid.loss});
+  since_validation_ = {};
+  wrong_ = answered_ = 0;
+  return history_.back();
 }
 
 examples::RunState Trainer::run_state() {
@@ -192,17 +176,10 @@ void Trainer::save_state(const std::string& path) {
 }
 
 void Trainer::load_state(const std::string& path) {
-  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
-  const std::int64_t steps = loaded.steps;
-  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
-  NG_CHECK(!history.empty() && history.back().step == steps, "attentive_reader", "'", path,
-           "' records validations up to step ", history.empty() ? 0 : history.back().step,
-           " but says ", steps, " steps were done");
-  NG_CHECK(steps <= settings_.steps, "attentive_reader", "'", path, "' has ", steps,
-           " steps done, more than --steps ", settings_.steps);
-  history_ = std::move(history);
+  auto [steps, history] = examples::load_validated_state<ValidationRecord>(
+      path, run_state(), settings_.steps, parse_history_csv);
   steps_done_ = steps;
-  improved_ = false;
+  history_ = std::move(history);
 }
 
 }  // namespace attentive_reader

@@ -14,25 +14,28 @@
 #include <normgrad/normgrad.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "batches.h"
+#include "common/step_training.h"
 #include "common/training_state.h"
+#include "common/validated_run.h"
 #include "model.h"
 
 namespace attentive_reader {
 
-struct TrainSettings {
-  std::int64_t steps = 100000;
-  std::int64_t batch_size = 64;
-  double learning_rate = 8e-5;
-  double clip = 10.0;  // the gradients' largest global norm; 0: no clipping
-  std::int64_t valid_every = 1000;
-  std::uint64_t seed = 1;  // the batches and the entity renumbering
-};
+using TrainSettings = examples::StepTraining;
+
+// The paper's run of the reader's code: Adam at 8e-5, batches of 64, the gradients' global norm
+// clipped to 10, a validation every 1000 steps.
+inline constexpr TrainSettings kPaperTraining{.steps = 100000,
+                                              .batch_size = 64,
+                                              .learning_rate = 8e-5,
+                                              .clip = 10,
+                                              .valid_every = 1000,
+                                              .seed = 1};
 
 struct ValidationRecord {
   std::int64_t step = 0;
@@ -45,6 +48,9 @@ struct ValidationRecord {
 
 std::string history_csv(const std::vector<ValidationRecord>& history);
 std::vector<ValidationRecord> parse_history_csv(const std::string& text);
+
+// The lowest validation error is the best; the run's lines and train.csv (validated_run.h).
+const examples::Validations<ValidationRecord>& validations();
 
 struct Evaluation {
   double error = 0, loss = 0;
@@ -60,12 +66,6 @@ Evaluation evaluate_questions(AttentiveReader& model, const std::vector<Question
 std::vector<std::int64_t> batch_questions(const TrainSettings& settings, std::int64_t step,
                                           std::int64_t questions);
 
-struct StepReport {
-  std::int64_t step = 0, steps = 0;
-  double loss = 0;
-};
-using StepCallback = std::function<void(const StepReport&)>;
-
 class Trainer {
  public:
   Trainer(const ModelConfig& model, const TrainSettings& settings,
@@ -78,13 +78,14 @@ class Trainer {
     std::int64_t mistakes = 0;
   };
   StepResult step(const QuestionBatch& batch);
-  ValidationRecord run_to_validation(const StepCallback& on_step = {});
-  bool finished() const { return steps_done_ >= settings_.steps; }
-  bool improved() const { return improved_; }
+  // A step on the batch of step steps_done(), its entities renumbered: its loss, counted into
+  // the next validation's record.
+  double train_step();
+  // The error and loss on every validation question, recorded with the steps since the last
+  // validation; the record is kept in history().
+  const ValidationRecord& validate();
   std::int64_t steps_done() const { return steps_done_; }
-  std::int64_t steps_per_epoch() const;
   const std::vector<ValidationRecord>& history() const { return history_; }
-  const ValidationRecord* best() const;  // lowest validation error; nullptr before any
 
   void save_state(const std::string& path);
   void load_state(const std::string& path);
@@ -103,7 +104,8 @@ class Trainer {
   std::unique_ptr<normgrad::optim::Adam> adam_;
   std::int64_t steps_done_ = 0;
   std::vector<ValidationRecord> history_;
-  bool improved_ = false;
+  examples::StepsSinceValidation since_validation_;
+  std::int64_t wrong_ = 0, answered_ = 0;  // the training questions since the last validation
 };
 
 }  // namespace attentive_reader

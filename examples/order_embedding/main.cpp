@@ -62,7 +62,8 @@ bool progress_bar(bool no_progress) { return !no_progress && ::isatty(2) == 1; }
 
 RunConfig run_from(const TrainOptions& o) {
   RunConfig run;
-  run.model = {.norm = o.norm, .word_dim = o.word_dim, .dim = o.dim, .seed = o.seed};
+  run.model = {
+      .norm = o.norm, .word_dim = o.word_dim, .dim = o.dim, .seed = o.seed, .margin = o.margin};
   run.data = {.folder = o.data.empty() ? o.data : fs::absolute(o.data).lexically_normal().string(),
               .features = o.features,
               .train_images = o.train_images,
@@ -71,7 +72,6 @@ RunConfig run_from(const TrainOptions& o) {
                   .batch_size = o.batch,
                   .learning_rate = o.lr,
                   .clip = o.clip,
-                  .margin = o.margin,
                   .valid_every = o.valid_every,
                   .seed = o.seed};
   parse_model_norm(run.model.norm);
@@ -175,6 +175,8 @@ int experiment(const ExperimentOptions& o, const CommonOptions& common) {
                         .dev_images = budget.dev_images};
   settings.base.training = {.steps = o.steps > 0 ? o.steps : budget.steps,
                             .batch_size = budget.batch_size,
+                            .learning_rate = kPaperTraining.learning_rate,
+                            .clip = kPaperTraining.clip,
                             .valid_every = budget.valid_every,
                             .seed = o.seed};
   if (common.threads > 0) ng::set_num_threads(common.threads);

@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace order_embedding {
@@ -37,6 +38,8 @@ OrderEmbeddingModel::OrderEmbeddingModel(const ModelConfig& config) : config_(co
       "the model needs a vocabulary of at least one word and positive "
       "sizes, got ",
       describe(config));
+  NG_CHECK(config.margin >= 0 && std::isfinite(config.margin), "order_embedding",
+           "--margin must be non-negative, got ", config.margin);
   ng::Generator generator(config.seed);
   embedding_ = register_module(
       "embedding", std::make_shared<ng::nn::Embedding>(config.vocabulary, config.word_dim));
@@ -87,11 +90,10 @@ Tensor OrderEmbeddingModel::encode_images(const Tensor& features) {
   return unit_orthant(image_map_->forward(features));
 }
 
-Tensor OrderEmbeddingModel::loss(const CaptionBatch& captions, const Tensor& features,
-                                 double margin) {
+Tensor OrderEmbeddingModel::loss(const CaptionBatch& captions, const Tensor& features) {
   const Tensor s = encode_captions(captions);
   const Tensor v = encode_images(features);
-  return ng::nn::contrastive_hinge_loss(ng::nn::order_violations(s, v), margin);
+  return ng::nn::contrastive_hinge_loss(ng::nn::order_violations(s, v), config_.margin);
 }
 
 }  // namespace order_embedding

@@ -35,6 +35,8 @@ struct ModelConfig {
   std::int64_t dim = 1024;  // the GRU's and the embedding space's
   std::int64_t image_dim = 4096;
   std::uint64_t seed = 1;  // the initial weights
+  // The contrastive loss's margin (config.json keeps it among the training settings).
+  double margin = 0.05;
 };
 
 // The norm spec as this model takes it: one that normalises outputs, or none; an Error for
@@ -54,9 +56,9 @@ class OrderEmbeddingModel : public normgrad::nn::Module {
   normgrad::Tensor encode_captions(const CaptionBatch& batch);
   // Image features [B, image_dim] -> [B, dim].
   normgrad::Tensor encode_images(const normgrad::Tensor& features);
-  // The summed contrastive hinge loss of B captions against their B images.
-  normgrad::Tensor loss(const CaptionBatch& captions, const normgrad::Tensor& features,
-                        double margin = 0.05);
+  // The summed contrastive hinge loss of B captions against their B images, with the
+  // config's margin.
+  normgrad::Tensor loss(const CaptionBatch& captions, const normgrad::Tensor& features);
 
  private:
   ModelConfig config_;

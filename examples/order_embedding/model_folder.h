@@ -45,13 +45,8 @@ void for_each_setting(Config& c, const Visit& visit) {
   visit("data", "features", c.data.features);
   visit("data", "train_images", c.data.train_images);
   visit("data", "dev_images", c.data.dev_images);
-  visit("training", "steps", c.training.steps);
-  visit("training", "batch_size", c.training.batch_size);
-  visit("training", "learning_rate", c.training.learning_rate);
-  visit("training", "clip", c.training.clip);
-  visit("training", "margin", c.training.margin);
-  visit("training", "valid_every", c.training.valid_every);
-  visit("training", "seed", c.training.seed);
+  visit("training", "margin", c.model.margin);
+  examples::for_each_training_setting(c.training, visit);
 }
 
 nlohmann::json to_json(const RunConfig& config);

@@ -1,8 +1,9 @@
 #pragma once
 // One training run in its model folder, as `train` and `experiment` both run it: the folder's
-// configuration and vocabulary, then validations every valid_every steps, each followed by the
-// training state, train.csv and (when the validation is the best so far) model.safetensors; a
-// run already there is continued from its state.
+// configuration and vocabulary, then the run on the examples' validated run
+// (common/validated_run.h): validations every valid_every steps, each followed by the training
+// state, train.csv and (when the validation is the best so far) model.safetensors; a run
+// already there is continued from its state.
 
 #include <cstdio>
 #include <vector>
@@ -27,8 +28,5 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data);
 std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConfig run,
                                               normgrad::Device device, bool progress_bar,
                                               std::FILE* log);
-
-// "R@1 45.8 R@5 79.7 R@10 88.8 mean 5.4 | ..." for a log line.
-std::string scores_text(const normgrad::data::RetrievalScores& scores);
 
 }  // namespace order_embedding

@@ -55,6 +55,9 @@ std::vector<examples::NormTiming> time_norms(const TimingSettings& s, ng::Device
   const CaptionBatch on_device{batch.tokens.to(device), batch.lengths.to(device)};
   const ng::Tensor features = split.images.to(device);
 
+  TrainSettings training = kPaperTraining;
+  training.batch_size = s.batch;
+  training.seed = s.seed;
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (const std::string& norm : s.norms) {
     const ModelConfig model{.norm = norm,
@@ -63,7 +66,6 @@ std::vector<examples::NormTiming> time_norms(const TimingSettings& s, ng::Device
                             .dim = s.dim,
                             .image_dim = s.image_dim,
                             .seed = s.seed};
-    const TrainSettings training{.steps = 1, .batch_size = s.batch, .seed = s.seed};
     trainers.push_back(
         std::make_unique<Trainer>(model, training, split, split, vocabulary, device));
   }

@@ -6,6 +6,8 @@
 #include <random>
 #include <sstream>
 
+#include "common/number_text.h"
+
 namespace order_embedding {
 
 namespace ng = normgrad;
@@ -65,11 +67,38 @@ Tensor error_matrix(const Tensor& captions, const Tensor& images) {
   return ng::cat(rows, 0);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+std::string metrics_text(const RankingMetrics& m) {
+  using examples::format_number;
+  return "R@1 " + format_number("%.1f", m.recall_at[0]) + " R@5 " +
+         format_number("%.1f", m.recall_at[1]) + " R@10 " + format_number("%.1f", m.recall_at[2]) +
+         " mean rank " + format_number("%.1f", m.mean_rank);
 }
 
 }  // namespace
+
+std::string scores_text(const RetrievalScores& scores) {
+  return "caption " + metrics_text(scores.caption) + " | image " + metrics_text(scores.image);
+}
+
+const examples::Validations<ValidationRecord>& validations() {
+  static const examples::Validations<ValidationRecord> validations{
+      .score = [](const ValidationRecord& r) { return ng::data::image_recall_sum(r.dev); },
+      .better = examples::Better::Higher,
+      .text =
+          [](const ValidationRecord& r) {
+            return examples::format_number("loss %8.3f", r.train_loss) + "  dev " +
+                   scores_text(r.dev);
+          },
+      .best_text =
+          [](const ValidationRecord& r) {
+            std::string text = "best dev at step ";
+            text += std::to_string(r.step);
+            text += ": ";
+            return text += scores_text(r.dev);
+          },
+      .csv = history_csv};
+  return validations;
+}
 
 std::string history_csv(const std::vector<ValidationRecord>& history) {
   std::ostringstream out;
@@ -180,19 +209,10 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings,
       vocabulary_(vocabulary),
       device_(device),
       generator_(settings.seed) {
-  NG_CHECK(settings.steps >= 1, "order_embedding", "--steps must be at least 1, got ",
-           settings.steps);
+  examples::check_step_training(settings, "order_embedding");
   NG_CHECK(settings.batch_size >= 2 && settings.batch_size <= train.image_count(),
            "order_embedding", "--batch ", settings.batch_size, " needs 2 to ", train.image_count(),
            " (the training images)");
-  NG_CHECK(settings.valid_every >= 1, "order_embedding", "--valid-every must be at least 1, got ",
-           settings.valid_every);
-  NG_CHECK(settings.learning_rate > 0 && std::isfinite(settings.learning_rate), "order_embedding",
-           "--lr must be positive, got ", settings.learning_rate);
-  NG_CHECK(settings.clip >= 0 && std::isfinite(settings.clip), "order_embedding",
-           "--clip must be 0 (none) or positive, got ", settings.clip);
-  NG_CHECK(settings.margin >= 0 && std::isfinite(settings.margin), "order_embedding",
-           "--margin must be non-negative, got ", settings.margin);
   NG_CHECK(train.feature_dim() == model.image_dim && dev.feature_dim() == model.image_dim,
            "order_embedding", "the model maps ", model.image_dim, " image features, the data have ",
            train.feature_dim(), " (train) and ", dev.feature_dim(), " (dev)");
@@ -202,64 +222,44 @@ Trainer::Trainer(const ModelConfig& model, const TrainSettings& settings,
                                             ng::optim::AdamOptions{.lr = settings.learning_rate});
 }
 
-std::int64_t Trainer::steps_per_epoch() const {
-  return train_.image_count() / settings_.batch_size;
-}
-
 double Trainer::step(const CaptionBatch& captions, const Tensor& features) {
   model_->train();
   adam_->zero_grad();
-  const Tensor loss = model_->loss(captions, features, settings_.margin);
+  const Tensor loss = model_->loss(captions, features);
   loss.backward();
   if (settings_.clip > 0) ng::optim::clip_grad_norm_each(model_->parameters(), settings_.clip);
   adam_->step();
   return loss.item();
 }
 
-ValidationRecord Trainer::run_to_validation(const StepCallback& on_step) {
-  NG_CHECK(!finished(), "order_embedding", "all ", settings_.steps, " steps are done");
-  const std::int64_t until =
-      std::min(settings_.steps, (steps_done_ / settings_.valid_every + 1) * settings_.valid_every);
+double Trainer::train_step() {
   const auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0;
-  const std::int64_t first = steps_done_;
-  for (; steps_done_ < until; ++steps_done_) {
-    const BatchIndices indices =
-        batch_indices(settings_, steps_done_, train_.image_count(), train_.captions_per_image);
-    std::vector<std::string> captions;
-    for (const std::int64_t c : indices.captions)
-      captions.push_back(train_.captions[static_cast<std::size_t>(c)]);
-    const CaptionBatch batch = vocabulary_.batch(captions);
-    const Tensor features = ng::index_select(
-        train_.images, 0,
-        ng::from_vector(indices.images, {static_cast<std::int64_t>(indices.images.size())}));
-    const double loss =
-        step({batch.tokens.to(device_), batch.lengths.to(device_)}, features.to(device_));
-    NG_CHECK(std::isfinite(loss), "order_embedding", "the loss became ", loss, " at step ",
-             steps_done_ + 1);
-    loss_sum += loss;
-    if (on_step) on_step({.step = steps_done_ + 1, .steps = settings_.steps, .loss = loss});
-  }
-  ValidationRecord record{
-      .step = steps_done_,
-      .seconds = (history_.empty() ? 0.0 : history_.back().seconds) + seconds_since(start),
-      .train_loss = loss_sum / static_cast<double>(steps_done_ - first),
-      .dev = {}};
-  record.dev = evaluate_retrieval(*model_, vocabulary_, dev_, device_);
-  const ValidationRecord* previous_best = best();
-  improved_ = previous_best == nullptr || ng::data::image_recall_sum(record.dev) >
-                                              ng::data::image_recall_sum(previous_best->dev);
-  history_.push_back(record);
-  return record;
+  const BatchIndices indices =
+      batch_indices(settings_, steps_done_, train_.image_count(), train_.captions_per_image);
+  std::vector<std::string> captions;
+  for (const std::int64_t c : indices.captions)
+    captions.push_back(train_.captions[static_cast<std::size_t>(c)]);
+  const CaptionBatch batch = vocabulary_.batch(captions);
+  const Tensor features = ng::index_select(
+      train_.images, 0,
+      ng::from_vector(indices.images, {static_cast<std::int64_t>(indices.images.size())}));
+  const double loss =
+      step({batch.tokens.to(device_), batch.lengths.to(device_)}, features.to(device_));
+  NG_CHECK(std::isfinite(loss), "order_embedding", "the loss became ", loss, " at step ",
+           steps_done_ + 1);
+  ++steps_done_;
+  since_validation_.add(loss, start);
+  return loss;
 }
 
-const ValidationRecord* Trainer::best() const {
-  const ValidationRecord* best = nullptr;
-  for (const ValidationRecord& r : history_)
-    if (best == nullptr ||
-        ng::data::image_recall_sum(r.dev) > ng::data::image_recall_sum(best->dev))
-      best = &r;
-  return best;
+const ValidationRecord& Trainer::validate() {
+  const double seconds_before = history_.empty() ? 0.0 : history_.back().seconds;
+  history_.push_back({.step = steps_done_,
+                      .seconds = seconds_before + since_validation_.seconds,
+                      .train_loss = since_validation_.mean_loss(),
+                      .dev = evaluate_retrieval(*model_, vocabulary_, dev_, device_)});
+  since_validation_ = {};
+  return history_.back();
 }
 
 examples::RunState Trainer::run_state() {
@@ -271,17 +271,10 @@ void Trainer::save_state(const std::string& path) {
 }
 
 void Trainer::load_state(const std::string& path) {
-  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
-  const std::int64_t steps = loaded.steps;
-  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
-  NG_CHECK(!history.empty() && history.back().step == steps, "order_embedding", "'", path,
-           "' records validations up to step ", history.empty() ? 0 : history.back().step,
-           " but says ", steps, " steps were done");
-  NG_CHECK(steps <= settings_.steps, "order_embedding", "'", path, "' has ", steps,
-           " steps done, more than --steps ", settings_.steps);
-  history_ = std::move(history);
+  auto [steps, history] = examples::load_validated_state<ValidationRecord>(
+      path, run_state(), settings_.steps, parse_history_csv);
   steps_done_ = steps;
-  improved_ = false;
+  history_ = std::move(history);
 }
 
 }  // namespace order_embedding

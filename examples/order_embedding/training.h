@@ -12,27 +12,29 @@
 #include <normgrad/normgrad.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/step_training.h"
 #include "common/training_state.h"
+#include "common/validated_run.h"
 #include "dataset.h"
 #include "model.h"
 #include "vocabulary.h"
 
 namespace order_embedding {
 
-struct TrainSettings {
-  std::int64_t steps = 30000;
-  std::int64_t batch_size = 128;
-  double learning_rate = 1e-3;
-  double clip = 2.0;  // each gradient's maximum L2 norm; 0: no clipping
-  double margin = 0.05;
-  std::int64_t valid_every = 300;
-  std::uint64_t seed = 1;  // the batches
-};
+using TrainSettings = examples::StepTraining;
+
+// The original code's training: Adam at 1e-3, batches of 128, every gradient clipped to norm 2
+// on its own, a validation every 300 steps.
+inline constexpr TrainSettings kPaperTraining{.steps = 30000,
+                                              .batch_size = 128,
+                                              .learning_rate = 1e-3,
+                                              .clip = 2,
+                                              .valid_every = 300,
+                                              .seed = 1};
 
 struct ValidationRecord {
   std::int64_t step = 0;
@@ -44,6 +46,13 @@ struct ValidationRecord {
 // The records as CSV (a header line, then one per validation) and back.
 std::string history_csv(const std::vector<ValidationRecord>& history);
 std::vector<ValidationRecord> parse_history_csv(const std::string& text);
+
+// The highest dev image recall sum (R@1 + R@5 + R@10) is the best; the run's lines and
+// train.csv (validated_run.h).
+const examples::Validations<ValidationRecord>& validations();
+
+// "R@1 45.8 R@5 79.7 R@10 88.8 mean 5.4 | ..." for a log line.
+std::string scores_text(const normgrad::data::RetrievalScores& scores);
 
 // Retrieval on `split` in folds of `fold_images` images (the last fold may be smaller, and is
 // dropped when another came before it), averaged; the model's mode is left as it was.
@@ -60,12 +69,6 @@ struct BatchIndices {
 BatchIndices batch_indices(const TrainSettings& settings, std::int64_t step, std::int64_t images,
                            std::int64_t captions_per_image);
 
-struct StepReport {
-  std::int64_t step = 0, steps = 0;  // steps done, of how many
-  double loss = 0;
-};
-using StepCallback = std::function<void(const StepReport&)>;
-
 class Trainer {
  public:
   // A fresh model on `device`. Bad settings throw normgrad::Error before any work.
@@ -74,16 +77,14 @@ class Trainer {
 
   // One step on batch `step`; returns its loss. bench/ and `time` time exactly this.
   double step(const CaptionBatch& captions, const normgrad::Tensor& features);
-  // Trains to the next validation point (or the last step), validates, records; returns the
-  // record, also kept in history(). improved() says whether it is the best so far.
-  ValidationRecord run_to_validation(const StepCallback& on_step = {});
-  bool finished() const { return steps_done() >= settings_.steps; }
-  bool improved() const { return improved_; }
+  // A step on the batch of step steps_done(): its loss, counted into the next validation's
+  // record.
+  double train_step();
+  // Retrieval on the dev images, recorded with the steps since the last validation; the record
+  // is kept in history().
+  const ValidationRecord& validate();
   std::int64_t steps_done() const { return steps_done_; }
-  std::int64_t steps_per_epoch() const;
   const std::vector<ValidationRecord>& history() const { return history_; }
-  // The best record so far (by image recall sum); nullptr before the first validation.
-  const ValidationRecord* best() const;
 
   void save_state(const std::string& path);
   void load_state(const std::string& path);
@@ -104,7 +105,7 @@ class Trainer {
   normgrad::Generator generator_;  // kept in the state for the format; training draws none
   std::int64_t steps_done_ = 0;
   std::vector<ValidationRecord> history_;
-  bool improved_ = false;
+  examples::StepsSinceValidation since_validation_;
 };
 
 }  // namespace order_embedding
