@@ -4,9 +4,7 @@
 #include <sstream>
 
 #include "baselines.h"
-#include "common/cpu_share.h"
 #include "common/gnuplot.h"
-#include "common/norm_sweep.h"
 #include "common/norm_timing.h"
 #include "common/number_text.h"
 #include "common/run_folder.h"
@@ -21,10 +19,7 @@ using examples::format_number;
 namespace {
 
 const ValidationRecord& best_record(const ExperimentRun& run) {
-  return *std::min_element(run.history.begin(), run.history.end(),
-                           [](const ValidationRecord& a, const ValidationRecord& b) {
-                             return a.valid_error < b.valid_error;
-                           });
+  return examples::best_record(run.history, validations());
 }
 
 std::string table_csv(const std::vector<ExperimentRun>& runs, const BaselineErrors& baseline) {
@@ -79,60 +74,55 @@ std::optional<std::string> draw_figure(const std::string& folder,
 }  // namespace
 
 Budget budget_named(const std::string& name) {
-  if (name == "tiny")
-    return {.name = name,
-            .dim = 8,
-            .steps = 20,
-            .valid_every = 10,
-            .batch_size = 8,
-            .learning_rate = 1e-3,
-            .answers = "document",
-            .training_questions = 200,
-            .validation_questions = 50,
-            .threads = 1,
-            .timing = TimingSettings{.batch = 3,
-                                     .dim = 4,
-                                     .vocabulary = 600,
-                                     .min_document = 5,
-                                     .max_document = 9,
-                                     .min_query = 2,
-                                     .max_query = 4,
-                                     .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}};
-  // The demo's documents are 2 segments (20 tokens on average), on which the reader learns
-  // within its minutes; on 4 it needed thousands of steps more to leave the frequent entity.
-  if (name == "demo")
-    return {.name = name,
-            .dim = 64,
-            .steps = 2000,
-            .valid_every = 250,
-            .batch_size = 32,
-            .learning_rate = 2e-3,
-            .dropout = 0.1,
-            .answers = "document",
-            .document_segments = 2,
-            .threads = 1,
-            .timing = TimingSettings{}};
-  if (name == "long")
-    return {.name = name,
-            .dim = 128,
-            .steps = 10000,
-            .valid_every = 500,
-            .batch_size = 64,
-            .learning_rate = 1e-3,
-            .dropout = 0.1,
-            .answers = "document",
-            .timing = TimingSettings{.rounds = {.steps = 5, .rounds = 3, .warmup = 1}}};
-  if (name == "paper")
-    return {.name = name,
-            .dim = 240,
-            .steps = 300000,
-            .valid_every = 1000,
-            .batch_size = 64,
-            .learning_rate = 8e-5,
-            .answers = "vocabulary",
-            .timing = TimingSettings{}};
-  throw ng::Error("attentive_reader: --budget must be tiny, demo, long or paper, got '" + name +
-                  "'");
+  return examples::budget_named<Budget>(
+      name,
+      {{.name = "tiny",
+        .run = {.model = {.dim = 8, .answers = "document"},
+                .data = {.training_questions = 200, .validation_questions = 50},
+                .training = {.steps = 20,
+                             .batch_size = 8,
+                             .learning_rate = 1e-3,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 10}},
+        .threads = 1,
+        .timing = TimingSettings{.batch = 3,
+                                 .dim = 4,
+                                 .vocabulary = 600,
+                                 .min_document = 5,
+                                 .max_document = 9,
+                                 .min_query = 2,
+                                 .max_query = 4,
+                                 .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}},
+       // The demo's documents are 2 segments (20 tokens on average), on which the reader learns
+       // within its minutes; on 4 it needed thousands of steps more to leave the frequent
+       // entity.
+       {.name = "demo",
+        .run = {.model = {.dim = 64, .dropout = 0.1, .answers = "document"},
+                .training = {.steps = 2000,
+                             .batch_size = 32,
+                             .learning_rate = 2e-3,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 250}},
+        .document_segments = 2,
+        .threads = 1,
+        .timing = TimingSettings{}},
+       {.name = "long",
+        .run = {.model = {.dim = 128, .dropout = 0.1, .answers = "document"},
+                .training = {.steps = 10000,
+                             .batch_size = 64,
+                             .learning_rate = 1e-3,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 500}},
+        .timing = TimingSettings{.rounds = {.steps = 5, .rounds = 3, .warmup = 1}}},
+       {.name = "paper",
+        .run = {.model = {.dim = 240, .answers = "vocabulary"},
+                .training = {.steps = 300000,
+                             .batch_size = 64,
+                             .learning_rate = 8e-5,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 1000}},
+        .timing = TimingSettings{}}},
+      "attentive_reader");
 }
 
 std::vector<std::string> paper_norms() {
@@ -158,50 +148,36 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
                                           bool progress_bar) {
-  const auto check = [&](const examples::SweepRun& run) {
-    parse_model_norm(run.norm);
-    examples::check_sweep_run<ModelFolder>(run, examples::with_norm(settings.base, run.norm),
-                                           {"/model/vocabulary"_json_pointer});
-  };
-  const examples::NormSweep sweep{.program = "attentive_reader",
-                                  .out = settings.out,
-                                  .norms = settings.norms,
-                                  .variant = "",
-                                  .check = check};
-  const std::vector<Question> test = load_questions(settings.base.data.folder, "test");
+  const RunConfig& base = settings.budget.run;
+  const examples::NormSweep sweep =
+      examples::model_sweep<ModelFolder>("attentive_reader", settings.out, settings.norms, base,
+                                         parse_model_norm, {"/model/vocabulary"_json_pointer});
+  const std::vector<Question> test = load_questions(base.data.folder, "test");
   const BaselineErrors test_baseline = baseline_errors(test);
-  const BaselineErrors valid_baseline = baseline_errors(load_questions(
-      settings.base.data.folder, "validation", settings.base.data.validation_questions));
+  const BaselineErrors valid_baseline = baseline_errors(
+      load_questions(base.data.folder, "validation", base.data.validation_questions));
+  const auto train = [&](const examples::SweepRun& run) {
+    return train_in_folder(ModelFolder(run.folder), examples::with_norm(base, run.norm), device,
+                           progress_bar, stdout);
+  };
+  const auto test_run = [&](const examples::SweepRun& run) {
+    const ModelFolder folder(run.folder);
+    const Evaluation result =
+        evaluate_questions(*examples::load_trained_model<AttentiveReader>(folder, device), test,
+                           ReaderVocabulary::load(folder.file("vocabulary.txt")), device);
+    std::printf("%s: test error %.2f%% on %lld questions\n", run.norm.c_str(), 100 * result.error,
+                static_cast<long long>(result.questions));
+    return result;
+  };
   const std::vector<ExperimentRun> runs =
-      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
-        const ModelFolder folder(sweep_run.folder);
-        ExperimentRun result;
-        result.norm = sweep_run.norm;
-        result.history = examples::measure_other_processes(result.other_cpu, [&] {
-          return train_in_folder(folder, examples::with_norm(settings.base, sweep_run.norm), device,
-                                 progress_bar, stdout);
-        });
-        result.test =
-            evaluate_questions(*examples::load_trained_model<AttentiveReader>(folder, device), test,
-                               ReaderVocabulary::load(folder.file("vocabulary.txt")), device);
-        std::printf("%s: test error %.2f%% on %lld questions\n", result.norm.c_str(),
-                    100 * result.test.error, static_cast<long long>(result.test.questions));
-        return result;
-      });
+      examples::train_and_test_norms<Evaluation>(sweep, train, test_run);
 
   const examples::RunFolder out(settings.out, "attentive_reader");
   std::vector<examples::NormTiming> paper_sizes;
-  if (settings.timing) {
-    TimingSettings timing = *settings.timing;
-    timing.norms = settings.norms;
-    std::printf("== each norm's step at batch %lld, %lld units, %lld words\n",
-                static_cast<long long>(timing.batch), static_cast<long long>(timing.dim),
-                static_cast<long long>(timing.vocabulary));
-    std::fflush(stdout);
-    paper_sizes = time_norms(timing, device, stdout);
-    out.write_text("table6_paper_sizes.csv", examples::timing_csv(paper_sizes));
-  }
-  const RunConfig& base = settings.base;
+  const std::optional<TimingSettings>& timing = settings.budget.timing;
+  if (timing)
+    paper_sizes = examples::time_after_runs(*timing, settings.norms, time_norms, device, out,
+                                            "table6_paper_sizes.csv");
   out.write_text("table6.csv", table_csv(runs, test_baseline));
   out.write_text("curves.csv", curves_csv(runs));
   const auto figure = draw_figure(settings.out, runs, valid_baseline.frequent);
@@ -209,7 +185,7 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
   std::ostringstream report;
   report << "# The attentive reader: the RMSNorm paper's Table 6 in shape\n\n"
          << "Written by `attentive_reader experiment` on " << examples::today_utc() << ", budget "
-         << settings.budget << ": questions '" << base.data.folder << "', " << base.model.dim
+         << settings.budget.name << ": questions '" << base.data.folder << "', " << base.model.dim
          << " units, " << base.training.steps << " steps of batches of " << base.training.batch_size
          << " at learning rate " << base.training.learning_rate << ", answers among "
          << (base.model.answers == "document" ? "the document's entities" : "the whole vocabulary")
@@ -229,14 +205,9 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
          << format_number("%.2f%%", 100 * test_baseline.frequent)
          << " (the dashed line in the figure: the same on the validation questions, "
          << format_number("%.2f%%", 100 * valid_baseline.frequent) << ").\n";
-  for (const ExperimentRun& run : runs)
-    if (run.other_cpu)
-      report << "\n- " << run.norm << ": other processes took "
-             << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
-  report << "\n";
-  if (figure) report << "\n![validation error](" << *figure << ")\n";
-  if (settings.timing) {
-    const TimingSettings& t = *settings.timing;
+  report << examples::runs_notes(runs, figure, "validation error");
+  if (timing) {
+    const TimingSettings& t = *timing;
     report << "\n## Table 6 at the paper's sizes\n\n"
            << "Each norm's training step on made-up questions of the real data's shape: batch "
            << t.batch << ", " << t.dim << " units, " << t.vocabulary << " words of which "

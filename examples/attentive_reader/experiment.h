@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/norm_experiment.h"
 #include "local_task.h"
 #include "model_folder.h"
 #include "timing.h"
@@ -28,14 +29,11 @@
 
 namespace attentive_reader {
 
-// The sizes of an experiment: tiny (seconds, for checks), demo, long, or paper (the paper's
-// sizes and steps, for the CNN corpus on a GPU).
+// The sizes of an experiment (examples::kBudgetNames): tiny (seconds, for checks), demo, long,
+// or paper (the paper's sizes and steps, for the CNN corpus on a GPU).
 struct Budget {
   std::string name;
-  std::int64_t dim = 240, steps = 0, valid_every = 1000, batch_size = 64;
-  double learning_rate = 8e-5, dropout = 0.5;
-  std::string answers = "vocabulary";
-  std::int64_t training_questions = 0, validation_questions = 0;
+  RunConfig run;  // every run's settings but the norm, the seed and the data folder
   // The local task's documents, in segments of the corpus (when built by the experiment).
   std::int64_t document_segments = 4;
   // CPU threads when --threads does not say (0: every core). At 64 units a step's products are
@@ -49,19 +47,12 @@ Budget budget_named(const std::string& name);  // an Error for another name
 // The paper's rows of Table 6 that apply to the reader's LSTMs, in its order.
 std::vector<std::string> paper_norms();
 
-struct ExperimentRun {
-  std::string norm;
-  std::vector<ValidationRecord> history;
-  Evaluation test;
-  std::optional<double> other_cpu;
-};
+using ExperimentRun = examples::NormRun<ValidationRecord, Evaluation>;
 
 struct ExperimentSettings {
   std::vector<std::string> norms = paper_norms();
-  RunConfig base{};  // everything but the norm
   std::string out = "out/attentive_reader";
-  std::string budget;
-  std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
+  Budget budget;  // its run, every run's settings but the norm, with the seed and the data's
 };
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings,

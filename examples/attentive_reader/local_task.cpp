@@ -13,8 +13,8 @@
 #include <unordered_set>
 
 #include "common/word_tokens.h"
-#include "text/text_file.h"
 #include "question_file.h"
+#include "text/text_file.h"
 
 namespace attentive_reader {
 

@@ -21,7 +21,7 @@
 namespace attentive_reader {
 
 struct DataSettings {
-  std::string folder;  // holds questions/{training,validation,test}/*.question, as CNN's does
+  std::string folder{};  // holds questions/{training,validation,test}/*.question, as CNN's does
   std::int64_t training_questions = 0;    // the first N in name order; 0 for all
   std::int64_t validation_questions = 0;  // the same
 };
@@ -47,19 +47,22 @@ void for_each_setting(Config& c, const Visit& visit) {
   examples::for_each_training_setting(c.training, visit);
 }
 
-nlohmann::json to_json(const RunConfig& config);
-// The settings back; an Error naming the key that is missing or of the wrong type.
-RunConfig run_config_from_json(const nlohmann::json& json);
-
-// The questions of a split ("training", "validation" or "test") of a data folder.
-std::vector<Question> load_questions(const std::string& folder, const std::string& split,
-                                     std::int64_t max_questions = 0);
+inline nlohmann::json to_json(const RunConfig& config) {
+  return examples::settings_to_json(config);
+}
+// The settings back; an Error naming the key that is missing or of the wrong type, or a norm
+// the reader does not take.
+inline RunConfig run_config_from_json(const nlohmann::json& json) {
+  RunConfig config = examples::settings_from_json<RunConfig>(json, "attentive_reader");
+  parse_model_norm(config.model.norm);
+  return config;
+}
 
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "attentive_reader") {}
-  void write_config(const RunConfig& config) const;
-  RunConfig read_config() const;
+  void write_config(const RunConfig& config) const { write_json("config.json", to_json(config)); }
+  RunConfig read_config() const { return run_config_from_json(read_json("config.json")); }
 };
 
 }  // namespace attentive_reader

@@ -113,6 +113,11 @@ std::vector<Question> read_question_folder(const std::string& folder, std::int64
   return questions;
 }
 
+std::vector<Question> load_questions(const std::string& folder, const std::string& split,
+                                     std::int64_t max_questions) {
+  return read_question_folder(folder + "/questions/" + split, max_questions);
+}
+
 std::string question_text(const Question& question) {
   std::string text = question.url + "\n\n" + join(question.document) + "\n\n" +
                      join(question.query) + "\n\n" + question.answer + "\n\n";

@@ -48,6 +48,10 @@ Question read_question_file(const std::string& path);
 // when that is positive). An Error for a folder without any.
 std::vector<Question> read_question_folder(const std::string& folder,
                                            std::int64_t max_questions = 0);
+// The questions of a split ("training", "validation" or "test") of a data folder, in its
+// questions/<split>/, as the CNN corpus keeps them.
+std::vector<Question> load_questions(const std::string& folder, const std::string& split,
+                                     std::int64_t max_questions = 0);
 
 // The text of a question file, the inverse of parse_question (for tests and for the local
 // task's files).

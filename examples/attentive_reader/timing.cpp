@@ -1,5 +1,6 @@
 #include "timing.h"
 
+#include <cstdio>
 #include <random>
 
 #include "training.h"
@@ -15,6 +16,14 @@ const std::map<std::string, double>& paper_table6() {
                                                      {"rmsnorm", 333},
                                                      {"prmsnorm:0.0625", 330}};
   return seconds;
+}
+
+std::string TimingSettings::sizes() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "batch %lld, %lld units, %lld words",
+                static_cast<long long>(batch), static_cast<long long>(dim),
+                static_cast<long long>(vocabulary));
+  return text;
 }
 
 std::vector<examples::NormTiming> time_norms(const TimingSettings& s, ng::Device device,

@@ -23,6 +23,8 @@ struct TimingSettings {
   std::int64_t min_document = 60, max_document = 140, min_query = 8, max_query = 17;
   examples::Rounds rounds{.steps = 5, .rounds = 2, .warmup = 1};
   std::uint64_t seed = 1;
+
+  std::string sizes() const;  // "batch 64, 240 units, 65829 words"
 };
 
 std::vector<examples::NormTiming> time_norms(const TimingSettings& settings,

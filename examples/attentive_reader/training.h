@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "batches.h"
-#include "common/step_training.h"
 #include "common/training_state.h"
 #include "common/validated_run.h"
 #include "model.h"

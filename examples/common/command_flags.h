@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_flag.h"
 #include "common/norm_timing.h"
 #include "common/number_checks.h"
 #include "common/precision.h"
@@ -25,6 +26,16 @@ inline void add_device_flags(CLI::App* command, DeviceFlags& flags) {
   command->add_option("--device", flags.device, "cpu, cuda or cuda:N")->capture_default_str();
   command->add_option("--threads", flags.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ->check(kNonNegative);
+}
+
+// The device the flags name (parse_device), with --threads set for this process, or
+// `default_threads` when it is not given (0: OMP_NUM_THREADS or all cores).
+inline normgrad::Device use_device(const DeviceFlags& flags, const std::string& program,
+                                   int default_threads = 0) {
+  const normgrad::Device device = parse_device(flags.device, program);
+  const int threads = flags.threads > 0 ? flags.threads : default_threads;
+  if (threads > 0) normgrad::set_num_threads(threads);
+  return device;
 }
 
 // Makes `option` the --precision flag (common/precision.h): float32 or bfloat16, described.

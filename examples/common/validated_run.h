@@ -1,25 +1,18 @@
 #pragma once
-// One training run in its model folder, as the programs that validate every so many steps
-// (attentive_reader, order_embedding) run it for `train` and for each norm of `experiment`:
-// the folder's training state loaded when it has one, then the rest of the run's steps on
-// run_training_loop, a validation every valid_every steps and after the last, and after each
-// validation model.safetensors (when its score is a new best), state.safetensors and
-// train.csv. A progress line on stderr (with `progress_bar`), a line per validation on the log,
-// and the best validation at the end.
+// A run of steps of batches with a validation every so many steps, in its model folder, as
+// attentive_reader and order_embedding train for `train` and for each norm of `experiment`:
+// the folder's training state loaded when it has one, the rest of the steps on
+// run_training_loop, a validation every valid_every steps and after the last, each followed by
+// model.safetensors (on a new best score), state.safetensors and train.csv; a progress line,
+// and a line per validation on the log.
 //
-// The program's Trainer brings the model and its data:
-//   steps_done()        the steps its state has done
-//   train_step()        one step on the next batch; returns its loss
-//   validate()          validates, keeps the record in history() and returns it
-//   history(), model(), save_state(path), load_state(path)
-// and its `Validations` say how the records are scored, told and written.
-//
-//   examples::train_to_validations(folder, run.training, trainer, validations(),
-//                                  {.label = run.model.norm, .data = "200 questions", .log =
-//                                  stdout});
+// The program's Trainer has steps_done(), train_step() (a step on the next batch: its loss),
+// validate() (a record, kept in history()), history(), model(), save_state(path) and
+// load_state(path); its Validations say how the records are scored, told and written.
 
 #include <normgrad/normgrad.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -29,45 +22,76 @@
 
 #include "common/progress.h"
 #include "common/run_folder.h"
-#include "common/step_training.h"
 #include "common/training_loop.h"
 #include "common/training_state.h"
 
 namespace examples {
 
-// How a program's validation records (each with .step, and .seconds: the training time so far)
-// are scored, told and written.
+// The training settings, keyed in config.json as for_each_training_setting says. Each program
+// keeps its paper's as kPaperTraining, and clips as its paper does.
+struct StepTraining {
+  std::int64_t steps = 0;  // the run ends after this step
+  std::int64_t batch_size = 0;
+  double learning_rate = 1e-3;   // Adam's
+  double clip = 0;               // the gradients' largest norm; 0: no clipping
+  std::int64_t valid_every = 0;  // steps between validations; the last step validates too
+  std::uint64_t seed = 1;        // the batches
+};
+
+// visit("training", key, member) for each setting, for a program's for_each_setting.
+template <class Training, class Visit>
+void for_each_training_setting(Training& t, const Visit& visit) {
+  visit("training", "steps", t.steps);
+  visit("training", "batch_size", t.batch_size);
+  visit("training", "learning_rate", t.learning_rate);
+  visit("training", "clip", t.clip);
+  visit("training", "valid_every", t.valid_every);
+  visit("training", "seed", t.seed);
+}
+
+// An Error from `program` naming the first setting, by its flag, that cannot work (the batch is
+// the program's to check, against its data).
+void check_step_training(const StepTraining& training, const std::string& program);
+
+// The training steps since the last validation, which its record sums up.
+struct StepsSinceValidation {
+  std::int64_t steps = 0;
+  double seconds = 0, loss_sum = 0;
+
+  // Counts a step that began at `start` and has just ended, and its loss.
+  void add(double loss, std::chrono::steady_clock::time_point start) {
+    ++steps;
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    loss_sum += loss;
+  }
+  double mean_loss() const { return loss_sum / static_cast<double>(steps); }
+};
+
+// How a program's validation records (with .step, and .seconds: the training time so far) are
+// scored, told on the log and written as train.csv (a header, then a line each).
 template <class Record> struct Validations {
-  std::function<double(const Record&)> score;  // what a new best must beat
+  std::function<double(const Record&)> score;
   Better better = Better::Lower;
-  // The record on its line, after "step 120/500  ": "loss 2.310  valid error 35.1% ...".
-  std::function<std::string(const Record&)> text;
-  // The best record, at the end of the run: "lowest validation error 33.70% at step 1750".
-  std::function<std::string(const Record&)> best_text;
-  // The records as train.csv and the training state keep them: a header, then a line each.
+  std::function<std::string(const Record&)> text;       // "loss 2.310  valid error 35.1%"
+  std::function<std::string(const Record&)> best_text;  // "lowest validation error 33.70% ..."
   std::function<std::string(const std::vector<Record>&)> csv;
 };
 
-// Whether `score` beats `than`.
-inline bool beats(double score, double than, Better better) {
-  return better == Better::Lower ? score < than : score > than;
-}
-
-// The first record of the best score, the one whose weights the run keeps.
+// The first record of the best score: the one whose weights the run keeps.
 template <class Record>
 const Record& best_record(const std::vector<Record>& history, const Validations<Record>& v) {
   const Record* best = &history.front();
-  for (const Record& r : history)
-    if (beats(v.score(r), v.score(*best), v.better)) best = &r;
+  for (const Record& r : history) {
+    const double score = v.score(r), best_score = v.score(*best);
+    if (v.better == Better::Lower ? score < best_score : score > best_score) best = &r;
+  }
   return *best;
 }
 
-// The checks of load_validated_state: `last_record` the step of the last record (0: none).
+// A training state's steps and records (parsed by `parse`); an Error naming `path` unless the
+// records end at those steps, and they are no more than the run's `max_steps`.
 void check_validated_state(const std::string& path, const std::string& program, std::int64_t steps,
                            std::int64_t last_record, std::int64_t max_steps);
-
-// A training state's steps and records, the records read by `parse` and checked against the
-// steps and the run's budget of `max_steps`: an Error naming `path` when they disagree.
 template <class Record> struct ValidatedState {
   std::int64_t steps = 0;
   std::vector<Record> history;
@@ -83,34 +107,14 @@ ValidatedState<Record> load_validated_state(
   return result;
 }
 
-// What the loop keeps of a run that has done `steps` with these records: the best score and the
-// validations since it, where the uninterrupted run would have them.
-template <class Record>
-LoopRecord resumed_loop_record(std::int64_t steps, const std::vector<Record>& history,
-                               const Validations<Record>& v) {
-  LoopRecord record{.step = steps};
-  for (const Record& r : history) {
-    const double score = v.score(r);
-    if (!record.best || beats(score, *record.best, v.better)) {
-      record.best = score;
-      record.validations_without_best = 0;
-    } else {
-      ++record.validations_without_best;
-    }
-  }
-  return record;
-}
-
-// The lines of a run: its label (its norm) and what it trains on ("200 training questions").
-struct RunLines {
-  std::string label;
-  std::string data;
-  bool progress_bar = false;  // the progress line on stderr
-  std::FILE* log = nullptr;   // a line per validation, and the run's first and last
-};
-
-// The parameters a model trains.
 std::int64_t count_parameters(const normgrad::nn::Module& model);
+
+// The run's lines: its label (its norm) and data ("200 training questions") on the first.
+struct RunLines {
+  std::string label, data;
+  bool progress_bar = false;  // on stderr
+  std::FILE* log = nullptr;
+};
 
 template <class Trainer, class Record>
 void train_to_validations(const RunFolder& folder, const StepTraining& training, Trainer& trainer,
@@ -141,7 +145,11 @@ void train_to_validations(const RunFolder& folder, const StepTraining& training,
     trainer.save_state(folder.file("state.safetensors"));
     folder.write_text("train.csv", validations.csv(trainer.history()));
   };
-  LoopRecord record = resumed_loop_record(trainer.steps_done(), trainer.history(), validations);
+  // A resumed run's best so far is its records'; without patience, the validations since it
+  // do not matter.
+  LoopRecord record{.step = trainer.steps_done()};
+  if (!trainer.history().empty())
+    record.best = validations.score(best_record(trainer.history(), validations));
   run_training_loop({.steps = training.steps,
                      .validate_every = training.valid_every,
                      .validate_at_end = true,

@@ -1,15 +1,13 @@
 #include "experiment.h"
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 #include <sstream>
 
-#include "common/cpu_share.h"
 #include "common/gnuplot.h"
-#include "common/norm_sweep.h"
 #include "common/norm_timing.h"
 #include "common/number_text.h"
+#include "common/run_folder.h"
 #include "run.h"
 #include "timing.h"
 
@@ -38,14 +36,10 @@ std::string metrics_cells(const RankingMetrics& m) {
 }
 
 const ValidationRecord& best_record(const ExperimentRun& run) {
-  return *std::max_element(run.history.begin(), run.history.end(),
-                           [](const ValidationRecord& a, const ValidationRecord& b) {
-                             return ng::data::image_recall_sum(a.dev) <
-                                    ng::data::image_recall_sum(b.dev);
-                           });
+  return examples::best_record(run.history, validations());
 }
 
-std::string table_csv(const std::vector<ExperimentRun>& runs) {
+std::string table_csv(const std::vector<ExperimentRun>& runs, const RetrievalSplit& test) {
   std::ostringstream out;
   out.precision(9);
   out << "norm,caption_r1,caption_r5,caption_r10,caption_mean_rank,image_r1,image_r5,image_r10,"
@@ -57,8 +51,8 @@ std::string table_csv(const std::vector<ExperimentRun>& runs) {
       out << ',' << m->recall_at[0] << ',' << m->recall_at[1] << ',' << m->recall_at[2] << ','
           << m->mean_rank;
     const auto saving = examples::saving_over_layernorm(runs, run);
-    out << ',' << run.test_images << ',' << run.test_captions << ',' << best_record(run).step << ','
-        << examples::run_seconds_per_100_steps(run.history) << ','
+    out << ',' << test.image_count() << ',' << test.captions.size() << ',' << best_record(run).step
+        << ',' << examples::run_seconds_per_100_steps(run.history) << ','
         << examples::run_seconds_spread(run.history) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';
@@ -100,52 +94,52 @@ std::optional<std::string> draw_figure(const std::string& folder,
 }  // namespace
 
 Budget budget_named(const std::string& name) {
-  if (name == "tiny")  // small enough for a corpus of a few dozen distinct segments
-    return {.name = name,
-            .word_dim = 8,
-            .dim = 16,
-            .steps = 20,
-            .valid_every = 10,
-            .batch_size = 16,
-            .dev_images = 10,
-            .fold_images = 10,
-            .local_task = {.corpus = "",
-                           .out = "",
-                           .feature_dim = 256,
-                           .train_pairs = 30000,
-                           .dev_pairs = 10,
-                           .test_pairs = 20,
-                           .min_words = 3,
-                           .max_words = 40},
-            .timing = TimingSettings{.batch = 4,
-                                     .word_dim = 4,
-                                     .dim = 8,
-                                     .image_dim = 16,
-                                     .vocabulary = 50,
-                                     .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}};
-  if (name == "demo")
-    return {.name = name,
-            .word_dim = 128,
-            .dim = 256,
-            .steps = 600,
-            .valid_every = 150,
-            .timing = TimingSettings{}};
-  if (name == "long")
-    return {.name = name,
-            .word_dim = 300,
-            .dim = 512,
-            .steps = 3000,
-            .valid_every = 300,
-            .timing = TimingSettings{.rounds = {.steps = 10, .rounds = 3, .warmup = 2}}};
-  if (name == "paper")
-    return {.name = name,
-            .word_dim = 300,
-            .dim = 1024,
-            .steps = 30000,
-            .valid_every = 300,
-            .timing = TimingSettings{}};
-  throw ng::Error("order_embedding: --budget must be tiny, demo, long or paper, got '" + name +
-                  "'");
+  return examples::budget_named<Budget>(
+      name,
+      {// Small enough for a corpus of a few dozen distinct segments.
+       {.name = "tiny",
+        .run = {.model = {.word_dim = 8, .dim = 16},
+                .data = {.dev_images = 10},
+                .training = {.steps = 20,
+                             .batch_size = 16,
+                             .learning_rate = kPaperTraining.learning_rate,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 10}},
+        .fold_images = 10,
+        .local_task = {.corpus = "",
+                       .out = "",
+                       .feature_dim = 256,
+                       .train_pairs = 30000,
+                       .dev_pairs = 10,
+                       .test_pairs = 20,
+                       .min_words = 3,
+                       .max_words = 40},
+        .timing = TimingSettings{.batch = 4,
+                                 .word_dim = 4,
+                                 .dim = 8,
+                                 .image_dim = 16,
+                                 .vocabulary = 50,
+                                 .rounds = {.steps = 1, .rounds = 1, .warmup = 0}}},
+       {.name = "demo",
+        .run = {.model = {.word_dim = 128, .dim = 256},
+                .training = {.steps = 600,
+                             .batch_size = kPaperTraining.batch_size,
+                             .learning_rate = kPaperTraining.learning_rate,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 150}},
+        .timing = TimingSettings{}},
+       {.name = "long",
+        .run = {.model = {.word_dim = 300, .dim = 512},
+                .training = {.steps = 3000,
+                             .batch_size = kPaperTraining.batch_size,
+                             .learning_rate = kPaperTraining.learning_rate,
+                             .clip = kPaperTraining.clip,
+                             .valid_every = 300}},
+        .timing = TimingSettings{.rounds = {.steps = 10, .rounds = 3, .warmup = 2}}},
+       {.name = "paper",
+        .run = {.model = {.word_dim = 300, .dim = 1024}, .training = kPaperTraining},
+        .timing = TimingSettings{}}},
+      "order_embedding");
 }
 
 std::vector<std::string> paper_norms() {
@@ -177,59 +171,42 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
 
 std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng::Device device,
                                           bool progress_bar) {
-  const auto check = [&](const examples::SweepRun& run) {
-    parse_model_norm(run.norm);
-    examples::check_sweep_run<ModelFolder>(
-        run, examples::with_norm(settings.base, run.norm),
-        {"/model/vocabulary"_json_pointer, "/model/image_dim"_json_pointer});
+  const Budget& budget = settings.budget;
+  const RunConfig& base = budget.run;
+  const examples::NormSweep sweep = examples::model_sweep<ModelFolder>(
+      "order_embedding", settings.out, settings.norms, base, parse_model_norm,
+      {"/model/vocabulary"_json_pointer, "/model/image_dim"_json_pointer});
+  const RetrievalSplit test =
+      load_split(base.data.folder, "test", base.data.features, budget.test_images);
+  const std::int64_t fold_images = std::min(budget.fold_images, test.image_count());
+  const auto train = [&](const examples::SweepRun& run) {
+    return train_in_folder(ModelFolder(run.folder), examples::with_norm(base, run.norm), device,
+                           progress_bar, stdout);
   };
-  const examples::NormSweep sweep{.program = "order_embedding",
-                                  .out = settings.out,
-                                  .norms = settings.norms,
-                                  .variant = "",
-                                  .check = check};
-  const RetrievalSplit test = load_split(settings.base.data.folder, "test",
-                                         settings.base.data.features, settings.test_images);
+  const auto test_run = [&](const examples::SweepRun& run) {
+    const ModelFolder folder(run.folder);
+    const ng::data::RetrievalScores scores = evaluate_retrieval(
+        *examples::load_trained_model<OrderEmbeddingModel>(folder, device),
+        Vocabulary::load(folder.file("vocabulary.txt")), test, device, fold_images);
+    std::printf("%s: test %s\n", run.norm.c_str(), scores_text(scores).c_str());
+    return scores;
+  };
   const std::vector<ExperimentRun> runs =
-      examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
-        const ModelFolder folder(sweep_run.folder);
-        ExperimentRun result;
-        result.norm = sweep_run.norm;
-        result.test_images = test.image_count();
-        result.test_captions = static_cast<std::int64_t>(test.captions.size());
-        result.history = examples::measure_other_processes(result.other_cpu, [&] {
-          return train_in_folder(folder, examples::with_norm(settings.base, sweep_run.norm), device,
-                                 progress_bar, stdout);
-        });
-        result.test =
-            evaluate_retrieval(*examples::load_trained_model<OrderEmbeddingModel>(folder, device),
-                               Vocabulary::load(folder.file("vocabulary.txt")), test, device,
-                               std::min(settings.fold_images, test.image_count()));
-        std::printf("%s: test %s\n", result.norm.c_str(), scores_text(result.test).c_str());
-        return result;
-      });
+      examples::train_and_test_norms<ng::data::RetrievalScores>(sweep, train, test_run);
 
-  const ModelFolder out(settings.out);
+  const examples::RunFolder out(settings.out, "order_embedding");
   std::vector<examples::NormTiming> paper_sizes;
-  if (settings.timing) {
-    TimingSettings timing = *settings.timing;
-    timing.norms = settings.norms;
-    std::printf("== each norm's step at batch %lld, GRU %lld, images %lld\n",
-                static_cast<long long>(timing.batch), static_cast<long long>(timing.dim),
-                static_cast<long long>(timing.image_dim));
-    std::fflush(stdout);
-    paper_sizes = time_norms(timing, device, stdout);
-    out.write_text("table8_paper_sizes.csv", examples::timing_csv(paper_sizes));
-  }
-  const RunConfig& base = settings.base;
-  out.write_text("table7.csv", table_csv(runs));
+  if (budget.timing)
+    paper_sizes = examples::time_after_runs(*budget.timing, settings.norms, time_norms, device, out,
+                                            "table8_paper_sizes.csv");
+  out.write_text("table7.csv", table_csv(runs, test));
   out.write_text("curves.csv", curves_csv(runs));
   const auto figure = draw_figure(settings.out, runs);
   const std::string table = table_markdown(runs);
   std::ostringstream report;
   report << "# Order embeddings: the RMSNorm paper's Table 7 in shape\n\n"
          << "Written by `order_embedding experiment` on " << examples::today_utc() << ", budget "
-         << settings.budget << ": data '" << base.data.folder << "', "
+         << budget.name << ": data '" << base.data.folder << "', "
          << (base.data.train_images > 0 ? std::to_string(base.data.train_images) : "all")
          << " training images, words " << base.model.word_dim << ", GRU " << base.model.dim << ", "
          << base.training.steps << " steps of batches of " << base.training.batch_size
@@ -239,21 +216,15 @@ std::vector<ExperimentRun> run_experiment(const ExperimentSettings& settings, ng
          << table << "\n"
          << "Test retrieval with each run's best weights (by dev image R@1 + R@5 + R@10), in folds "
             "of "
-         << std::min(settings.fold_images, test.image_count()) << " images of the "
-         << test.image_count()
+         << fold_images << " images of the " << test.image_count()
          << " test images, averaged; caption retrieval ranks all captions "
             "for each image, image retrieval all images for each caption. Seconds per 100 steps: "
             "training alone, over the whole run. The paper's rows are MS-COCO with VGG features "
             "after training to convergence: the shape of the comparison is what carries over, "
             "not the values.\n";
-  for (const ExperimentRun& run : runs)
-    if (run.other_cpu)
-      report << "\n- " << run.norm << ": other processes took "
-             << format_number("%.1f%%", 100 * *run.other_cpu) << " of the CPU while it trained.";
-  report << "\n";
-  if (figure) report << "\n![dev image retrieval](" << *figure << ")\n";
-  if (settings.timing) {
-    const TimingSettings& t = *settings.timing;
+  report << examples::runs_notes(runs, figure, "dev image retrieval");
+  if (budget.timing) {
+    const TimingSettings& t = *budget.timing;
     report << "\n## Table 8 at the paper's sizes\n\n"
            << "Each norm's training step on made-up captions of COCO's lengths: batch " << t.batch
            << ", words " << t.word_dim << ", GRU " << t.dim << ", images " << t.image_dim

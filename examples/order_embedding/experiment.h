@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/norm_experiment.h"
 #include "model_folder.h"
 #include "proxy_data.h"
 #include "timing.h"
@@ -27,12 +28,13 @@
 
 namespace order_embedding {
 
-// The sizes of an experiment: tiny (seconds, for checks), demo (GRU 256, about 8 minutes on 2
-// cores), long (GRU 512) or paper (the paper's sizes, for COCO on a GPU).
+// The sizes of an experiment (examples::kBudgetNames): tiny (seconds, for checks), demo (GRU
+// 256, about 8 minutes on 2 cores), long (GRU 512) or paper (the paper's sizes, for COCO on a
+// GPU).
 struct Budget {
   std::string name;
-  std::int64_t word_dim = 0, dim = 0, steps = 0, valid_every = 0, batch_size = 128;
-  std::int64_t train_images = 0, dev_images = 1000, test_images = 0, fold_images = 1000;
+  RunConfig run;  // every run's settings but the norm, the seed and the data folder
+  std::int64_t test_images = 0, fold_images = 1000;
   ProxySettings local_task{};  // how `--corpus` builds the local task (corpus and out aside)
   std::optional<TimingSettings> timing;  // the step timed at these sizes after the runs (Table 8)
 };
@@ -41,21 +43,13 @@ Budget budget_named(const std::string& name);  // an Error for another name
 // The paper's four models, in its order.
 std::vector<std::string> paper_norms();
 
-struct ExperimentRun {
-  std::string norm;
-  std::vector<ValidationRecord> history;
-  normgrad::data::RetrievalScores test;  // of the best validation's weights
-  std::optional<double> other_cpu;       // other processes' share of the CPU while it trained
-  std::int64_t test_images = 0, test_captions = 0;  // the queries of each direction
-};
+// A run's test retrieval is that of its best validation's weights.
+using ExperimentRun = examples::NormRun<ValidationRecord, normgrad::data::RetrievalScores>;
 
 struct ExperimentSettings {
   std::vector<std::string> norms = paper_norms();
-  RunConfig base{};  // everything but the norm
   std::string out = "out/order_embedding";
-  std::string budget;  // its name, for the report
-  std::int64_t test_images = 0, fold_images = 1000;
-  std::optional<TimingSettings> timing;  // the norms' steps timed after the runs, if given
+  Budget budget;  // its run, every run's settings but the norm, with the seed and the data's
 };
 
 // Trains every run (or takes it as it is), evaluates, then writes the CSV files, the figure

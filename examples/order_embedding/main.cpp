@@ -11,18 +11,16 @@
 // --data takes a folder in the original code's layout (COCO's, with its VGG features), or the
 // folder `prepare` makes from a parallel corpus (English captions, German "images").
 #include <normgrad/normgrad.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "common/command_flags.h"
-#include "common/device_flag.h"
-#include "common/experiment_data.h"
 #include "common/number_checks.h"
 #include "common/program_error.h"
+#include "common/validated_commands.h"
 #include "common/wait_policy.h"
 #include "experiment.h"
 #include "model_folder.h"
@@ -32,67 +30,11 @@
 #include "training.h"
 
 namespace ng = normgrad;
-namespace fs = std::filesystem;
 using namespace order_embedding;
 
 namespace {
 
 constexpr const char* kProgram = "order_embedding";
-
-using CommonOptions = examples::DeviceFlags;
-
-struct TrainOptions {
-  std::string out = "out/order_embedding/rmsnorm";
-  std::string data, features;
-  std::string norm = "rmsnorm";
-  std::int64_t word_dim = 300, dim = 1024;
-  std::int64_t steps = 30000, batch = 128, valid_every = 300;
-  std::int64_t train_images = 0, dev_images = 1000;
-  double lr = 1e-3, clip = 2.0, margin = 0.05;
-  std::uint64_t seed = 1;
-  bool no_progress = false;
-};
-
-struct EvaluateOptions {
-  std::string model, data, split = "test";
-  std::int64_t fold = 1000, images = 0;
-};
-
-bool progress_bar(bool no_progress) { return !no_progress && ::isatty(2) == 1; }
-
-RunConfig run_from(const TrainOptions& o) {
-  RunConfig run;
-  run.model = {
-      .norm = o.norm, .word_dim = o.word_dim, .dim = o.dim, .seed = o.seed, .margin = o.margin};
-  run.data = {.folder = o.data.empty() ? o.data : fs::absolute(o.data).lexically_normal().string(),
-              .features = o.features,
-              .train_images = o.train_images,
-              .dev_images = o.dev_images};
-  run.training = {.steps = o.steps,
-                  .batch_size = o.batch,
-                  .learning_rate = o.lr,
-                  .clip = o.clip,
-                  .valid_every = o.valid_every,
-                  .seed = o.seed};
-  parse_model_norm(run.model.norm);
-  return run;
-}
-
-// The flags that say what run a folder holds: given for a folder with a run, they must agree.
-const examples::FlagSettings run_flags{{"--norm", "/model/norm"_json_pointer},
-                                       {"--word-dim", "/model/word_dim"_json_pointer},
-                                       {"--dim", "/model/dim"_json_pointer},
-                                       {"--seed", "/model/seed"_json_pointer},
-                                       {"--data", "/data/folder"_json_pointer},
-                                       {"--features", "/data/features"_json_pointer},
-                                       {"--train-images", "/data/train_images"_json_pointer},
-                                       {"--dev-images", "/data/dev_images"_json_pointer},
-                                       {"--steps", "/training/steps"_json_pointer},
-                                       {"--batch", "/training/batch_size"_json_pointer},
-                                       {"--lr", "/training/learning_rate"_json_pointer},
-                                       {"--clip", "/training/clip"_json_pointer},
-                                       {"--margin", "/training/margin"_json_pointer},
-                                       {"--valid-every", "/training/valid_every"_json_pointer}};
 
 int prepare(const ProxySettings& settings) {
   std::fprintf(stderr, "order_embedding: building a retrieval data set from '%s'\n",
@@ -108,33 +50,23 @@ int prepare(const ProxySettings& settings) {
   return 0;
 }
 
-int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& command) {
-  const ng::Device device = examples::parse_device(common.device, kProgram);
-  const ModelFolder folder(o.out);
-  NG_CHECK(folder.has_config() || !o.data.empty(), kProgram, "--data is needed to start a run in '",
-           o.out, "'");
-  const RunConfig run = examples::run_to_train(
-      folder, run_from(o), run_flags, [&](const char* flag) { return command.count(flag) > 0; });
-  if (common.threads > 0) ng::set_num_threads(common.threads);
-  train_in_folder(folder, run, device, progress_bar(o.no_progress), stdout);
-  return 0;
-}
+struct EvaluateOptions {
+  std::string model, data, split = "test";
+  std::int64_t fold = 1000, images = 0;
+  examples::DeviceFlags device;
+};
 
-int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
-  const ng::Device device = examples::parse_device(common.device, kProgram);
+int evaluate(const EvaluateOptions& o) {
+  const ng::Device device = examples::use_device(o.device, kProgram);
   const ModelFolder folder(o.model);
   const RunConfig run = folder.read_config();
-  const std::string weights = folder.weights("train it to its first validation");
+  const auto model = examples::load_trained_model<OrderEmbeddingModel>(folder, device);
   const Vocabulary vocabulary = Vocabulary::load(folder.file("vocabulary.txt"));
   const RetrievalSplit split =
       load_split(o.data.empty() ? run.data.folder : o.data, o.split, run.data.features, o.images);
-  if (common.threads > 0) ng::set_num_threads(common.threads);
-  OrderEmbeddingModel model(run.model);
-  ng::io::load(model, weights);
-  model.to(device);
   const std::int64_t folds = std::max<std::int64_t>(1, split.image_count() / o.fold);
   const ng::data::RetrievalScores scores =
-      evaluate_retrieval(model, vocabulary, split, device, std::min(o.fold, split.image_count()));
+      evaluate_retrieval(*model, vocabulary, split, device, std::min(o.fold, split.image_count()));
   std::printf("%s, %s split, %lld fold%s of %lld images (%lld captions each):\n  %s\n",
               o.model.c_str(), o.split.c_str(), static_cast<long long>(folds),
               folds == 1 ? "" : "s", static_cast<long long>(std::min(o.fold, split.image_count())),
@@ -142,64 +74,23 @@ int evaluate(const EvaluateOptions& o, const CommonOptions& common) {
   return 0;
 }
 
-struct ExperimentOptions : examples::ExperimentFlags, examples::ExperimentDataFlags {
-  std::string features;
-};
-
 const examples::ExperimentData local_task{.name = "the retrieval task",
                                           .data_help = "a retrieval data set",
                                           .corpus_help = "{train,dev,test}.{en,de}",
                                           .built_file = "dataset.json"};
 
-int experiment(const ExperimentOptions& o, const CommonOptions& common) {
-  const ng::Device device = examples::parse_device(common.device, kProgram);
-  const Budget budget = budget_named(o.budget);
-  for (const std::string& norm : o.norms) parse_model_norm(norm);
+int experiment(const examples::ExperimentCommand& command, const std::string& features) {
+  Budget budget = budget_named(command.flags.budget);
   const auto build = [&](const std::string& corpus, const std::string& folder) {
     ProxySettings task = budget.local_task;
     task.corpus = corpus;
     task.out = folder;
     build_proxy_data(task);
   };
-  const std::string data = examples::experiment_data_folder(o, o.out, local_task, build, kProgram);
-  ExperimentSettings settings{.norms = o.norms,
-                              .out = o.out,
-                              .budget = budget.name,
-                              .test_images = budget.test_images,
-                              .fold_images = budget.fold_images,
-                              .timing = budget.timing};
-  settings.base.model = {.word_dim = budget.word_dim, .dim = budget.dim, .seed = o.seed};
-  settings.base.data = {.folder = fs::absolute(data).lexically_normal().string(),
-                        .features = o.features,
-                        .train_images = budget.train_images,
-                        .dev_images = budget.dev_images};
-  settings.base.training = {.steps = o.steps > 0 ? o.steps : budget.steps,
-                            .batch_size = budget.batch_size,
-                            .learning_rate = kPaperTraining.learning_rate,
-                            .clip = kPaperTraining.clip,
-                            .valid_every = budget.valid_every,
-                            .seed = o.seed};
-  if (common.threads > 0) ng::set_num_threads(common.threads);
-  run_experiment(settings, device, progress_bar(o.no_progress));
-  return 0;
-}
-
-int run_timing(const TimingSettings& settings, const std::string& out,
-               const CommonOptions& common) {
-  const ng::Device device = examples::parse_device(common.device, kProgram);
-  if (common.threads > 0) ng::set_num_threads(common.threads);
-  std::fprintf(stderr,
-               "order_embedding: timing %zu norms at batch %lld, words %lld, GRU %lld, images "
-               "%lld on %s: %lld rounds of %lld steps each\n",
-               settings.norms.size(), static_cast<long long>(settings.batch),
-               static_cast<long long>(settings.word_dim), static_cast<long long>(settings.dim),
-               static_cast<long long>(settings.image_dim), device.str().c_str(),
-               static_cast<long long>(settings.rounds.rounds),
-               static_cast<long long>(settings.rounds.steps));
-  const std::vector<examples::NormTiming> timings = time_norms(settings, device, stderr);
-  const std::string table = examples::timing_markdown(timings, paper_table8());
-  std::printf("%s", table.c_str());
-  if (!out.empty()) examples::write_timing_tables(out, "table8", timings, table, kProgram);
+  const ng::Device device = command.start(budget.run, 0, parse_model_norm, build, kProgram);
+  budget.run.data.features = features;
+  run_experiment({.norms = command.flags.norms, .out = command.flags.out, .budget = budget}, device,
+                 command.progress_bar());
   return 0;
 }
 
@@ -211,8 +102,6 @@ int main(int argc, char** argv) {
       "Order embeddings for image-caption retrieval with LayerNorm, RMSNorm, pRMSNorm or no "
       "norm in the caption GRU: the RMSNorm paper's Tables 7 and 8"};
   app.require_subcommand(1);
-  CommonOptions common;
-  const auto add_common = [&](CLI::App* command) { examples::add_device_flags(command, common); };
 
   ProxySettings p;
   CLI::App* prepare_command =
@@ -241,47 +130,29 @@ int main(int argc, char** argv) {
       ->check(examples::kPositive)
       ->capture_default_str();
 
-  TrainOptions t;
-  CLI::App* train_command = app.add_subcommand("train", "train a model, or continue its run");
-  train_command->add_option("--out", t.out, "the model folder (a run in it is continued)")
-      ->capture_default_str();
-  train_command->add_option("--data", t.data, "the data set's folder (needed to start a run)");
-  train_command->add_option("--features", t.features,
-                            "its feature set under images/ (default: the only one)");
-  train_command->add_option("--norm", t.norm, "none, layernorm, rmsnorm, prmsnorm:0.0625, l2norm")
-      ->capture_default_str();
-  train_command->add_option("--word-dim", t.word_dim, "word embedding size")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--dim", t.dim, "the GRU's and the embedding space's size")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--steps", t.steps, "training steps")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--batch", t.batch, "images (each with a caption) per batch")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--valid-every", t.valid_every, "steps between validations")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--train-images", t.train_images, "the first so many (0: all)")
+  examples::TrainCommand<RunConfig> train(app, kProgram, {.training = kPaperTraining},
+                                          "out/order_embedding/rmsnorm",
+                                          "the data set's folder (needed to start a run)");
+  RunConfig& t = train.run;
+  train.add("--features", t.data.features, "/data/features",
+            "its feature set under images/ (default: the only one)");
+  train.add("--norm", t.model.norm, "/model/norm",
+            "none, layernorm, rmsnorm, prmsnorm:0.0625, l2norm");
+  train.add("--word-dim", t.model.word_dim, "/model/word_dim", "word embedding size")
+      ->check(examples::kPositive);
+  train.add("--dim", t.model.dim, "/model/dim", "the GRU's and the embedding space's size")
+      ->check(examples::kPositive);
+  train
+      .add("--train-images", t.data.train_images, "/data/train_images",
+           "the first so many (0: all)")
       ->check(examples::kNonNegative);
-  train_command->add_option("--dev-images", t.dev_images, "the first so many dev images")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--lr", t.lr, "Adam's learning rate")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  train_command->add_option("--clip", t.clip, "each gradient's largest norm (0: no clipping)")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
-  train_command->add_option("--margin", t.margin, "the contrastive loss's margin")
-      ->check(examples::kNonNegative)
-      ->capture_default_str();
-  train_command->add_option("--seed", t.seed, "initial weights and batches")->capture_default_str();
-  train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
-  add_common(train_command);
+  train.add("--dev-images", t.data.dev_images, "/data/dev_images", "the first so many dev images")
+      ->check(examples::kPositive);
+  train.add("--margin", t.model.margin, "/training/margin", "the contrastive loss's margin")
+      ->check(examples::kNonNegative);
+  train.add_training_flags({.batch = "images (each with a caption) per batch",
+                            .clip = "each gradient's largest norm (0: no clipping)",
+                            .seed = "initial weights and batches"});
 
   EvaluateOptions e;
   CLI::App* evaluate_command = app.add_subcommand(
@@ -296,56 +167,45 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   evaluate_command->add_option("--images", e.images, "the first so many images (0: all)")
       ->check(examples::kNonNegative);
-  add_common(evaluate_command);
+  examples::add_device_flags(evaluate_command, e.device);
 
-  ExperimentOptions x;
-  x.out = "out/order_embedding";
-  x.norms = paper_norms();
-  CLI::App* experiment_command = app.add_subcommand(
-      "experiment", "the paper's Table 7 in shape: every norm trained the same way, a report");
-  examples::add_experiment_data_flags(experiment_command, x, local_task);
-  experiment_command->add_option("--features", x.features, "its feature set under images/");
-  examples::add_experiment_flags(
-      experiment_command, x, {"tiny", "demo", "long", "paper"},
-      "tiny (seconds, to check the pipeline), demo (GRU 256, 600 steps), long (GRU "
-      "512, 3000 steps) or paper (the paper's sizes, 30000 steps)");
-  add_common(experiment_command);
+  examples::ExperimentCommand experiment_command(
+      app, "the paper's Table 7 in shape: every norm trained the same way, a report", local_task,
+      "tiny (seconds, to check the pipeline), demo (GRU 256, 600 steps), long (GRU 512, 3000 "
+      "steps) or paper (the paper's sizes, 30000 steps)",
+      "out/order_embedding", paper_norms());
+  std::string features;
+  experiment_command.command->add_option("--features", features, "its feature set under images/");
 
-  TimingSettings m;
-  std::string time_out;
-  CLI::App* time_command = app.add_subcommand(
-      "time",
+  examples::TimeCommand<TimingSettings> time(
+      app,
       "the paper's Table 8 in shape: seconds per 100 training steps of every norm at the "
-      "paper's sizes, on inputs of the real data's shapes");
-  examples::add_rounds_flags(time_command, m.norms, m.rounds);
-  time_command->add_option("--batch", m.batch, "captions and images per step")
+      "paper's sizes, on inputs of the real data's shapes",
+      "table8");
+  TimingSettings& m = time.settings;
+  time.command->add_option("--batch", m.batch, "captions and images per step")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--word-dim", m.word_dim, "word embedding size")
+  time.command->add_option("--word-dim", m.word_dim, "word embedding size")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--dim", m.dim, "the GRU's size")
+  time.command->add_option("--dim", m.dim, "the GRU's size")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--image-dim", m.image_dim, "image features")
+  time.command->add_option("--image-dim", m.image_dim, "image features")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--vocabulary", m.vocabulary, "words (the embedding's rows)")
+  time.command->add_option("--vocabulary", m.vocabulary, "words (the embedding's rows)")
       ->check(examples::kPositive)
       ->capture_default_str();
-  time_command->add_option("--out", time_out, "a folder for table8.csv and table8.md");
-  add_common(time_command);
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*prepare_command) return prepare(p);
-    if (*train_command) return train(t, common, *train_command);
-    if (*experiment_command) return experiment(x, common);
-    if (*time_command) {
-      for (const std::string& norm : m.norms) parse_model_norm(norm);
-      return run_timing(m, time_out, common);
-    }
-    return evaluate(e, common);
+    if (*train.command) return train.train<ModelFolder>(parse_model_norm, train_in_folder);
+    if (*experiment_command.command) return experiment(experiment_command, features);
+    if (*time.command) return time.time(kProgram, parse_model_norm, time_norms, paper_table8());
+    return evaluate(e);
   } catch (const ng::Error& error) {
     return examples::print_program_error(kProgram, error);
   }

@@ -20,8 +20,8 @@
 namespace order_embedding {
 
 struct DataSettings {
-  std::string folder;              // a data set in dataset.h's layout
-  std::string features;            // its feature set; "" for the only one
+  std::string folder{};            // a data set in dataset.h's layout
+  std::string features{};          // its feature set; "" for the only one
   std::int64_t train_images = 0;   // the first N training images; 0 for all
   std::int64_t dev_images = 1000;  // the first N dev images, validated as one fold
 };
@@ -49,15 +49,23 @@ void for_each_setting(Config& c, const Visit& visit) {
   examples::for_each_training_setting(c.training, visit);
 }
 
-nlohmann::json to_json(const RunConfig& config);
-// The settings back; an Error naming the key that is missing or of the wrong type.
-RunConfig run_config_from_json(const nlohmann::json& json);
+inline nlohmann::json to_json(const RunConfig& config) {
+  return examples::settings_to_json(config);
+}
+// The settings back; an Error naming the key that is missing or of the wrong type, or a norm
+// the caption GRU does not take.
+inline RunConfig run_config_from_json(const nlohmann::json& json) {
+  RunConfig config = examples::settings_from_json<RunConfig>(json, "order_embedding");
+  parse_model_norm(config.model.norm);
+  return config;
+}
 
 class ModelFolder : public examples::RunFolder {
  public:
   explicit ModelFolder(std::string path) : RunFolder(std::move(path), "order_embedding") {}
-  void write_config(const RunConfig& config) const;
-  RunConfig read_config() const;  // an Error naming the file if it is missing or damaged
+  void write_config(const RunConfig& config) const { write_json("config.json", to_json(config)); }
+  // An Error naming the file if it is missing or damaged.
+  RunConfig read_config() const { return run_config_from_json(read_json("config.json")); }
 };
 
 }  // namespace order_embedding

@@ -1,18 +1,14 @@
 #include "timing.h"
 
-#include <algorithm>
-#include <chrono>
+#include <cstdio>
 #include <map>
 #include <random>
-#include <sstream>
 
-#include "common/number_text.h"
 #include "training.h"
 
 namespace order_embedding {
 
 namespace ng = normgrad;
-using examples::format_number;
 
 namespace {
 
@@ -35,6 +31,14 @@ RetrievalSplit synthetic_split(const TimingSettings& s) {
 }
 
 }  // namespace
+
+std::string TimingSettings::sizes() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "batch %lld, words %lld, GRU %lld, images %lld",
+                static_cast<long long>(batch), static_cast<long long>(word_dim),
+                static_cast<long long>(dim), static_cast<long long>(image_dim));
+  return text;
+}
 
 const std::map<std::string, double>& paper_table8() {
   static const std::map<std::string, double> seconds{

@@ -22,6 +22,8 @@ struct TimingSettings {
   std::int64_t batch = 128, word_dim = 300, dim = 1024, image_dim = 4096, vocabulary = 10000;
   examples::Rounds rounds{.steps = 10, .rounds = 2, .warmup = 2};
   std::uint64_t seed = 1;
+
+  std::string sizes() const;  // "batch 128, words 300, GRU 1024, images 4096"
 };
 
 // Times every norm; `progress`, when given, hears each norm's round as it ends.

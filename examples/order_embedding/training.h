@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "common/step_training.h"
 #include "common/training_state.h"
 #include "common/validated_run.h"
 #include "dataset.h"
