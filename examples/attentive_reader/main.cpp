@@ -100,12 +100,10 @@ int main(int argc, char** argv) {
       "prepare", "a cloze task of the CNN corpus's shape from a parallel corpus's English side");
   prepare_command->add_option("--corpus", p.corpus, "a folder with train.en")->required();
   prepare_command->add_option("--out", p.out, "the task's folder")->required();
-  prepare_command->add_option("--document-segments", p.document_segments, "segments a document")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--min-query-words", p.min_query_words, "the shortest query")
-      ->check(examples::kPositive)
-      ->capture_default_str();
+  examples::add_positive(prepare_command, "--document-segments", p.document_segments,
+                         "segments a document");
+  examples::add_positive(prepare_command, "--min-query-words", p.min_query_words,
+                         "the shortest query");
   prepare_command
       ->add_option("--common-words", p.common_words,
                    "the most frequent words, kept as words (rarer ones are entities)")
@@ -170,21 +168,14 @@ int main(int argc, char** argv) {
       "paper's sizes, on questions of the real data's shape",
       "table6");
   TimingSettings& m = time.settings;
-  time.command->add_option("--batch", m.batch, "questions per step")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--dim", m.dim, "embedding, LSTM and attention size")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--vocabulary", m.vocabulary, "words the answer layer scores")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--document-length", m.min_document, "the shortest document")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--max-document-length", m.max_document, "the longest document")
-      ->check(examples::kPositive)
-      ->capture_default_str();
+  examples::add_positive(time.command, "--batch", m.batch, "questions per step");
+  examples::add_positive(time.command, "--dim", m.dim, "embedding, LSTM and attention size");
+  examples::add_positive(time.command, "--vocabulary", m.vocabulary,
+                         "words the answer layer scores");
+  examples::add_positive(time.command, "--document-length", m.min_document,
+                         "the shortest document");
+  examples::add_positive(time.command, "--max-document-length", m.max_document,
+                         "the longest document");
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -28,6 +28,13 @@ inline void add_device_flags(CLI::App* command, DeviceFlags& flags) {
       ->check(kNonNegative);
 }
 
+// A flag whose value must be a positive number, its default shown in --help.
+template <class T>
+CLI::Option* add_positive(CLI::App* command, const std::string& flag, T& value,
+                          const std::string& help) {
+  return command->add_option(flag, value, help)->check(kPositive)->capture_default_str();
+}
+
 // The device the flags name (parse_device), with --threads set for this process, or
 // `default_threads` when it is not given (0: OMP_NUM_THREADS or all cores).
 inline normgrad::Device use_device(const DeviceFlags& flags, const std::string& program,

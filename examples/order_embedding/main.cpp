@@ -111,24 +111,17 @@ int main(int argc, char** argv) {
   prepare_command->add_option("--corpus", p.corpus, "a folder with {train,dev,test}.{en,de}")
       ->required();
   prepare_command->add_option("--out", p.out, "the data set's folder")->required();
-  prepare_command->add_option("--feature-dim", p.feature_dim, "features per German segment")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--train-pairs", p.train_pairs, "at most so many training pairs")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--dev-pairs", p.dev_pairs, "dev pairs")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--test-pairs", p.test_pairs, "test pairs (folds of 1000)")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--min-words", p.min_words, "the fewest English words a pair has")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  prepare_command->add_option("--max-words", p.max_words, "the most English words a pair has")
-      ->check(examples::kPositive)
-      ->capture_default_str();
+  examples::add_positive(prepare_command, "--feature-dim", p.feature_dim,
+                         "features per German segment");
+  examples::add_positive(prepare_command, "--train-pairs", p.train_pairs,
+                         "at most so many training pairs");
+  examples::add_positive(prepare_command, "--dev-pairs", p.dev_pairs, "dev pairs");
+  examples::add_positive(prepare_command, "--test-pairs", p.test_pairs,
+                         "test pairs (folds of 1000)");
+  examples::add_positive(prepare_command, "--min-words", p.min_words,
+                         "the fewest English words a pair has");
+  examples::add_positive(prepare_command, "--max-words", p.max_words,
+                         "the most English words a pair has");
 
   examples::TrainCommand<RunConfig> train(app, kProgram, {.training = kPaperTraining},
                                           "out/order_embedding/rmsnorm",
@@ -162,9 +155,7 @@ int main(int argc, char** argv) {
   evaluate_command->add_option("--split", e.split, "train, dev or test")
       ->check(CLI::IsMember({"train", "dev", "test"}))
       ->capture_default_str();
-  evaluate_command->add_option("--fold", e.fold, "images per fold (the paper: 1000)")
-      ->check(examples::kPositive)
-      ->capture_default_str();
+  examples::add_positive(evaluate_command, "--fold", e.fold, "images per fold (the paper: 1000)");
   evaluate_command->add_option("--images", e.images, "the first so many images (0: all)")
       ->check(examples::kNonNegative);
   examples::add_device_flags(evaluate_command, e.device);
@@ -183,21 +174,12 @@ int main(int argc, char** argv) {
       "paper's sizes, on inputs of the real data's shapes",
       "table8");
   TimingSettings& m = time.settings;
-  time.command->add_option("--batch", m.batch, "captions and images per step")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--word-dim", m.word_dim, "word embedding size")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--dim", m.dim, "the GRU's size")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--image-dim", m.image_dim, "image features")
-      ->check(examples::kPositive)
-      ->capture_default_str();
-  time.command->add_option("--vocabulary", m.vocabulary, "words (the embedding's rows)")
-      ->check(examples::kPositive)
-      ->capture_default_str();
+  examples::add_positive(time.command, "--batch", m.batch, "captions and images per step");
+  examples::add_positive(time.command, "--word-dim", m.word_dim, "word embedding size");
+  examples::add_positive(time.command, "--dim", m.dim, "the GRU's size");
+  examples::add_positive(time.command, "--image-dim", m.image_dim, "image features");
+  examples::add_positive(time.command, "--vocabulary", m.vocabulary,
+                         "words (the embedding's rows)");
 
   CLI11_PARSE(app, argc, argv);
   try {
