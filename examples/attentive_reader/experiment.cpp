@@ -18,17 +18,13 @@ using examples::format_number;
 
 namespace {
 
-const ValidationRecord& best_record(const ExperimentRun& run) {
-  return examples::best_record(run.history, validations());
-}
-
 std::string table_csv(const std::vector<ExperimentRun>& runs, const BaselineErrors& baseline) {
   std::ostringstream out;
   out.precision(9);
   out << "norm,valid_error,best_step,test_error,test_questions,seconds_per_100_steps,"
          "seconds_spread,saving_over_layernorm,other_cpu,test_guess_error,test_frequent_error\n";
   for (const ExperimentRun& run : runs) {
-    const ValidationRecord& best = best_record(run);
+    const ValidationRecord& best = examples::best_record(run.history);
     const auto saving = examples::saving_over_layernorm(runs, run);
     out << run.norm << ',' << best.valid_error << ',' << best.step << ',' << run.test.error << ','
         << run.test.questions << ',' << examples::run_seconds_per_100_steps(run.history) << ','
@@ -134,7 +130,7 @@ std::string table_markdown(const std::vector<ExperimentRun>& runs) {
   out << "| model | lowest validation error | at step | test error | s / 100 steps | saving over "
          "LayerNorm | paper: s / 100 steps |\n|---|---|---|---|---|---|---|\n";
   for (const ExperimentRun& run : runs) {
-    const ValidationRecord& best = best_record(run);
+    const ValidationRecord& best = examples::best_record(run.history);
     const auto saving = examples::saving_over_layernorm(runs, run);
     const auto paper = paper_table6().find(ng::nn::NormSpec::parse(run.norm).str());
     out << "| " << run.norm << " | " << format_number("%.2f%%", 100 * best.valid_error) << " | "

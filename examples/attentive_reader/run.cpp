@@ -30,7 +30,7 @@ std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConf
       data.training.size(), data.validation.size(), static_cast<long long>(data.vocabulary.size()),
       static_cast<long long>(data.vocabulary.entities()));
   examples::train_to_validations(
-      folder, run.training, trainer, validations(),
+      folder, run.training, trainer,
       {.label = run.model.norm, .data = sizes, .progress_bar = progress_bar, .log = log});
   return trainer.history();
 }

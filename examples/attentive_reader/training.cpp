@@ -38,27 +38,19 @@ std::vector<ValidationRecord> parse_history_csv(const std::string& text) {
   return examples::parse_records_csv(kHistoryColumns, text, "attentive_reader");
 }
 
-const examples::Validations<ValidationRecord>& validations() {
-  static const examples::Validations<ValidationRecord> validations{
-      .score = [](const ValidationRecord& r) { return r.valid_error; },
-      .better = examples::Better::Lower,
-      .text =
-          [](const ValidationRecord& r) {
-            char text[96];
-            std::snprintf(text, sizeof text,
-                          "loss %.3f  train error %5.1f%%  valid error %5.1f%% (loss %.3f)",
-                          r.train_loss, 100 * r.train_error, 100 * r.valid_error, r.valid_loss);
-            return std::string(text);
-          },
-      .best_text =
-          [](const ValidationRecord& r) {
-            std::string text = "lowest validation error ";
-            text += examples::format_number("%.2f%%", 100 * r.valid_error);
-            text += " at step ";
-            return text += std::to_string(r.step);
-          },
-      .csv = history_csv};
-  return validations;
+std::string ValidationRecord::text() const {
+  char text[96];
+  std::snprintf(text, sizeof text,
+                "loss %.3f  train error %5.1f%%  valid error %5.1f%% (loss %.3f)", train_loss,
+                100 * train_error, 100 * valid_error, valid_loss);
+  return text;
+}
+
+std::string ValidationRecord::best_text() const {
+  std::string text = "lowest validation error ";
+  text += examples::format_number("%.2f%%", 100 * valid_error);
+  text += " at step ";
+  return text += std::to_string(step);
 }
 
 Evaluation evaluate_questions(AttentiveReader& model, const std::vector<Question>& questions,
@@ -176,9 +168,10 @@ void Trainer::save_state(const std::string& path) {
 }
 
 void Trainer::load_state(const std::string& path) {
-  auto [steps, history] = examples::load_validated_state<ValidationRecord>(
-      path, run_state(), settings_.steps, parse_history_csv);
-  steps_done_ = steps;
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
+  examples::check_validated_state(path, "attentive_reader", loaded.steps, history, settings_.steps);
+  steps_done_ = loaded.steps;
   history_ = std::move(history);
 }
 

@@ -43,13 +43,16 @@ struct ValidationRecord {
   double train_error = 0;  // their error
   double valid_error = 0;
   double valid_loss = 0;
+
+  // The lowest validation error is the best; the record on the run's lines (validated_run.h).
+  static constexpr examples::Better better = examples::Better::Lower;
+  double score() const { return valid_error; }
+  std::string text() const;       // "loss 2.714  train error  93.8%  valid error  92.6% ..."
+  std::string best_text() const;  // "lowest validation error 85.19% at step 20"
 };
 
 std::string history_csv(const std::vector<ValidationRecord>& history);
 std::vector<ValidationRecord> parse_history_csv(const std::string& text);
-
-// The lowest validation error is the best; the run's lines and train.csv (validated_run.h).
-const examples::Validations<ValidationRecord>& validations();
 
 struct Evaluation {
   double error = 0, loss = 0;

@@ -8,16 +8,16 @@
 //
 // The program's Trainer has steps_done(), train_step() (a step on the next batch: its loss),
 // validate() (a record, kept in history()), history(), model(), save_state(path) and
-// load_state(path); its Validations say how the records are scored, told and written.
+// load_state(path); its records say how they score and read.
 
 #include <normgrad/normgrad.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <iostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/progress.h"
@@ -67,44 +67,30 @@ struct StepsSinceValidation {
   double mean_loss() const { return loss_sum / static_cast<double>(steps); }
 };
 
-// How a program's validation records (with .step, and .seconds: the training time so far) are
-// scored, told on the log and written as train.csv (a header, then a line each).
-template <class Record> struct Validations {
-  std::function<double(const Record&)> score;
-  Better better = Better::Lower;
-  std::function<std::string(const Record&)> text;       // "loss 2.310  valid error 35.1%"
-  std::function<std::string(const Record&)> best_text;  // "lowest validation error 33.70% ..."
-  std::function<std::string(const std::vector<Record>&)> csv;
-};
+// A program's validation record has .step, .seconds (the training time so far), and says how it
+// scores and reads: score() and Record::better (which way a score improves), text() for its
+// line ("loss 2.310  valid error 35.1%") and best_text() for the run's last ("lowest validation
+// error 33.70% at step 1750"). The program's history_csv(records) writes them as train.csv.
 
 // The first record of the best score: the one whose weights the run keeps.
-template <class Record>
-const Record& best_record(const std::vector<Record>& history, const Validations<Record>& v) {
+template <class Record> const Record& best_record(const std::vector<Record>& history) {
   const Record* best = &history.front();
-  for (const Record& r : history) {
-    const double score = v.score(r), best_score = v.score(*best);
-    if (v.better == Better::Lower ? score < best_score : score > best_score) best = &r;
-  }
+  for (const Record& r : history)
+    if (Record::better == Better::Lower ? r.score() < best->score() : r.score() > best->score())
+      best = &r;
   return *best;
 }
 
-// A training state's steps and records (parsed by `parse`); an Error naming `path` unless the
-// records end at those steps, and they are no more than the run's `max_steps`.
-void check_validated_state(const std::string& path, const std::string& program, std::int64_t steps,
-                           std::int64_t last_record, std::int64_t max_steps);
-template <class Record> struct ValidatedState {
-  std::int64_t steps = 0;
-  std::vector<Record> history;
-};
+// An Error naming the training state `path` unless its records end at its `steps`, and those
+// are no more than the run's `max_steps`.
 template <class Record>
-ValidatedState<Record> load_validated_state(
-    const std::string& path, const RunState& state, std::int64_t max_steps,
-    const std::function<std::vector<Record>(const std::string&)>& parse) {
-  const LoadedRunState loaded = load_run_state(path, state);
-  ValidatedState<Record> result{.steps = loaded.steps, .history = parse(loaded.history)};
-  check_validated_state(path, state.program, loaded.steps,
-                        result.history.empty() ? 0 : result.history.back().step, max_steps);
-  return result;
+void check_validated_state(const std::string& path, const std::string& program, std::int64_t steps,
+                           const std::vector<Record>& history, std::int64_t max_steps) {
+  const std::int64_t last = history.empty() ? 0 : history.back().step;
+  NG_CHECK(last > 0 && last == steps, program, "'", path, "' records validations up to step ", last,
+           " but says ", steps, " steps were done");
+  NG_CHECK(steps <= max_steps, program, "'", path, "' has ", steps,
+           " steps done, more than --steps ", max_steps);
 }
 
 std::int64_t count_parameters(const normgrad::nn::Module& model);
@@ -116,9 +102,10 @@ struct RunLines {
   std::FILE* log = nullptr;
 };
 
-template <class Trainer, class Record>
+template <class Trainer>
 void train_to_validations(const RunFolder& folder, const StepTraining& training, Trainer& trainer,
-                          const Validations<Record>& validations, const RunLines& lines) {
+                          const RunLines& lines) {
+  using Record = typename std::decay_t<decltype(trainer.history())>::value_type;
   if (folder.has("state.safetensors")) {
     trainer.load_state(folder.file("state.safetensors"));
     std::fprintf(stderr, "%s: continuing '%s' after step %lld of %lld\n", folder.program().c_str(),
@@ -137,32 +124,30 @@ void train_to_validations(const RunFolder& folder, const StepTraining& training,
     if (done.new_best) normgrad::io::save(trainer.model(), folder.file("model.safetensors"));
     progress.clear();
     std::fprintf(lines.log, "step %6lld/%lld  %s%s  %.0f s\n", static_cast<long long>(r.step),
-                 static_cast<long long>(training.steps), validations.text(r).c_str(),
+                 static_cast<long long>(training.steps), r.text().c_str(),
                  done.new_best ? " *" : "", r.seconds);
     std::fflush(lines.log);
   };
   const auto save_state = [&](const LoopRecord&) {
     trainer.save_state(folder.file("state.safetensors"));
-    folder.write_text("train.csv", validations.csv(trainer.history()));
+    folder.write_text("train.csv", history_csv(trainer.history()));
   };
   // A resumed run's best so far is its records'; without patience, the validations since it
   // do not matter.
   LoopRecord record{.step = trainer.steps_done()};
-  if (!trainer.history().empty())
-    record.best = validations.score(best_record(trainer.history(), validations));
+  if (!trainer.history().empty()) record.best = best_record(trainer.history()).score();
   run_training_loop({.steps = training.steps,
                      .validate_every = training.valid_every,
                      .validate_at_end = true,
                      .save_every = training.valid_every},
                     record,
                     {.train_step = [&] { return trainer.train_step(); },
-                     .validate = [&] { return validations.score(trainer.validate()); },
-                     .better = validations.better,
+                     .validate = [&] { return trainer.validate().score(); },
+                     .better = Record::better,
                      .after_step = after_step,
                      .save_state = save_state});
   std::fprintf(lines.log, "%s: %s; model folder %s\n", lines.label.c_str(),
-               validations.best_text(best_record(trainer.history(), validations)).c_str(),
-               folder.path().c_str());
+               best_record(trainer.history()).best_text().c_str(), folder.path().c_str());
 }
 
 }  // namespace examples

@@ -35,10 +35,6 @@ std::string metrics_cells(const RankingMetrics& m) {
          " | " + format_number("%.1f", m.recall_at[2]) + " | " + format_number("%.1f", m.mean_rank);
 }
 
-const ValidationRecord& best_record(const ExperimentRun& run) {
-  return examples::best_record(run.history, validations());
-}
-
 std::string table_csv(const std::vector<ExperimentRun>& runs, const RetrievalSplit& test) {
   std::ostringstream out;
   out.precision(9);
@@ -51,8 +47,9 @@ std::string table_csv(const std::vector<ExperimentRun>& runs, const RetrievalSpl
       out << ',' << m->recall_at[0] << ',' << m->recall_at[1] << ',' << m->recall_at[2] << ','
           << m->mean_rank;
     const auto saving = examples::saving_over_layernorm(runs, run);
-    out << ',' << test.image_count() << ',' << test.captions.size() << ',' << best_record(run).step
-        << ',' << examples::run_seconds_per_100_steps(run.history) << ','
+    out << ',' << test.image_count() << ',' << test.captions.size() << ','
+        << examples::best_record(run.history).step << ','
+        << examples::run_seconds_per_100_steps(run.history) << ','
         << examples::run_seconds_spread(run.history) << ','
         << (saving ? format_number("%.3f", *saving) : "") << ','
         << (run.other_cpu ? format_number("%.4f", *run.other_cpu) : "") << '\n';

@@ -34,7 +34,7 @@ std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConf
                 static_cast<long long>(data.dev.image_count()),
                 static_cast<long long>(data.vocabulary.size()));
   examples::train_to_validations(
-      folder, run.training, trainer, validations(),
+      folder, run.training, trainer,
       {.label = run.model.norm, .data = sizes, .progress_bar = progress_bar, .log = log});
   return trainer.history();
 }

@@ -80,24 +80,15 @@ std::string scores_text(const RetrievalScores& scores) {
   return "caption " + metrics_text(scores.caption) + " | image " + metrics_text(scores.image);
 }
 
-const examples::Validations<ValidationRecord>& validations() {
-  static const examples::Validations<ValidationRecord> validations{
-      .score = [](const ValidationRecord& r) { return ng::data::image_recall_sum(r.dev); },
-      .better = examples::Better::Higher,
-      .text =
-          [](const ValidationRecord& r) {
-            return examples::format_number("loss %8.3f", r.train_loss) + "  dev " +
-                   scores_text(r.dev);
-          },
-      .best_text =
-          [](const ValidationRecord& r) {
-            std::string text = "best dev at step ";
-            text += std::to_string(r.step);
-            text += ": ";
-            return text += scores_text(r.dev);
-          },
-      .csv = history_csv};
-  return validations;
+std::string ValidationRecord::text() const {
+  return examples::format_number("loss %8.3f", train_loss) + "  dev " + scores_text(dev);
+}
+
+std::string ValidationRecord::best_text() const {
+  std::string text = "best dev at step ";
+  text += std::to_string(step);
+  text += ": ";
+  return text += scores_text(dev);
 }
 
 std::string history_csv(const std::vector<ValidationRecord>& history) {
@@ -271,9 +262,10 @@ void Trainer::save_state(const std::string& path) {
 }
 
 void Trainer::load_state(const std::string& path) {
-  auto [steps, history] = examples::load_validated_state<ValidationRecord>(
-      path, run_state(), settings_.steps, parse_history_csv);
-  steps_done_ = steps;
+  const examples::LoadedRunState loaded = examples::load_run_state(path, run_state());
+  std::vector<ValidationRecord> history = parse_history_csv(loaded.history);
+  examples::check_validated_state(path, "order_embedding", loaded.steps, history, settings_.steps);
+  steps_done_ = loaded.steps;
   history_ = std::move(history);
 }
 

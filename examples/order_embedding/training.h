@@ -40,15 +40,18 @@ struct ValidationRecord {
   double seconds = 0;     // training time so far, validations left out
   double train_loss = 0;  // mean loss of the steps since the last validation
   normgrad::data::RetrievalScores dev;
+
+  // The highest dev image recall sum (R@1 + R@5 + R@10) is the best; the record on the run's
+  // lines (validated_run.h).
+  static constexpr examples::Better better = examples::Better::Higher;
+  double score() const { return normgrad::data::image_recall_sum(dev); }
+  std::string text() const;       // "loss   32.161  dev caption R@1 0.0 ..."
+  std::string best_text() const;  // "best dev at step 20: caption R@1 3.0 ..."
 };
 
 // The records as CSV (a header line, then one per validation) and back.
 std::string history_csv(const std::vector<ValidationRecord>& history);
 std::vector<ValidationRecord> parse_history_csv(const std::string& text);
-
-// The highest dev image recall sum (R@1 + R@5 + R@10) is the best; the run's lines and
-// train.csv (validated_run.h).
-const examples::Validations<ValidationRecord>& validations();
 
 // "R@1 45.8 R@5 79.7 R@10 88.8 mean 5.4 | ..." for a log line.
 std::string scores_text(const normgrad::data::RetrievalScores& scores);
