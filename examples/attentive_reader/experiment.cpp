@@ -1,6 +1,6 @@
 #include "experiment.h"
 
-#include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "baselines.h"
