@@ -29,7 +29,7 @@
 
 namespace attentive_reader {
 
-// The sizes of an experiment (examples::kBudgetNames): tiny (seconds, for checks), demo, long,
+// The sizes of an experiment (examples/common/budget.h): tiny (seconds, for checks), demo, long,
 // or paper (the paper's sizes and steps, for the CNN corpus on a GPU).
 struct Budget {
   std::string name;
@@ -42,6 +42,7 @@ struct Budget {
   // The training step timed at these sizes after the runs (Table 6 proper), if at all.
   std::optional<TimingSettings> timing;
 };
+std::vector<Budget> budgets();                 // in the order `--budget` lists them
 Budget budget_named(const std::string& name);  // an Error for another name
 
 // The paper's rows of Table 6 that apply to the reader's LSTMs, in its order.

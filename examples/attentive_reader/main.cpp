@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
 
   examples::ExperimentCommand experiment_command(
       app, "the paper's Table 6 in shape: every norm trained the same way, a report", local_task,
+      examples::budget_names(budgets()),
       "tiny (seconds, to check the pipeline), demo, long, or paper (the paper's sizes, 300k steps)",
       "out/attentive_reader", paper_norms());
 

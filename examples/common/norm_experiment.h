@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/budget.h"
 #include "common/cpu_share.h"
 #include "common/norm_sweep.h"
 #include "common/norm_timing.h"
@@ -19,20 +20,6 @@
 #include "common/run_folder.h"
 
 namespace examples {
-
-// tiny (seconds, to check the pipeline), demo (minutes on a few cores), long, and paper (the
-// paper's sizes and steps, for its data on a GPU).
-inline const std::vector<std::string> kBudgetNames{"tiny", "demo", "long", "paper"};
-
-// The budget of that name among `budgets` (each with .name); an Error for another.
-template <class Budget>
-Budget budget_named(const std::string& name, const std::vector<Budget>& budgets,
-                    const std::string& program) {
-  for (const Budget& budget : budgets)
-    if (budget.name == name) return budget;
-  throw normgrad::Error(program + ": --budget must be tiny, demo, long or paper, got '" + name +
-                        "'");
-}
 
 // The sweep over `Folder`s: each run's norm checked by `check_norm`, and the run its folder
 // holds, if any, against `base` with the run's norm but for the settings `found_by_run`.

@@ -105,16 +105,18 @@ template <class Config> class TrainCommand {
 };
 
 // `experiment`: --data, or --corpus to build the local task from (experiment_data.h), --budget
-// (kBudgetNames), --steps, --out, --norms, --seed, --no-progress, --device, --threads.
+// (the program's budgets, budget.h), --steps, --out, --norms, --seed, --no-progress, --device,
+// --threads.
 class ExperimentCommand {
  public:
   ExperimentCommand(CLI::App& app, const std::string& help, ExperimentData local_task,
-                    const std::string& budget_help, std::string out, std::vector<std::string> norms)
+                    const std::vector<std::string>& budgets, const std::string& budget_help,
+                    std::string out, std::vector<std::string> norms)
       : command(app.add_subcommand("experiment", help)), local_task_(std::move(local_task)) {
     flags.out = std::move(out);
     flags.norms = std::move(norms);
     add_experiment_data_flags(command, data_, local_task_);
-    add_experiment_flags(command, flags, kBudgetNames, budget_help);
+    add_experiment_flags(command, flags, budgets, budget_help);
     add_device_flags(command, device_);
   }
   ExperimentCommand(const ExperimentCommand&) = delete;  // the flags hold references into it

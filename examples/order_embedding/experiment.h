@@ -28,7 +28,7 @@
 
 namespace order_embedding {
 
-// The sizes of an experiment (examples::kBudgetNames): tiny (seconds, for checks), demo (GRU
+// The sizes of an experiment (examples/common/budget.h): tiny (seconds, for checks), demo (GRU
 // 256, about 8 minutes on 2 cores), long (GRU 512) or paper (the paper's sizes, for COCO on a
 // GPU).
 struct Budget {
@@ -38,6 +38,7 @@ struct Budget {
   ProxySettings local_task{};  // how `--corpus` builds the local task (corpus and out aside)
   std::optional<TimingSettings> timing;  // the step timed at these sizes after the runs (Table 8)
 };
+std::vector<Budget> budgets();                 // in the order `--budget` lists them
 Budget budget_named(const std::string& name);  // an Error for another name
 
 // The paper's four models, in its order.

@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
 
   examples::ExperimentCommand experiment_command(
       app, "the paper's Table 7 in shape: every norm trained the same way, a report", local_task,
+      examples::budget_names(budgets()),
       "tiny (seconds, to check the pipeline), demo (GRU 256, 600 steps), long (GRU 512, 3000 "
       "steps) or paper (the paper's sizes, 30000 steps)",
       "out/order_embedding", paper_norms());
