@@ -1,6 +1,6 @@
 #pragma once
 // What the image classifiers (mnist_mlp, convpool_cnn_c) measure the same way: how many images
-// of a dataset a model labels right, and a model's size.
+// of a dataset a model labels right, and a model's size (model_size.h).
 //
 //   const std::int64_t correct = examples::count_correct(model, test, device, 500);
 //   const double accuracy = static_cast<double>(correct) / test.images.size(0);
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/model_size.h"
 #include "data/shards.h"
 
 namespace examples {
@@ -37,13 +38,6 @@ std::int64_t count_correct(Model& model, const normgrad::data::ImageDataset& dat
   }
   model.train(was_training);
   return correct;
-}
-
-// The values the module's parameters hold, all told.
-inline std::int64_t count_parameters(const normgrad::nn::Module& module) {
-  std::int64_t count = 0;
-  for (const normgrad::Tensor& parameter : module.parameters()) count += parameter.numel();
-  return count;
 }
 
 }  // namespace examples

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/number_text.h"
+#include "common/progress.h"
 #include "common/text_file.h"
 
 namespace examples {
@@ -47,8 +48,7 @@ std::vector<NormTiming> time_in_rounds(const std::vector<std::string>& norms, co
       for (std::int64_t s = 0; s < rounds.steps; ++s) {
         const auto start = std::chrono::steady_clock::now();
         step(n);
-        timings[n].step_seconds.push_back(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        timings[n].step_seconds.push_back(seconds_since(start));
       }
       if (progress != nullptr) {
         std::fprintf(progress, "  round %lld/%lld  %-16s %.2f s per 100 steps so far\n",

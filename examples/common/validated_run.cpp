@@ -13,10 +13,4 @@ void check_step_training(const StepTraining& t, const std::string& program) {
            "--clip must be 0 (none) or positive, got ", t.clip);
 }
 
-std::int64_t count_parameters(const normgrad::nn::Module& model) {
-  std::int64_t count = 0;
-  for (const normgrad::Tensor& parameter : model.parameters()) count += parameter.numel();
-  return count;
-}
-
 }  // namespace examples

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/model_size.h"
 #include "common/progress.h"
 #include "common/run_folder.h"
 #include "common/training_loop.h"
@@ -61,7 +62,7 @@ struct StepsSinceValidation {
   // Counts a step that began at `start` and has just ended, and its loss.
   void add(double loss, std::chrono::steady_clock::time_point start) {
     ++steps;
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds += seconds_since(start);
     loss_sum += loss;
   }
   double mean_loss() const { return loss_sum / static_cast<double>(steps); }
@@ -92,8 +93,6 @@ void check_validated_state(const std::string& path, const std::string& program, 
   NG_CHECK(steps <= max_steps, program, "'", path, "' has ", steps,
            " steps done, more than --steps ", max_steps);
 }
-
-std::int64_t count_parameters(const normgrad::nn::Module& model);
 
 // The run's lines: its label (its norm) and data ("200 training questions") on the first.
 struct RunLines {
