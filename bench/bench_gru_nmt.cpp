@@ -36,13 +36,14 @@
 #include <string>
 #include <vector>
 
-#include "text/parallel_dataset.h"
-#include "text/translation_batches.h"
 #include "gru_nmt/model.h"
 #include "gru_nmt/settings.h"
 #include "gru_nmt/training.h"
 #include "gru_nmt/translation.h"
+#include "nmt/sentence_batches.h"
 #include "process_memory.h"
+#include "text/parallel_dataset.h"
+#include "text/translation_batches.h"
 #include "translation_bench.h"
 
 using namespace normgrad;
@@ -97,10 +98,13 @@ int main(int argc, char** argv) {
       report["max_length"] = "2 x source + 10";
       for (const std::int64_t beam : {5, 1}) {
         const decoding::BeamSearchOptions options = gru_nmt::search_options(beam);
+        const nmt::BatchTranslator translator = [&](const nmt::SourceBatch& source) {
+          return gru_nmt::translate_batch(model, source.ids, source.lengths, source.padding,
+                                          options);
+        };
         report[beam == 1 ? "greedy" : "beam5"] = bench::time_decoding(
             tokenizer, sources, flags.warmup, flags.steps, [&](const auto& all) {
-              return gru_nmt::translate_n_best(model, tokenizer, all, options, flags.decode_batch,
-                                               device);
+              return nmt::translate_n_best(translator, tokenizer, all, flags.decode_batch, device);
             });
       }
       std::cout << report.dump() << "\n";

@@ -9,7 +9,6 @@
 
 #include "common/gnuplot.h"
 #include "gru_nmt/experiment.h"
-#include "gru_nmt/figures.h"
 #include "gru_nmt/report.h"
 #include "helpers.h"
 #include "parallel_text_fixture.h"
@@ -175,7 +174,7 @@ TEST_CASE("read_train_log reads train.csv's rows, empty cells as unmeasured, and
     std::ofstream out(scratch / "train.csv");
     out << header << "1,0.5,30.0,8.5,,,1000.0,0.25\n2,1.0,28.0,8.0,7.5,1.25,1100.0,0.20\n";
   }
-  const auto rows = gru_nmt::read_train_log(scratch / "train.csv");
+  const auto rows = nmt::read_train_log(scratch / "train.csv", "gru_nmt");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].step == 1);
   CHECK(rows[0].dev_token_loss == -1);
@@ -188,17 +187,17 @@ TEST_CASE("read_train_log reads train.csv's rows, empty cells as unmeasured, and
     std::ofstream out(scratch / "broken.csv");
     out << header << "1,0.5,30.0,eight,,,1000.0,0.25\n";
   }
-  CHECK_ERROR(gru_nmt::read_train_log(scratch / "broken.csv"), "line 2", "'eight'");
+  CHECK_ERROR(nmt::read_train_log(scratch / "broken.csv", "gru_nmt"), "line 2", "'eight'");
   {
     std::ofstream out(scratch / "short.csv");
     out << header << "1,0.5,30.0\n";
   }
-  CHECK_ERROR(gru_nmt::read_train_log(scratch / "short.csv"), "line 2", "3 fields");
+  CHECK_ERROR(nmt::read_train_log(scratch / "short.csv", "gru_nmt"), "line 2", "3 fields");
   {
     std::ofstream out(scratch / "other.csv");
     out << "a,b\n1,2\n";
   }
-  CHECK_ERROR(gru_nmt::read_train_log(scratch / "other.csv"), "not a gru_nmt training log");
+  CHECK_ERROR(nmt::read_train_log(scratch / "other.csv", "gru_nmt"), "not a gru_nmt training log");
 }
 
 TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script and report") {
@@ -218,15 +217,15 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
   results.test_sentences = 10;
 
   // (T_LN - T) / T_LN: RMSNorm at 600 against LayerNorm at 800 saves 25%.
-  CHECK(*gru_nmt::speedup_over_layernorm(results.table2, results.table2[2]) == doctest::Approx(25));
-  CHECK(*gru_nmt::speedup_over_layernorm(results.table2, results.table2[0]) == doctest::Approx(50));
-  CHECK_FALSE(gru_nmt::speedup_over_layernorm({results.table2[0]}, results.table2[0]).has_value());
+  CHECK(*nmt::speedup_over_layernorm(results.table2, results.table2[2]) == doctest::Approx(25));
+  CHECK(*nmt::speedup_over_layernorm(results.table2, results.table2[0]) == doctest::Approx(50));
+  CHECK_FALSE(nmt::speedup_over_layernorm({results.table2[0]}, results.table2[0]).has_value());
   // The running mean of 2 over losses 8, 7, 6.
-  CHECK(gru_nmt::running_mean(results.table2[0].log, 2) == std::vector<double>{8.0, 7.5, 6.5});
+  CHECK(nmt::running_mean(results.table2[0].log, 2) == std::vector<double>{8.0, 7.5, 6.5});
 
   ScratchFolder scratch("gru_nmt_experiment_files");
   fs::create_directories(scratch.path);
-  gru_nmt::write_table2_csv(scratch / "table2.csv", results);
+  gru_nmt::write_experiment_csv(scratch.path.string(), results);
   const std::string table2 = read_file(scratch / "table2.csv");
   // The last column: whether the run learned (losses 8, 7, 6: its last tenth below its first).
   CHECK(
@@ -234,12 +233,10 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
       std::string::npos);
   CHECK(table2.find("\nlayernorm,layernorm,3,0,12.50,12.40,0.80,,11.25,800.0,0.0,0.0,,yes\n") !=
         std::string::npos);
-  gru_nmt::write_table5_csv(scratch / "table5.csv", results);
   CHECK(read_file(scratch / "table5.csv") ==
         "norm,statistic,position_1,position_2,position_3,position_4,all\n"
         "rmsnorm,mean,-0.5000,-0.2500,0.1250,0.0000,-0.1250\n"
         "rmsnorm,deviation,1.5000,1.2500,1.0000,1.0000,1.1250\n");
-  gru_nmt::write_curves_csv(scratch / "curves.csv", results);
   const std::string curves = read_file(scratch / "curves.csv");
   CHECK(count_lines(scratch / "curves.csv") == 1 + 4 * 3);
   CHECK(curves.find("1,2,rmsnorm,3,1.800,6.00000,7.00000,5.50000,11.25\n") != std::string::npos);
@@ -248,8 +245,8 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
 
   // The script draws each Table 2 run on Figure 1's panels and the centred run on Figure 4's,
   // selecting runs by their index in curves.csv.
-  const std::string script = gru_nmt::figures_script(results, "pngcairo");
-  CHECK(gru_nmt::figure_files(results, "svg") ==
+  const std::string script = gru_nmt::figures_script(results, "pngcairo").text;
+  CHECK(gru_nmt::figures_script(results, "svg").files ==
         std::vector<std::string>{"figure1.svg", "figure4.svg"});
   CHECK(script.find("set output \"figure1.png\"") != std::string::npos);
   CHECK(script.find("set output \"figure4.png\"") != std::string::npos);
@@ -257,7 +254,9 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
                     "\"rmsnorm\"") != std::string::npos);
   CHECK(script.find("($2 == 3 && valid(9) ? $4 : NaN)") != std::string::npos);
   if (examples::find_gnuplot_terminal()) {
-    const auto drawn = gru_nmt::draw_figures(scratch.path.string(), results);
+    const auto drawn = nmt::draw_figures(scratch.path.string(), [&](const std::string& terminal) {
+      return gru_nmt::figures_script(results, terminal);
+    });
     INFO(drawn.message);
     REQUIRE(drawn.files.size() == 2);
     for (const auto& file : drawn.files) CHECK(fs::file_size(scratch.path / file) > 1000);

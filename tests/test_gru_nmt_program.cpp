@@ -6,14 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "text/text_file.h"
-#include "gru_nmt/model_folder.h"
-#include "gru_nmt/trainer.h"
+#include "gru_nmt/program.h"
 #include "helpers.h"
 #include "nmt_program_checks.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
 #include "scratch_folder.h"
+#include "text/text_file.h"
 
 using namespace normgrad;
 namespace fs = std::filesystem;

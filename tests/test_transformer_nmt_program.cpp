@@ -6,17 +6,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "text/text_file.h"
+#include "common/run_folder.h"
 #include "helpers.h"
 #include "nmt/train_log.h"
 #include "nmt_program_checks.h"
 #include "parallel_text_fixture.h"
 #include "run_program.h"
 #include "scratch_folder.h"
+#include "text/text_file.h"
 #include "transformer_nmt/experiment.h"
-#include "transformer_nmt/model_folder.h"
+#include "transformer_nmt/program.h"
 #include "transformer_nmt/report.h"
-#include "transformer_nmt/trainer.h"
 
 using namespace normgrad;
 namespace fs = std::filesystem;
@@ -242,7 +242,7 @@ TEST_CASE("an experiment's run trained, diverged or did not learn, and its name 
   run.norm = "prmsnorm:0.0625";
   run.label = "prmsnorm:0.0625, pre-norm";
   CHECK(nmt::run_name(run) == "pRMSNorm (prmsnorm:0.0625), pre-norm");
-  CHECK(nmt::folder_name(run.label) == "prmsnorm-0.0625-pre-norm");
+  CHECK(examples::run_folder_name(run.label) == "prmsnorm-0.0625-pre-norm");
   for (std::int64_t step = 1; step <= 20; ++step)
     run.log.push_back({.step = step, .train_token_loss = 8.0 - 0.2 * static_cast<double>(step)});
   CHECK(nmt::training_failure(run).empty());  // 7.8 at first, 4.0 at the end

@@ -20,44 +20,25 @@
 
 #include <normgrad/normgrad.h>
 
-#include <array>
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "analysis.h"
 #include "nmt/experiment_runs.h"
-#include "settings.h"
+#include "program.h"
 
 namespace gru_nmt {
 
-// How the experiment's errors and files name it.
-inline constexpr const char* experiment_program = "gru_nmt experiment";
-
-struct ExperimentBudget {
-  std::string name;                 // "demo" or "long", for the report
-  std::int64_t steps = 0;           // each Table 2 run
-  std::int64_t figure4_steps = 0;   // each Figure 4 run
-  std::int64_t dev_loss_every = 0;  // steps between dev losses
-  std::int64_t dev_bleu_every = 0;  // steps between dev BLEUs (greedy)
-  std::int64_t test_sentences = 0;  // the first N lines of the test set (0: all)
-};
+using nmt::ExperimentBudget;  // Figure 4 has steps of its own
 
 // "demo": about 12 minutes on 2 cores with the small preset; "long": about 45.
 ExperimentBudget experiment_budget(const std::string& name);
 
-struct ExperimentOptions {
-  std::string corpus;  // a folder with train, dev and test .en/.de (scripts/build_corpus)
-  std::string out;     // where runs/, the CSV files, the plots and report.md go
-  ExperimentBudget budget{};
-  Settings settings{};  // the base of every run (the cpu preset by default); norm and
-                        // init_center are set per run
-  std::vector<std::string> norms{"none", "layernorm", "l2norm", "rmsnorm", "prmsnorm:0.0625"};
+struct ExperimentOptions : nmt::ExperimentOptions<Program> {
+  // The base settings' norm and init_center are set per run, the beam is 5, the norms Table 2's.
+  ExperimentOptions() { norms = {"none", "layernorm", "l2norm", "rmsnorm", "prmsnorm:0.0625"}; }
   bool figure4 = true;
-  std::int64_t beam = 5;  // for test BLEU
-  normgrad::Device device = normgrad::Device::cpu();
-  std::ostream* messages = nullptr;
 };
 
 using nmt::LogRow;     // one row of a run's train.csv
@@ -68,24 +49,17 @@ struct Table5Row {
   PreactivationStatistics statistics;
 };
 
-struct ExperimentResults {
-  ExperimentBudget budget;
+struct ExperimentResults : nmt::ExperimentResults {
   std::vector<RunResult> table2;
   std::vector<RunResult> figure4;
   std::vector<Table5Row> table5;
-  std::string bleu_signature;
-  std::int64_t test_sentences = 0;
-  double total_seconds = 0;
 };
 
 // The settings every Table 2 run shares (its norm aside): the base settings with the corpus,
 // the budget and the experiment's fixed choices (no early stopping, greedy dev BLEU).
 Settings shared_run_settings(const ExperimentOptions& options);
 
-// Reads a train.csv written by train() (nmt::read_train_log).
-std::vector<LogRow> read_train_log(const std::string& path);
-
-// The checks done before any training: the corpus files exist and the budgets are positive.
+// The checks done before any training: the corpus files, the budgets, every norm, the beam.
 void check_experiment(const ExperimentOptions& options);
 
 ExperimentResults run_experiment(const ExperimentOptions& options);

@@ -3,6 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/gnuplot.h"
+
 namespace gru_nmt {
 
 namespace ng = normgrad;
@@ -39,11 +41,9 @@ const std::map<std::string, PaperStatistics> paper_table5 = {
 
 }  // namespace
 
-void write_table2_csv(const std::string& path, const ExperimentResults& results) {
-  nmt::write_text_file(path, nmt::runs_csv(results.table2), experiment_program);
-}
-
-void write_table5_csv(const std::string& path, const ExperimentResults& results) {
+void write_experiment_csv(const std::string& folder, const ExperimentResults& results) {
+  const std::string program = "gru_nmt experiment";
+  nmt::write_text_file(folder + "/table2.csv", nmt::runs_csv(results.table2), program);
   std::string text = "norm,statistic,position_1,position_2,position_3,position_4,all\n";
   for (const Table5Row& row : results.table5) {
     const auto& s = row.statistics;
@@ -53,17 +53,42 @@ void write_table5_csv(const std::string& path, const ExperimentResults& results)
     for (const double value : s.deviation) text += "," + format("%.4f", value);
     text += "," + format("%.4f", s.deviation_all) + "\n";
   }
-  nmt::write_text_file(path, text, experiment_program);
+  nmt::write_text_file(folder + "/table5.csv", text, program);
+  nmt::write_text_file(folder + "/curves.csv",
+                       nmt::curves_csv({{1, &results.table2}, {4, &results.figure4}}), program);
 }
 
-void write_curves_csv(const std::string& path, const ExperimentResults& results) {
-  nmt::write_text_file(path, nmt::curves_csv({{1, &results.table2}, {4, &results.figure4}}),
-                       experiment_program);
+nmt::FigureScript figures_script(const ExperimentResults& results, const std::string& terminal) {
+  using examples::gnuplot_quoted;
+  nmt::FigureScript script{.files = {nmt::image_file("figure1", terminal)}};
+  script.text =
+      "# Draws curves.csv (written by gru_nmt experiment); run: gnuplot figures.gp\n"
+      "set datafile separator comma\nset datafile missing ''\nset grid\n" +
+      nmt::training_panels(terminal, script.files[0],
+                           "RNNSearch, budget " + results.budget.name +
+                               ": training loss per token (running mean of 25 steps) and dev BLEU",
+                           results.table2, 0);
+  if (!results.figure4.empty()) {
+    script.files.push_back(nmt::image_file("figure4", terminal));
+    const int first = static_cast<int>(results.table2.size());
+    script.text +=
+        "\n" + nmt::terminal_line(terminal, 1000, 460) + "\n" + "set output " +
+        gnuplot_quoted(script.files[1]) + "\n" + "set multiplot layout 1,2 title " +
+        gnuplot_quoted("RNNSearch from weights centred at 0.2 (the paper's Figure 4)") +
+        "\nset key top left\nset ylabel 'dev BLEU (greedy)'\nset xlabel 'training steps'\n" +
+        nmt::plot_command(results.figure4, first, nmt::step_column, nmt::dev_bleu_column, true,
+                          "linespoints pt 7 ps 0.6") +
+        "set key top right\nset ylabel 'training loss'\n" +
+        nmt::plot_command(results.figure4, first, nmt::step_column, nmt::loss_mean_column, false,
+                          "lines") +
+        "unset multiplot\nunset output\n";
+  }
+  return script;
 }
 
-std::string report_markdown(const ExperimentResults& results, const ReportContext& context) {
+std::string report_markdown(const ExperimentResults& results, const nmt::ReportContext& context) {
   std::ostringstream out;
-  const ExperimentBudget& b = results.budget;
+  const nmt::ExperimentBudget& b = results.budget;
   out << "# RNNSearch with each normaliser: the RMSNorm paper's Table 2, Figure 1, Table 5 and "
          "Figure 4\n\n"
       << "Written by `gru_nmt experiment` on " << context.date << " (" << context.machine
@@ -83,8 +108,7 @@ std::string report_markdown(const ExperimentResults& results, const ReportContex
       << nmt::results_table(results.table2, paper_table2, results.bleu_signature);
 
   out << "## Figure 1: training loss against steps and against time\n\n";
-  for (const auto& figure : context.figures)
-    if (figure.find("figure1") != std::string::npos) out << "![Figure 1](" << figure << ")\n\n";
+  out << nmt::figure_link(context.figures, "figure1", "Figure 1");
   out << nmt::training_table(results.table2);
   out << "The paper (first 10k steps on WMT14): when the baseline's training loss reaches 7.0, "
          "LayerNorm's is 5.4 after the same number of steps but only 5.9 after the same "
@@ -115,8 +139,7 @@ std::string report_markdown(const ExperimentResults& results, const ReportContex
 
   if (!results.figure4.empty()) {
     out << "## Figure 4: weights initialised around 0.2\n\n";
-    for (const auto& figure : context.figures)
-      if (figure.find("figure4") != std::string::npos) out << "![Figure 4](" << figure << ")\n\n";
+    out << nmt::figure_link(context.figures, "figure4", "Figure 4");
     out << "| model | best dev BLEU | last dev BLEU | training loss per token, last tenth |\n"
            "|---|---|---|---|\n";
     for (const RunResult& run : results.figure4) {

@@ -3,8 +3,6 @@
 #include <utility>
 
 #include "common/precision.h"
-#include "nmt/model_folder.h"
-#include "nmt/training_settings.h"
 
 namespace gru_nmt {
 
@@ -66,48 +64,5 @@ void check(const Settings& s) {
   positive("batch (sentences)", static_cast<double>(t.batch_sentences));
   nmt::check_shared_settings(t, "gru_nmt");
 }
-
-nlohmann::json to_json(const Settings& s) {
-  const auto& m = s.model;
-  nlohmann::json training = {{"batch_sentences", s.training.batch_sentences}};
-  nmt::write_shared_settings(s.training, training);
-  return {{"model",
-           {{"vocabulary_size", m.vocabulary_size},
-            {"embedding_size", m.embedding_size},
-            {"hidden_size", m.hidden_size},
-            {"norm", m.norm},
-            {"tie_target_embeddings", m.tie_target_embeddings},
-            {"init_center", m.init_center},
-            {"dropout_embedding", m.dropout_embedding},
-            {"dropout_hidden", m.dropout_hidden},
-            {"precision", m.precision}}},
-          {"training", training}};
-}
-
-Settings settings_from_json(const nlohmann::json& json, const std::string& origin) {
-  try {
-    Settings s;
-    const auto& m = json.at("model");
-    m.at("vocabulary_size").get_to(s.model.vocabulary_size);
-    m.at("embedding_size").get_to(s.model.embedding_size);
-    m.at("hidden_size").get_to(s.model.hidden_size);
-    m.at("norm").get_to(s.model.norm);
-    m.at("tie_target_embeddings").get_to(s.model.tie_target_embeddings);
-    m.at("init_center").get_to(s.model.init_center);
-    s.model.dropout_embedding = m.value("dropout_embedding", 0.0);
-    s.model.dropout_hidden = m.value("dropout_hidden", 0.0);
-    s.model.precision = m.value("precision", "float32");  // folders written before it existed
-    const auto& t = json.at("training");
-    t.at("batch_sentences").get_to(s.training.batch_sentences);
-    nmt::read_shared_settings(t, s.training);
-    check(s);
-    return s;
-  } catch (const nlohmann::json::exception& error) {
-    throw ng::Error(std::string("gru_nmt: ") + origin +
-                    " is not a gru_nmt configuration: " + error.what());
-  }
-}
-
-std::string describe(const Settings& settings) { return nmt::describe_config(to_json(settings)); }
 
 }  // namespace gru_nmt

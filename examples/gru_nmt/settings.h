@@ -9,30 +9,17 @@
 //   paper  embedding 512, hidden 1024, vocabulary 32000, batch 80, Adam 1e-4, as the paper
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "model.h"
+#include "nmt/training_settings.h"
 
 namespace gru_nmt {
 
-struct TrainingSettings {
-  std::string train_source, train_target;  // aligned text files
-  std::string dev_source, dev_target;
+// gru_nmt's training settings: the shared ones (nmt/training_settings.h, whose defaults are
+// these) and the batch.
+struct TrainingSettings : nmt::TrainingSettings {
   std::int64_t batch_sentences = 80;
-  std::int64_t max_length = 80;  // subword tokens per side; longer training pairs are left out
-  double learning_rate = 5e-4;
-  double label_smoothing = 0.1;
-  double clip_norm = 1.0;
-  std::int64_t max_steps = 2000;
-  double max_seconds = 0;  // wall-clock budget of this invocation; 0: none
-  std::int64_t dev_loss_every = 200;
-  std::int64_t dev_bleu_every = 1000;
-  std::int64_t dev_beam = 1;   // 1: greedy search for dev BLEU
-  std::int64_t patience = 10;  // dev BLEU evaluations without a new best before stopping; 0: never
-  std::int64_t checkpoint_every = 500;
-  std::int64_t keep_checkpoints = 2;
-  std::uint64_t seed = 1;
 };
 
 struct Settings {
@@ -40,16 +27,28 @@ struct Settings {
   TrainingSettings training;
 };
 
+// config.json's settings, each named once (nmt/training_settings.h): the model's, then the
+// training's. Folders written before dropout and mixed precision existed lack those settings.
+template <class S, class Visit> void for_each_setting(S& s, Visit&& visit) {
+  auto& m = s.model;
+  visit("model", "vocabulary_size", m.vocabulary_size);
+  visit("model", "embedding_size", m.embedding_size);
+  visit("model", "hidden_size", m.hidden_size);
+  visit("model", "norm", m.norm);
+  visit("model", "tie_target_embeddings", m.tie_target_embeddings);
+  visit("model", "init_center", m.init_center);
+  visit("model", "dropout_embedding", m.dropout_embedding, nmt::added_later);
+  visit("model", "dropout_hidden", m.dropout_hidden, nmt::added_later);
+  visit("model", "precision", m.precision, nmt::added_later);
+  visit("training", "batch_sentences", s.training.batch_sentences);
+  nmt::for_each_shared_setting(
+      s.training, [&](const char* key, auto& value) { visit("training", key, value); });
+}
+
 // "cpu", "small" or "paper"; an Error for anything else.
 Settings preset(const std::string& name);
 
 // An Error naming the first value that cannot work (a zero budget, a batch of 0, ...).
 void check(const Settings& settings);
-
-nlohmann::json to_json(const Settings& settings);
-Settings settings_from_json(const nlohmann::json& json, const std::string& origin);
-
-// The settings as indented lines, for the start of a run.
-std::string describe(const Settings& settings);
 
 }  // namespace gru_nmt

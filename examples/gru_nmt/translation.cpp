@@ -42,24 +42,4 @@ ng::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n
           .max_length_b = 10};
 }
 
-std::vector<std::vector<Translation>> translate_n_best(
-    RnnSearch& model, const ng::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    ng::Device device) {
-  const nmt::BatchTranslator translator = [&](const SourceBatch& source) {
-    return translate_batch(model, source.ids, source.lengths, source.padding, options);
-  };
-  return nmt::translate_n_best(translator, tokenizer, sentences, batch_sentences, device);
-}
-
-std::vector<std::string> translate_sentences(
-    RnnSearch& model, const ng::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    ng::Device device) {
-  return nmt::best_translations(
-      translate_n_best(model, tokenizer, sentences, options, batch_sentences, device));
-}
-
 }  // namespace gru_nmt

@@ -11,10 +11,9 @@
 
 #include <normgrad/normgrad.h>
 
-#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
-#include "nmt/sentence_batches.h"
+#include "text/subword_tokenizer.h"
 
 namespace gru_nmt {
 
@@ -37,25 +36,6 @@ class RnnSearchDecoder final : public normgrad::decoding::StepDecoder {
 // hypotheses, scores normalised by length (the average log-probability), and hypotheses cut at
 // twice the source length and 10 tokens more.
 normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int64_t n_best = 1);
-
-using nmt::make_source_batch;
-using nmt::SourceBatch;
-using nmt::Translation;
-
-// Translates many sentences (subword ids, without eos; empty ones give empty translations) in
-// batches of up to `batch_sentences`, as nmt::translate_n_best: options.n_best translations
-// per sentence, best first.
-std::vector<std::vector<Translation>> translate_n_best(
-    RnnSearch& model, const normgrad::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    normgrad::Device device);
-
-std::vector<std::string> translate_sentences(
-    RnnSearch& model, const normgrad::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    normgrad::Device device);
 
 // Translates a batch of source sentences (ids [B, S] with lengths and padding, as
 // text::TranslationBatch holds them) with beam search; `options` must carry bos and eos.

@@ -2,14 +2,43 @@
 
 #include <normgrad/normgrad.h>
 
-#include "text/bleu.h"
 #include "distributed/collectives.h"
+#include "text/bleu.h"
 
 namespace nmt {
 
 namespace ng = normgrad;
 
-BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
+double dataset_token_loss(ng::nn::Module& model, const SummedLoss& summed_loss,
+                          const ng::text::ParallelDataset& dataset,
+                          ng::text::BatchingOptions batching, ng::Device device,
+                          const ng::data::Shard& shard) {
+  ng::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  // Every batch dealt, the shares unequal where they do not divide.
+  batching.shuffle = false;
+  batching.shard = shard;
+  batching.shard.equal = false;
+  ng::text::TranslationBatches batches(dataset, batching, device);
+  double total = 0;
+  std::int64_t tokens = 0;
+  for (const auto& pairs : batches.epoch_plan(0)) {
+    const auto batch = batches.make_batch(pairs);
+    total += summed_loss(batch);
+    tokens += batch.target_tokens;
+  }
+  if (was_training) model.train();
+  if (shard.count > 1) {  // each rank's sums added over the ranks
+    const std::vector<double> sums = ng::distributed::sum_over_ranks(
+        ng::distributed::ProcessGroup::world(), {total, static_cast<double>(tokens)});
+    total = sums[0];
+    tokens = static_cast<std::int64_t>(sums[1]);
+  }
+  return tokens == 0 ? 0.0 : total / static_cast<double>(tokens);
+}
+
+BleuEvaluation dataset_bleu(ng::nn::Module& model, const SentenceTranslator& translate,
                             const ng::text::ParallelDataset& dataset,
                             const std::vector<std::string>& references, const std::string& program,
                             const ng::data::Shard& shard) {
@@ -22,6 +51,8 @@ BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
              references.size(), " lines, but the dataset has a pair from line ", dataset.line(i));
     kept_references.push_back(references[dataset.line(i) - 1]);
   }
+  const bool was_training = model.is_training();
+  model.eval();
   BleuEvaluation result;
   if (shard.count == 1) {
     result.translations = translate(sources);
@@ -37,21 +68,12 @@ BleuEvaluation dataset_bleu(const SentenceTranslator& translate,
       for (std::size_t k = 0; k < every_ranks[r].size(); ++k)
         result.translations[r + k * every_ranks.size()] = every_ranks[r][k];
   }
+  if (was_training) model.train();
   const std::vector<std::vector<std::string>> reference_streams{kept_references};
   const auto score = ng::text::Bleu().corpus_score(result.translations, reference_streams);
   result.bleu = score.score;
   result.text = score.format();
   return result;
-}
-
-double loss_per_token(double total, std::int64_t tokens, const ng::data::Shard& shard) {
-  if (shard.count > 1) {
-    const std::vector<double> sums = ng::distributed::sum_over_ranks(
-        ng::distributed::ProcessGroup::world(), {total, static_cast<double>(tokens)});
-    total = sums[0];
-    tokens = static_cast<std::int64_t>(sums[1]);
-  }
-  return tokens == 0 ? 0.0 : total / static_cast<double>(tokens);
 }
 
 }  // namespace nmt

@@ -43,7 +43,7 @@ struct FiguresOutcome {
 };
 
 struct FigureScript {
-  std::string text;                // the whole gnuplot script
+  std::string text{};              // the whole gnuplot script
   std::vector<std::string> files;  // the pictures it draws
 };
 

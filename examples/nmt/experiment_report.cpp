@@ -215,7 +215,12 @@ std::string training_table(const std::vector<RunResult>& runs) {
   return out.str() + "\n";
 }
 
-std::string today() { return examples::today_utc(); }
+std::string figure_link(const std::vector<std::string>& figures, const std::string& stem,
+                        const std::string& caption) {
+  for (const auto& figure : figures)
+    if (figure.rfind(stem + ".", 0) == 0) return "![" + caption + "](" + figure + ")\n\n";
+  return "";
+}
 
 std::string machine_description(const ng::Device& device) {
   if (!device.is_cpu()) return "GPU " + device.str();

@@ -104,11 +104,13 @@ struct ReportContext {
   std::vector<std::string> figures;  // image files drawn, relative to the report's folder
 };
 
-// Today's date in UTC, "2026-11-26".
-std::string today();
-
 // "AMD EPYC 7B13, 2 threads", or the GPU.
 std::string machine_description(const normgrad::Device& device);
+
+// A markdown image of the first of `figures` named `stem` and any extension, with its caption
+// ("![Figure 1](figure1.png)" and a blank line); nothing when none is.
+std::string figure_link(const std::vector<std::string>& figures, const std::string& stem,
+                        const std::string& caption);
 
 // Writes report.md into `out` and prints it on standard output up to its "## Settings" section.
 void publish_report(const std::string& out, const std::string& report, const std::string& program);

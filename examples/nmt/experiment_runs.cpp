@@ -5,11 +5,11 @@
 
 #include "common/cpu_share.h"
 #include "common/run_folder.h"
+#include "nmt/experiment_report.h"
+#include "nmt/model_folder.h"
 #include "text/bleu.h"
 #include "text/paired_bootstrap.h"
 #include "text/text_file.h"
-#include "nmt/experiment_report.h"
-#include "nmt/model_folder.h"
 
 namespace nmt {
 
@@ -30,35 +30,15 @@ double read_other_processes_share(const std::string& path, const std::string& pr
   return -1;
 }
 
-}  // namespace
-
-void check_budget(const ExperimentBudget& b, const std::string& program) {
-  NG_CHECK(b.steps > 0 && b.dev_loss_every > 0 && b.dev_bleu_every > 0 && b.test_sentences >= 0,
-           program, "the budget needs positive steps and intervals, got steps ", b.steps,
-           ", dev loss every ", b.dev_loss_every, ", dev BLEU every ", b.dev_bleu_every,
-           ", test sentences ", b.test_sentences);
-}
-
-std::string corpus_file(const std::string& corpus, const std::string& name) {
-  return (fs::path(corpus) / name).string();
-}
-
-void check_experiment_corpus(const std::string& corpus, const std::string& program) {
-  for (const char* name : {"train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de"}) {
-    std::error_code ec;
-    NG_CHECK(fs::is_regular_file(corpus_file(corpus, name), ec), program, "the corpus folder '",
-             corpus, "' has no ", name, " (scripts/build_corpus builds one)");
-  }
-}
-
-std::string folder_name(const std::string& spec) { return examples::run_folder_name(spec); }
-
+// `path` made absolute and normal (unchanged where that fails).
 std::string absolute_path(const std::string& path) {
   std::error_code ec;
   const auto absolute = fs::absolute(path, ec);
   return ec ? path : absolute.lexically_normal().string();
 }
 
+// <out>/tokenizer.model, trained on the corpus's training text the first time and loaded after
+// (an Error if that one has another vocabulary size). Returns its path.
 std::string shared_tokenizer(const std::string& out, const std::string& corpus,
                              std::int64_t vocabulary_size, const std::string& program,
                              std::ostream* messages) {
@@ -81,6 +61,47 @@ std::string shared_tokenizer(const std::string& out, const std::string& corpus,
   return path;
 }
 
+}  // namespace
+
+ExperimentBudget named_budget(const std::string& name,
+                              std::initializer_list<ExperimentBudget> budgets,
+                              const std::string& program) {
+  std::string names;
+  for (const ExperimentBudget& budget : budgets) {
+    if (budget.name == name) return budget;
+    names +=
+        names.empty() ? budget.name : (&budget == budgets.end() - 1 ? " or " : ", ") + budget.name;
+  }
+  throw ng::Error(program + ": unknown budget '" + name + "'; expected " + names);
+}
+
+void check_budget(const ExperimentBudget& b, bool figure4, const std::string& program) {
+  NG_CHECK(b.steps > 0 && b.dev_loss_every > 0 && b.dev_bleu_every > 0 && b.test_sentences >= 0 &&
+               (!figure4 || b.figure4_steps > 0),
+           program, "the budget needs positive steps and intervals, got steps ", b.steps,
+           figure4 ? ", Figure 4 steps " + std::to_string(b.figure4_steps) : std::string(),
+           ", dev loss every ", b.dev_loss_every, ", dev BLEU every ", b.dev_bleu_every,
+           ", test sentences ", b.test_sentences);
+}
+
+std::string norms_per_run(const std::vector<std::string>& norms) {
+  std::string text;
+  for (const auto& norm : norms) text += (text.empty() ? "" : ", ") + norm;
+  return "per run: " + text;
+}
+
+std::string corpus_file(const std::string& corpus, const std::string& name) {
+  return (fs::path(corpus) / name).string();
+}
+
+void check_experiment_corpus(const std::string& corpus, const std::string& program) {
+  for (const char* name : {"train.en", "train.de", "dev.en", "dev.de", "test.en", "test.de"}) {
+    std::error_code ec;
+    NG_CHECK(fs::is_regular_file(corpus_file(corpus, name), ec), program, "the corpus folder '",
+             corpus, "' has no ", name, " (scripts/build_corpus builds one)");
+  }
+}
+
 TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::string& program) {
   TestSet test;
   test.sources =
@@ -97,14 +118,35 @@ TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::
 }
 
 ExperimentInputs prepare_experiment(const std::string& out, const std::string& corpus,
-                                    std::int64_t vocabulary_size, std::int64_t test_sentences,
-                                    const std::string& program, std::ostream* messages) {
+                                    std::int64_t vocabulary_size, const ExperimentBudget& budget,
+                                    ExperimentResults& results, const std::string& program,
+                                    std::ostream* messages) {
   fs::create_directories(fs::path(out) / "runs");
   ExperimentInputs inputs;
   inputs.tokenizer = shared_tokenizer(out, corpus, vocabulary_size, program, messages);
-  inputs.test = load_test_set(corpus, test_sentences, program);
-  inputs.bleu_signature = ng::text::Bleu().signature(1);
+  inputs.test = load_test_set(corpus, budget.test_sentences, program);
+  results.budget = budget;
+  results.test_sentences = static_cast<std::int64_t>(inputs.test.sources.size());
+  results.bleu_signature = ng::text::Bleu().signature(1);
   return inputs;
+}
+
+void set_run_budget(TrainingSettings& t, const std::string& corpus, const ExperimentBudget& budget,
+                    std::int64_t steps) {
+  t.train_source = corpus_file(corpus, "train.en");
+  t.train_target = corpus_file(corpus, "train.de");
+  t.dev_source = corpus_file(corpus, "dev.en");
+  t.dev_target = corpus_file(corpus, "dev.de");
+  t.max_steps = steps;
+  t.max_seconds = 0;
+  t.dev_loss_every = std::min(budget.dev_loss_every, steps);
+  t.dev_bleu_every = std::min(budget.dev_bleu_every, steps);
+  t.dev_beam = 1;
+  t.patience = 0;
+  t.checkpoint_every = std::max<std::int64_t>(1, steps / 4);
+  t.keep_checkpoints = 1;
+  for (std::string* path : {&t.train_source, &t.train_target, &t.dev_source, &t.dev_target})
+    *path = absolute_path(*path);
 }
 
 void train_and_measure(RunResult& run, const std::function<TrainSummary()>& train,
@@ -140,20 +182,23 @@ std::vector<ng::text::MetricStatistics> test_experiment_run(
   std::vector<std::vector<std::int32_t>> encoded;
   encoded.reserve(test.sources.size());
   for (const auto& line : test.sources) encoded.push_back(tokenizer.encode(line));
-  return score_test_translations(run, translate(encoded), test.references, program);
-}
-
-std::vector<ng::text::MetricStatistics> score_test_translations(
-    RunResult& run, const std::vector<std::string>& translations,
-    const std::vector<std::string>& references, const std::string& program) {
+  const std::vector<std::string> translations = translate(encoded);
   std::string text;
   for (const auto& line : translations) text += line + "\n";
   write_text_file(ModelFolder(run.folder, program).file("test.hyp"), text, program);
-  const std::vector<std::vector<std::string>> streams{references};
+  const std::vector<std::vector<std::string>> streams{test.references};
   const ng::text::Bleu bleu;
   auto statistics = bleu.segment_statistics(translations, streams);
   run.test_bleu = bleu.score(ng::text::sum_statistics(statistics)).score;
   return statistics;
+}
+
+void announce(const examples::SweepRun& run, const std::string& title, std::int64_t steps,
+              std::ostream* messages) {
+  if (messages != nullptr)
+    *messages << "== " << title << ", run " << run.index + 1 << " of " << run.count << ": "
+              << run.norm << ", " << steps << " steps\n"
+              << std::flush;
 }
 
 void compare_with_layernorm(

@@ -2,17 +2,17 @@
 // What a translation experiment does around its models: the paper's comparisons train one model
 // folder per norm from one corpus, one tokenizer and one seed, then translate the same test
 // sentences with each and set their BLEU scores against LayerNorm's. gru_nmt's and
-// transformer_nmt's `experiment` differ only in their models and tables; this is the rest.
+// transformer_nmt's `experiment` differ only in their models, their groups of runs and their
+// tables; this is the rest.
 //
-//   check_experiment_corpus  the six files of a corpus folder (scripts/build_corpus)
-//   shared_tokenizer         one sentencepiece model for every run, trained once
-//   load_test_set            the first N test pairs
-//   prepare_experiment       the runs' folder, the tokenizer and the test set
+//   ExperimentBudget         a named budget: steps, dev intervals, test sentences
+//   ExperimentOptions        what `experiment` is asked to do, checked by check_experiment_options
+//   prepare_experiment       the runs' folder, one tokenizer for every run, the test set
 //   set_run_budget           a run's training settings: the corpus, its steps, no early stop
-//   experiment_sweep         the runs of a list of norms (common/norm_sweep.h), checked first
-//   train_and_measure        a run trained (or continued), the machine's load beside it, its log
-//   score_test_translations  a run's test translations written and scored
-//   compare_with_layernorm   bootstrap intervals, and p-values against LayerNorm
+//   run_norm_group           the runs of a list of norms (common/norm_sweep.h), every folder
+//                            checked first, each trained (or continued, or taken as it is)
+//                            with the machine's load measured beside it, then tested and
+//                            compared with LayerNorm
 
 #include <normgrad/normgrad.h>
 
@@ -20,12 +20,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/norm_sweep.h"
 #include "nmt/evaluation.h"
+#include "nmt/program.h"
 #include "nmt/train_log.h"
 #include "nmt/training_run.h"
 #include "text/corpus_metric.h"
@@ -36,20 +38,66 @@ namespace nmt {
 struct ExperimentBudget {
   std::string name;                 // "tiny", "demo", "long" or "paper", for the report
   std::int64_t steps = 0;           // each run's
+  std::int64_t figure4_steps = 0;   // each of gru_nmt's Figure 4 runs; 0 elsewhere
   std::int64_t dev_loss_every = 0;  // steps between dev losses
   std::int64_t dev_bleu_every = 0;  // steps between dev BLEUs (greedy)
   std::int64_t test_sentences = 0;  // the first N lines of the test set (0: all)
 };
 
-// An Error unless every interval and step count is positive.
-void check_budget(const ExperimentBudget& budget, const std::string& program);
+// The budget of `budgets` named `name`; an Error naming the others for any other name.
+ExperimentBudget named_budget(const std::string& name,
+                              std::initializer_list<ExperimentBudget> budgets,
+                              const std::string& program);
+
+// What an `experiment` is asked to do, for a Program (nmt/program.h); each program's options add
+// its own runs' choices and set its defaults.
+template <class P> struct ExperimentOptions {
+  using Program = P;
+  using Settings = typename Program::Settings;
+  std::string corpus;  // a folder with train, dev and test .en/.de (scripts/build_corpus)
+  std::string out;     // where runs/, the CSV files, the plots and report.md go
+  ExperimentBudget budget{};
+  Settings settings{};  // the base of every run; its norm (and what else sets a run apart) per run
+  std::vector<std::string> norms{};
+  std::int64_t beam = 5;  // for test BLEU
+  normgrad::Device device = normgrad::Device::cpu();
+  std::ostream* messages = nullptr;
+};
+
+// An Error unless every interval and step count is positive (Figure 4's too, when `figure4`).
+void check_budget(const ExperimentBudget& budget, bool figure4, const std::string& program);
+
+// "<corpus>/<name>", e.g. corpus_file(corpus, "test.de").
+std::string corpus_file(const std::string& corpus, const std::string& name);
+
+// An Error naming the first of train, dev and test .en/.de missing from the folder.
+void check_experiment_corpus(const std::string& corpus, const std::string& program);
+
+// The checks done before any training: the corpus folder, the budget (with Figure 4's steps
+// when `figure4`), a norm at least, every norm of the options and of `more_norms` as a run's
+// settings (`check` of the settings' namespace: an Error for an unknown or unfitting norm),
+// and the beam.
+template <class Program>
+void check_experiment_options(const ExperimentOptions<Program>& options,
+                              const std::vector<std::string>& more_norms, bool figure4,
+                              const std::string& program) {
+  check_experiment_corpus(options.corpus, program);
+  check_budget(options.budget, figure4, program);
+  NG_CHECK(!options.norms.empty(), program, "no norms to compare");
+  for (const auto* norms : {&options.norms, &more_norms})
+    for (const auto& norm : *norms) check(examples::with_norm(options.settings, norm));
+  NG_CHECK(options.beam > 0, program, "the beam must be positive, got ", options.beam);
+}
+
+// "per run: none, layernorm, ...": the norm of the settings every run shares, for the report.
+std::string norms_per_run(const std::vector<std::string>& norms);
 
 // One trained model of an experiment, as its report needs it.
 struct RunResult {
   std::string label;  // the norm spec, or the spec and what else sets the run apart
   std::string norm;
   std::string folder;
-  std::vector<LogRow> log;
+  std::vector<LogRow> log{};
   std::int64_t steps = 0;
   std::int64_t parameters = 0;
   double best_dev_bleu = -1;
@@ -63,21 +111,13 @@ struct RunResult {
   double p_against_layernorm = -1;                    // -1: not computed (it is LayerNorm)
 };
 
-// "<corpus>/<name>", e.g. corpus_file(corpus, "test.de").
-std::string corpus_file(const std::string& corpus, const std::string& name);
-
-// An Error naming the first of train, dev and test .en/.de missing from the folder.
-void check_experiment_corpus(const std::string& corpus, const std::string& program);
-
-// "prmsnorm:0.0625, pre-norm" -> "prmsnorm-0.0625-pre-norm": a folder name from a norm spec or
-// a run's label.
-std::string folder_name(const std::string& spec);
-
-// <out>/tokenizer.model, trained on the corpus's training text the first time and loaded after
-// (an Error if that one has another vocabulary size). Returns its path.
-std::string shared_tokenizer(const std::string& out, const std::string& corpus,
-                             std::int64_t vocabulary_size, const std::string& program,
-                             std::ostream* messages);
+// What every experiment's results hold besides its runs.
+struct ExperimentResults {
+  ExperimentBudget budget;
+  std::string bleu_signature;  // sacreBLEU's, of the test BLEU
+  std::int64_t test_sentences = 0;
+  double total_seconds = 0;
+};
 
 struct TestSet {
   std::vector<std::string> sources, references;
@@ -86,45 +126,26 @@ struct TestSet {
 // test.en and test.de's first `limit` lines (0: all); an Error if their lengths differ.
 TestSet load_test_set(const std::string& corpus, std::int64_t limit, const std::string& program);
 
-// `path` made absolute and normal (unchanged where that fails).
-std::string absolute_path(const std::string& path);
-
-// What every run of an experiment shares: the tokenizer, the test set, the BLEU signature.
+// What every run of an experiment shares: the tokenizer and the test set.
 struct ExperimentInputs {
   std::string tokenizer;  // its path
   TestSet test;
-  std::string bleu_signature;  // sacreBLEU's, of the test BLEU
 };
 
-// Creates <out>/runs, then the shared tokenizer (shared_tokenizer) and the test set's first
-// `test_sentences` pairs (load_test_set).
+// Creates <out>/runs, then <out>/tokenizer.model, trained on the corpus's training text the first
+// time and loaded after (an Error if that one has another vocabulary size), and the test set's
+// first budget.test_sentences pairs. `results` gets the budget, the test set's size and the BLEU
+// signature.
 ExperimentInputs prepare_experiment(const std::string& out, const std::string& corpus,
-                                    std::int64_t vocabulary_size, std::int64_t test_sentences,
-                                    const std::string& program, std::ostream* messages);
+                                    std::int64_t vocabulary_size, const ExperimentBudget& budget,
+                                    ExperimentResults& results, const std::string& program,
+                                    std::ostream* messages);
 
-// Sets a run's corpus (absolute paths) and budget in its training settings, which name these
-// fields alike in every example: `steps` steps, dev loss and greedy dev BLEU at the budget's
-// intervals (and at the last step), no early stopping (every run takes the same steps), and
-// one training state kept, written four times a run. `budget` is an ExperimentBudget, or a
-// program's budget with the same dev intervals.
-template <class TrainingSettings, class Budget>
-void set_run_budget(TrainingSettings& t, const std::string& corpus, const Budget& budget,
-                    std::int64_t steps) {
-  t.train_source = corpus_file(corpus, "train.en");
-  t.train_target = corpus_file(corpus, "train.de");
-  t.dev_source = corpus_file(corpus, "dev.en");
-  t.dev_target = corpus_file(corpus, "dev.de");
-  t.max_steps = steps;
-  t.max_seconds = 0;
-  t.dev_loss_every = std::min(budget.dev_loss_every, steps);
-  t.dev_bleu_every = std::min(budget.dev_bleu_every, steps);
-  t.dev_beam = 1;
-  t.patience = 0;
-  t.checkpoint_every = std::max<std::int64_t>(1, steps / 4);
-  t.keep_checkpoints = 1;
-  for (std::string* path : {&t.train_source, &t.train_target, &t.dev_source, &t.dev_target})
-    *path = absolute_path(*path);
-}
+// Sets a run's corpus (absolute paths) and budget in its training settings: `steps` steps, dev
+// loss and greedy dev BLEU at the budget's intervals (and at the last step), no early stopping
+// (every run takes the same steps), and one training state kept, written four times a run.
+void set_run_budget(TrainingSettings& t, const std::string& corpus, const ExperimentBudget& budget,
+                    std::int64_t steps);
 
 // Runs `train`, which trains run.folder's run (or continues it, or finds it finished), while
 // measuring the CPU share other processes took, kept in experiment.json when it took steps;
@@ -132,81 +153,97 @@ void set_run_budget(TrainingSettings& t, const std::string& corpus, const Budget
 void train_and_measure(RunResult& run, const std::function<TrainSummary()>& train,
                        const std::string& program);
 
-// A run's folder, checked before the run trains: when it holds a run, that run's settings
-// must be `settings`, its budget aside (a run may be continued to more steps); else an Error.
-// Returns whether the folder holds a run.
-template <class Folder, class Settings>
-bool check_experiment_folder(const std::string& path, const Settings& settings,
+// Whether the folder at `path` holds a run; when it does, that run's settings must be
+// `settings`, its budget aside (a run may be continued to more steps), else an Error.
+template <class Program>
+bool check_experiment_folder(const std::string& path, const typename Program::Settings& settings,
                              const std::string& program) {
-  const Folder folder(path);
+  const ProgramFolder<Program> folder(path);
   if (!folder.has_config()) return false;
-  std::string fingerprint;
-  Settings found = folder.read_config(&fingerprint);
+  auto found = folder.read_config(nullptr);
   found.training.max_steps = settings.training.max_steps;
-  NG_CHECK(to_json(found) == to_json(settings), program, path,
+  NG_CHECK(settings_json(found) == settings_json(settings), program, path,
            " holds a run of other settings; remove it or choose another --out");
   return true;
 }
 
-// An experiment's runs of `norms` (examples::NormSweep), in <out>/runs, with `variant` after
-// each norm in their labels; every folder is checked against `settings_of(norm)` before the
-// first run trains (check_experiment_folder).
-template <class Folder, class SettingsOf>
-examples::NormSweep experiment_sweep(const std::string& out, const std::vector<std::string>& norms,
-                                     const std::string& variant, const SettingsOf& settings_of,
-                                     const std::string& program) {
-  return {.program = program,
-          .out = (std::filesystem::path(out) / "runs").string(),
-          .norms = norms,
-          .variant = variant,
-          .check = [settings_of, program](const examples::SweepRun& run) {
-            check_experiment_folder<Folder>(run.folder, settings_of(run.norm), program);
-          }};
-}
-
-// Trains one run of an experiment's sweep with a program's `train(TrainOptions)`: a new folder
-// starts from `settings` with the experiment's tokenizer; a folder that holds a run is
-// continued to `settings`' steps, or taken as it is when it has them, but only when its
-// settings are these (check_experiment_folder). Then train_and_measure, whose result it
-// returns.
-template <class Folder, class Settings, class TrainOptions, class Train>
-RunResult train_experiment_run(const examples::SweepRun& sweep_run, const Settings& settings,
-                               TrainOptions options, const std::string& tokenizer,
-                               const Train& train, const std::string& program) {
-  RunResult run;
-  run.label = sweep_run.label;
-  run.norm = sweep_run.norm;
-  run.folder = sweep_run.folder;
-  options.folder = run.folder;
-  options.settings = settings;
-  if (check_experiment_folder<Folder>(run.folder, settings, program)) {
-    options.resume = true;
-    options.resume_max_steps = settings.training.max_steps;
-  } else {
-    options.tokenizer = tokenizer;
-  }
-  train_and_measure(
-      run, [&] { return train(options); }, program);
-  return run;
-}
-
 // Tests a run's model: counts its parameters into run.parameters, translates the test sources
-// (encoded with `tokenizer`) with `translate`, and scores them (score_test_translations).
+// (encoded with `tokenizer`) with `translate`, writes them to test.hyp in the run's folder and
+// sets run.test_bleu; returns the segment statistics that compare_with_layernorm resamples.
 std::vector<normgrad::text::MetricStatistics> test_experiment_run(
     RunResult& run, const normgrad::nn::Module& model,
     const normgrad::text::SubwordTokenizer& tokenizer, const TestSet& test,
     const SentenceTranslator& translate, const std::string& program);
-
-// Writes `translations` to test.hyp in the run's folder, sets run.test_bleu, and returns the
-// segment statistics that compare_with_layernorm resamples.
-std::vector<normgrad::text::MetricStatistics> score_test_translations(
-    RunResult& run, const std::vector<std::string>& translations,
-    const std::vector<std::string>& references, const std::string& program);
 
 // Each run's bootstrap mean and interval, and its paired-bootstrap p-value against the
 // LayerNorm run (when there is one). statistics[i] belongs to runs[i].
 void compare_with_layernorm(
     std::vector<RunResult>& runs,
     const std::vector<std::vector<normgrad::text::MetricStatistics>>& statistics);
+
+// Where an experiment says what it does: "== <title>, run 2 of 5: rmsnorm, 600 steps".
+void announce(const examples::SweepRun& run, const std::string& title, std::int64_t steps,
+              std::ostream* messages);
+
+// The runs of `norms` (examples::NormSweep) in <out>/runs, each labelled its norm and
+// `variant`, each folder checked against settings_of(norm) before the first run trains. A new
+// folder starts with the experiment's tokenizer; a folder that holds a run is continued to its
+// settings' steps, or taken as it is when it has them. With `test`, each run translates the
+// test set with beam search from its best weights, and the runs are compared with LayerNorm.
+template <class Program, class SettingsOf>
+std::vector<RunResult> run_norm_group(const ExperimentOptions<Program>& options,
+                                      const ExperimentInputs& inputs,
+                                      const std::vector<std::string>& norms,
+                                      const std::string& variant, const std::string& title,
+                                      const SettingsOf& settings_of, bool test) {
+  const std::string program = std::string(Program::name) + " experiment";
+  examples::NormSweep sweep{
+      .program = program,
+      .out = (std::filesystem::path(options.out) / "runs").string(),
+      .norms = norms,
+      .variant = variant,
+      .check =
+          [&](const examples::SweepRun& run) {
+            check_experiment_folder<Program>(run.folder, settings_of(run.norm), program);
+          },
+      .announce =
+          [&](const examples::SweepRun& run) {
+            announce(run, title, settings_of(run.norm).training.max_steps, options.messages);
+          }};
+  std::vector<std::vector<normgrad::text::MetricStatistics>> statistics;
+  auto runs = examples::run_norm_sweep(sweep, [&](const examples::SweepRun& sweep_run) {
+    RunResult run{.label = sweep_run.label, .norm = sweep_run.norm, .folder = sweep_run.folder};
+    TrainOptions<typename Program::Settings> train_options{.folder = run.folder,
+                                                           .settings = settings_of(run.norm),
+                                                           .device = options.device,
+                                                           .messages = options.messages};
+    if (check_experiment_folder<Program>(run.folder, train_options.settings, program)) {
+      train_options.resume = true;
+      train_options.resume_max_steps = train_options.settings.training.max_steps;
+    } else {
+      train_options.tokenizer = inputs.tokenizer;
+    }
+    train_and_measure(
+        run, [&] { return train<Program>(train_options); }, program);
+    if (!test) return run;
+    if (options.messages != nullptr)
+      *options.messages << "   test BLEU, beam " << options.beam << ", "
+                        << inputs.test.sources.size() << " sentences\n"
+                        << std::flush;
+    normgrad::Generator generator(0);
+    auto loaded = load_model_folder(ProgramFolder<Program>(run.folder), generator);
+    if (!options.device.is_cpu()) loaded.model->to(options.device);
+    const SentenceTranslator translate = [&](const auto& sentences) {
+      return translate_sentences<Program>(*loaded.model, loaded.tokenizer, sentences,
+                                          Program::search_options(options.beam, 1), 32,
+                                          options.device);
+    };
+    statistics.push_back(
+        test_experiment_run(run, *loaded.model, loaded.tokenizer, inputs.test, translate, program));
+    return run;
+  });
+  if (test) compare_with_layernorm(runs, statistics);
+  return runs;
+}
 
 }  // namespace nmt

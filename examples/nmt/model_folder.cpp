@@ -67,12 +67,30 @@ void ModelFolder::prune_checkpoints(std::int64_t keep) const {
   }
 }
 
-std::string ModelFolder::weights_file() const {
+std::string ModelFolder::weights_file(const std::string& name) const {
   std::error_code ec;
+  if (!name.empty()) {
+    const std::string inside = file(name);
+    const std::string weights = fs::exists(inside, ec) ? inside : name;
+    NG_CHECK(fs::is_regular_file(weights, ec), program(), "--weights ", name, ": no such file in ",
+             path(), " or elsewhere");
+    return weights;
+  }
   std::string weights = file("best.safetensors");
   if (!fs::exists(weights, ec)) weights = file("model.safetensors");
   NG_CHECK(fs::exists(weights, ec), program(), path(),
            " holds no weights yet (no best.safetensors or model.safetensors)");
+  return weights;
+}
+
+std::string ModelFolder::load_weights(ng::nn::Module& model,
+                                      const ng::text::SubwordTokenizer& tokenizer,
+                                      const std::string& name) const {
+  const std::string weights = weights_file(name);
+  ng::io::Metadata metadata;
+  const ng::nn::StateDict state = ng::io::load_tensors(weights, &metadata);
+  tokenizer.check_checkpoint(metadata, weights);
+  model.load_state_dict(state, /*strict=*/true);
   return weights;
 }
 
@@ -83,16 +101,6 @@ ng::text::SubwordTokenizer ModelFolder::load_tokenizer(const std::string& finger
   NG_CHECK(tokenizer.vocabulary_size() == vocabulary_size, program(), file("tokenizer.model"),
            " has ", tokenizer.vocabulary_size(), " pieces but the model ", vocabulary_size);
   return tokenizer;
-}
-
-std::string describe_config(const nlohmann::json& config) {
-  std::string text;
-  for (const auto& [part, values] : config.items()) {
-    text += part + ":\n";
-    for (const auto& [key, value] : values.items())
-      text += "  " + key + " = " + value.dump() + "\n";
-  }
-  return text;
 }
 
 }  // namespace nmt

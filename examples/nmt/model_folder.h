@@ -11,8 +11,10 @@
 //   train.csv                      one row per step (train_log.h)
 //
 // Every file is written atomically (examples::RunFolder); the weights record the tokenizer's
-// fingerprint, so a folder whose parts do not belong together is refused. Each example keeps
-// its own settings in config.json; this class knows the folder's files, not what a model is.
+// fingerprint, so a folder whose parts do not belong together is refused. ModelFolder knows the
+// folder's files, not what a model is; ProgramFolder reads and writes a program's settings.
+
+#include <normgrad/normgrad.h>
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "common/run_folder.h"
+#include "nmt/training_settings.h"
 #include "text/subword_tokenizer.h"
 
 namespace nmt {
@@ -44,8 +47,15 @@ class ModelFolder : public examples::RunFolder {
   void prune_checkpoints(std::int64_t keep) const;
 
   // The weights translate and score load: best.safetensors, or model.safetensors before any
-  // dev BLEU; an Error when the folder holds neither.
-  std::string weights_file() const;
+  // dev BLEU; an Error when the folder holds neither. `name`, when given, names other weights:
+  // a file in the folder (average's averaged.safetensors) or a path.
+  std::string weights_file(const std::string& name = "") const;
+
+  // Loads weights_file(name) into `model`, checked against the tokenizer's fingerprint; returns
+  // the file.
+  std::string load_weights(normgrad::nn::Module& model,
+                           const normgrad::text::SubwordTokenizer& tokenizer,
+                           const std::string& name = "") const;
 
   // The folder's tokenizer, checked against config.json's fingerprint and the model's
   // vocabulary size.
@@ -53,8 +63,20 @@ class ModelFolder : public examples::RunFolder {
                                                   std::int64_t vocabulary_size) const;
 };
 
-// A configuration's parts ("model", "training") as indented "key = value" lines, for the
-// start of a run.
-std::string describe_config(const nlohmann::json& config);
+// The folder of a program (nmt/program.h), whose config.json holds its Program::Settings.
+template <class Program> class ProgramFolder : public ModelFolder {
+ public:
+  using Settings = typename Program::Settings;
+  explicit ProgramFolder(std::string path) : ModelFolder(std::move(path), Program::name) {}
+
+  void write_config(const Settings& settings, const std::string& tokenizer_fingerprint) const {
+    write_config_json(settings_json(settings), tokenizer_fingerprint);
+  }
+  // The settings, and the fingerprint into *fingerprint; an Error naming the file if it is
+  // missing or not a configuration.
+  Settings read_config(std::string* fingerprint) const {
+    return read_settings<Settings>(read_config_json(fingerprint), file("config.json"), program());
+  }
+};
 
 }  // namespace nmt

@@ -28,48 +28,47 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-void check_new_run(const ModelFolder& folder, CorpusPaths& paths) {
+void check_new_run(const ModelFolder& folder, TrainingSettings& t) {
   const std::string op = folder.program() + " train";
-  for (auto* path :
-       {&paths.train_source, &paths.train_target, &paths.dev_source, &paths.dev_target}) {
+  const auto paths = {&t.train_source, &t.train_target, &t.dev_source, &t.dev_target};
+  for (std::string* path : paths) {
     std::error_code ec;
     const auto absolute = fs::absolute(*path, ec);
     if (!ec) *path = absolute.lexically_normal().string();
   }
   NG_CHECK(!folder.has_config(), op, folder.path(),
            " already holds a model: pass --resume to continue it, or choose another folder");
-  for (const auto* path :
-       {&paths.train_source, &paths.train_target, &paths.dev_source, &paths.dev_target}) {
+  for (const std::string* path : paths) {
     std::error_code ec;
     NG_CHECK(fs::is_regular_file(*path, ec), op, "cannot read '", *path, "'");
   }
 }
 
-RunData load_run_data(std::optional<ng::text::SubwordTokenizer> tokenizer, const CorpusPaths& paths,
-                      std::int64_t max_length, std::int64_t vocabulary_size,
+RunData load_run_data(std::optional<ng::text::SubwordTokenizer> tokenizer,
+                      const TrainingSettings& t, std::int64_t vocabulary_size,
                       const std::string& program, std::ostream* messages) {
   const std::string op = program + " train";
   auto say = [&](const std::string& text) {
     if (messages != nullptr) *messages << text << std::flush;
   };
   if (!tokenizer) {
-    say("training the tokenizer on " + paths.train_source + " and " + paths.train_target + "\n");
+    say("training the tokenizer on " + t.train_source + " and " + t.train_target + "\n");
     // Line counts first: a misaligned corpus is refused before any training.
-    const auto source_lines = ng::text::read_text_lines(paths.train_source).size();
-    const auto target_lines = ng::text::read_text_lines(paths.train_target).size();
-    NG_CHECK(source_lines == target_lines, op, paths.train_source, " has ", source_lines,
-             " lines but ", paths.train_target, " has ", target_lines);
+    const auto source_lines = ng::text::read_text_lines(t.train_source).size();
+    const auto target_lines = ng::text::read_text_lines(t.train_target).size();
+    NG_CHECK(source_lines == target_lines, op, t.train_source, " has ", source_lines, " lines but ",
+             t.train_target, " has ", target_lines);
     tokenizer = ng::text::SubwordTokenizer::train(
-        {paths.train_source, paths.train_target},
+        {t.train_source, t.train_target},
         {.vocabulary_size = static_cast<std::int32_t>(vocabulary_size)});
   }
   NG_CHECK(tokenizer->vocabulary_size() == vocabulary_size, op, "the tokenizer has ",
            tokenizer->vocabulary_size(), " pieces, but the model's vocabulary is ",
            vocabulary_size);
-  auto train = ng::text::ParallelDataset::load(paths.train_source, paths.train_target, *tokenizer,
-                                               {.max_length = max_length});
-  auto dev = ng::text::ParallelDataset::load(paths.dev_source, paths.dev_target, *tokenizer, {});
-  auto references = ng::text::strip_line_ends(ng::text::read_text_lines(paths.dev_target));
+  auto train = ng::text::ParallelDataset::load(t.train_source, t.train_target, *tokenizer,
+                                               {.max_length = t.max_length});
+  auto dev = ng::text::ParallelDataset::load(t.dev_source, t.dev_target, *tokenizer, {});
+  auto references = ng::text::strip_line_ends(ng::text::read_text_lines(t.dev_target));
   say("training pairs: " + std::to_string(train.size()) + " (" + train.statistics().cache +
       "), dev pairs: " + std::to_string(dev.size()) + "\n");
   return RunData{std::move(*tokenizer), std::move(train), std::move(dev), std::move(references)};
@@ -141,7 +140,7 @@ void wait_for_rank_zero() {
 
 TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationBatches& batches,
                                const ng::text::SubwordTokenizer& tokenizer,
-                               const LoopBudget& budget, const LoopCallbacks& model,
+                               const TrainingSettings& t, const LoopCallbacks& model,
                                const LoopOptions& options) {
   const std::string op = folder.program() + " train";
   TrainSummary summary;
@@ -174,7 +173,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
 
   examples::ProgressLine progress({.out = options.messages,
                                    .redraw = options.progress_bar,
-                                   .total_steps = budget.max_steps,
+                                   .total_steps = t.max_steps,
                                    .rate_unit = "tok/s"});
   const auto start = std::chrono::steady_clock::now();
   const double wall_before = loop.wall_seconds;
@@ -192,7 +191,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
         static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
     loop.wall_seconds = wall_before + seconds_since(start);
     // The dev loss at its own interval, measured before the dev BLEU as it always was.
-    dev_loss = (record.step + 1) % budget.dev_loss_every == 0 ? model.dev_loss() : -1;
+    dev_loss = (record.step + 1) % t.dev_loss_every == 0 ? model.dev_loss() : -1;
     return result.loss;
   };
   const auto after_step = [&](const examples::StepDone& done) {
@@ -224,7 +223,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     model.save_training_state(folder.checkpoint(saved.step), saved.step,
                               loop.to_metadata(tokenizer.fingerprint()));
     model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
-    if (writes) folder.prune_checkpoints(budget.keep_checkpoints);
+    if (writes) folder.prune_checkpoints(t.keep_checkpoints);
   };
   // In data-parallel training all ranks stop when one is out of time.
   const auto all_ranks_agree = [&](bool out_of_time) {
@@ -239,11 +238,11 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
   };
 
   static_cast<examples::LoopEnd&>(summary) =
-      examples::run_training_loop({.steps = budget.max_steps,
-                                   .seconds = budget.max_seconds,
-                                   .validate_every = budget.dev_bleu_every,
-                                   .patience = budget.patience,
-                                   .save_every = budget.checkpoint_every},
+      examples::run_training_loop({.steps = t.max_steps,
+                                   .seconds = t.max_seconds,
+                                   .validate_every = t.dev_bleu_every,
+                                   .patience = t.patience,
+                                   .save_every = t.checkpoint_every},
                                   record,
                                   {.train_step = train_step,
                                    .validate = dev_bleu,

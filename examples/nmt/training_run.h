@@ -27,25 +27,17 @@
 #include "distributed/data_parallel.h"
 #include "nmt/evaluation.h"
 #include "nmt/model_folder.h"
+#include "nmt/training_settings.h"
 #include "text/parallel_dataset.h"
 #include "text/subword_tokenizer.h"
 #include "text/translation_batches.h"
 
 namespace nmt {
 
-struct CorpusPaths {
-  std::string train_source, train_target;  // aligned text files
-  std::string dev_source, dev_target;
-};
-
-// The corpus of a run's training settings, which name these fields alike in every example.
-template <class TrainingSettings> CorpusPaths corpus_paths(const TrainingSettings& t) {
-  return {t.train_source, t.train_target, t.dev_source, t.dev_target};
-}
-
-// A new run's paths made absolute (so a resumed run finds them from any folder), and checked:
-// an Error naming the first that cannot be read, or the folder if it already holds a model.
-void check_new_run(const ModelFolder& folder, CorpusPaths& paths);
+// A new run's corpus paths in `t` made absolute (so a resumed run finds them from any folder),
+// and checked: an Error naming the first that cannot be read, or the folder if it already holds
+// a model.
+void check_new_run(const ModelFolder& folder, TrainingSettings& t);
 
 struct RunData {
   normgrad::text::SubwordTokenizer tokenizer;
@@ -53,34 +45,13 @@ struct RunData {
   std::vector<std::string> dev_references;  // the dev target file's lines
 };
 
-// The tokenizer and the data of a run. `tokenizer`: the resumed folder's (already checked), a
-// given sentencepiece model, or nothing (one is trained on the training text, after checking
-// that both sides have as many lines). Training pairs longer than max_length are left out.
+// The tokenizer and the data of a run on t's corpus. `tokenizer`: the resumed folder's
+// (already checked), a given sentencepiece model, or nothing (one is trained on the training
+// text, after checking that both sides have as many lines). Training pairs longer than
+// t.max_length are left out.
 RunData load_run_data(std::optional<normgrad::text::SubwordTokenizer> tokenizer,
-                      const CorpusPaths& paths, std::int64_t max_length,
-                      std::int64_t vocabulary_size, const std::string& program,
-                      std::ostream* messages);
-
-struct LoopBudget {
-  std::int64_t max_steps = 0;
-  double max_seconds = 0;  // this invocation's; 0: none
-  std::int64_t dev_loss_every = 0;
-  std::int64_t dev_bleu_every = 0;
-  std::int64_t patience = 0;  // 0: never stop early
-  std::int64_t checkpoint_every = 0;
-  std::int64_t keep_checkpoints = 0;
-};
-
-// The budget of a run's training settings, which name these fields alike in every example.
-template <class TrainingSettings> LoopBudget loop_budget(const TrainingSettings& t) {
-  return {.max_steps = t.max_steps,
-          .max_seconds = t.max_seconds,
-          .dev_loss_every = t.dev_loss_every,
-          .dev_bleu_every = t.dev_bleu_every,
-          .patience = t.patience,
-          .checkpoint_every = t.checkpoint_every,
-          .keep_checkpoints = t.keep_checkpoints};
-}
+                      const TrainingSettings& t, std::int64_t vocabulary_size,
+                      const std::string& program, std::ostream* messages);
 
 struct StepReport {
   double loss = 0;        // what the model minimises
@@ -144,30 +115,24 @@ template <class Settings> struct TrainOptions {
 // it holds none) with the budgets of `options` when given, and its tokenizer, checked. A new
 // run: options.settings, checked (`check` of the settings' namespace), with the corpus paths
 // made absolute and checked (check_new_run), and the given tokenizer file when there is one.
-template <class Settings, class Folder, class Options>
-std::pair<Settings, std::optional<normgrad::text::SubwordTokenizer>> starting_point(
-    const Folder& folder, const Options& options) {
-  Settings settings;
-  std::optional<normgrad::text::SubwordTokenizer> tokenizer;
-  auto& t = settings.training;
+template <class Program>
+std::pair<typename Program::Settings, std::optional<normgrad::text::SubwordTokenizer>>
+starting_point(const ProgramFolder<Program>& folder,
+               const TrainOptions<typename Program::Settings>& options) {
   if (options.resume) {
     NG_CHECK(folder.has_config(), folder.program() + " train", "--resume: ", folder.path(),
              " holds no model to resume");
     std::string fingerprint;
-    settings = folder.read_config(&fingerprint);
-    tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
-    if (options.resume_max_steps > 0) t.max_steps = options.resume_max_steps;
-    if (options.resume_max_seconds >= 0) t.max_seconds = options.resume_max_seconds;
+    auto settings = folder.read_config(&fingerprint);
+    auto tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
+    if (options.resume_max_steps > 0) settings.training.max_steps = options.resume_max_steps;
+    if (options.resume_max_seconds >= 0) settings.training.max_seconds = options.resume_max_seconds;
     return {std::move(settings), std::move(tokenizer)};
   }
-  settings = options.settings;
+  auto settings = options.settings;
   check(settings);
-  CorpusPaths paths{t.train_source, t.train_target, t.dev_source, t.dev_target};
-  check_new_run(folder, paths);
-  t.train_source = paths.train_source;
-  t.train_target = paths.train_target;
-  t.dev_source = paths.dev_source;
-  t.dev_target = paths.dev_target;
+  check_new_run(folder, settings.training);
+  std::optional<normgrad::text::SubwordTokenizer> tokenizer;
   if (!options.tokenizer.empty())
     tokenizer = normgrad::text::SubwordTokenizer::load(options.tokenizer);
   return {std::move(settings), std::move(tokenizer)};
@@ -186,12 +151,14 @@ void wait_for_rank_zero();
 // written; then a new run's folder, with its tokenizer and config.json. In data-parallel
 // training rank 0 does that alone (training the tokenizer, building the token caches) while
 // the others wait; then they read what it wrote, as a resumed run does.
-template <class Settings, class Folder, class Options>
-RunStart<Settings> start_run(const Folder& folder, const Options& options) {
+template <class Program>
+RunStart<typename Program::Settings> start_run(
+    const ProgramFolder<Program>& folder, const TrainOptions<typename Program::Settings>& options) {
+  using Settings = typename Program::Settings;
+  using Options = TrainOptions<Settings>;
   const auto start = [&](const Options& how) {
-    auto [settings, tokenizer] = starting_point<Settings>(folder, how);
-    const auto& t = settings.training;
-    RunData data = load_run_data(std::move(tokenizer), corpus_paths(t), t.max_length,
+    auto [settings, tokenizer] = starting_point(folder, how);
+    RunData data = load_run_data(std::move(tokenizer), settings.training,
                                  settings.model.vocabulary_size, folder.program(), how.messages);
     if (!how.resume) {
       std::filesystem::create_directories(folder.path());
@@ -228,10 +195,12 @@ struct LoopOptions {
 // The loop. In data-parallel training every rank runs it on its share of the batches (the
 // train_step averages gradients); dev measurements must be the whole job's on every rank (so
 // that early stopping stops every rank at once), and the time budget stops them together.
+// `t` gives the budgets, the dev intervals, patience and the training states' interval and
+// count.
 TrainSummary run_training_loop(const ModelFolder& folder,
                                normgrad::text::TranslationBatches& batches,
                                const normgrad::text::SubwordTokenizer& tokenizer,
-                               const LoopBudget& budget, const LoopCallbacks& model,
+                               const TrainingSettings& t, const LoopCallbacks& model,
                                const LoopOptions& options);
 
 }  // namespace nmt

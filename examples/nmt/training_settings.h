@@ -1,16 +1,43 @@
 #pragma once
-// The training settings every translation example names alike: the corpus files, the longest
+// The training settings every translation program names alike: the corpus files, the longest
 // pair, the learning rate, label smoothing and clipping, the budgets, the dev measurements,
-// the training states and the seed. Their config.json fields and their checks are written once
-// here, for any example's TrainingSettings with these members; each example adds its own (the
-// batch size, the schedule).
+// the training states and the seed. Each program's TrainingSettings derives from these and adds
+// its own (the batch size, the schedule); the defaults here are gru_nmt's, and transformer_nmt
+// sets its own where they differ.
+//
+// And a program's config.json, written and read from one list of its settings: the program
+// defines beside its Settings
+//
+//   template <class S, class Visit> void for_each_setting(S& settings, Visit&& visit);
+//
+// which calls visit(section, key, member) for every setting, and visit(section, key, member,
+// added_later) for one that folders written before it existed lack.
 
 #include <normgrad/normgrad.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace nmt {
+
+struct TrainingSettings {
+  std::string train_source, train_target;  // aligned text files
+  std::string dev_source, dev_target;
+  std::int64_t max_length = 80;  // subword tokens per side; longer training pairs are left out
+  double learning_rate = 5e-4;   // Adam's (peak) learning rate
+  double label_smoothing = 0.1;
+  double clip_norm = 1.0;  // the global gradient norm's limit; 0: no clipping
+  std::int64_t max_steps = 2000;
+  double max_seconds = 0;  // wall-clock budget of this invocation; 0: none
+  std::int64_t dev_loss_every = 200;
+  std::int64_t dev_bleu_every = 1000;
+  std::int64_t dev_beam = 1;   // 1: greedy search for dev BLEU
+  std::int64_t patience = 10;  // dev BLEU evaluations without a new best before stopping; 0: never
+  std::int64_t checkpoint_every = 500;
+  std::int64_t keep_checkpoints = 2;
+  std::uint64_t seed = 1;
+};
 
 // Calls visit(name, member) for every shared member of t (const or not), named as in
 // config.json.
@@ -34,37 +61,49 @@ template <class Training, class Visit> void for_each_shared_setting(Training& t,
   visit("seed", t.seed);
 }
 
-// The shared members of t as fields of the object `out`.
-template <class Training> void write_shared_settings(const Training& t, nlohmann::json& out) {
-  for_each_shared_setting(t, [&](const char* name, const auto& value) { out[name] = value; });
-}
-
-// The shared members of t from the object `in`: nlohmann::json's exception for a field that
-// is missing or of another type.
-template <class Training> void read_shared_settings(const nlohmann::json& in, Training& t) {
-  for_each_shared_setting(t, [&](const char* name, auto& value) { in.at(name).get_to(value); });
-}
-
 // An Error naming the first shared value that cannot work, from `program`.
-template <class Training>
-void check_shared_settings(const Training& t, const std::string& program) {
-  const auto positive = [&](const char* what, double value) {
-    NG_CHECK(value > 0, program, what, " must be positive, got ", value);
-  };
-  NG_CHECK(t.max_length >= 0, program, "max length must be >= 0 (0: no limit), got ", t.max_length);
-  positive("learning rate", t.learning_rate);
-  NG_CHECK(t.label_smoothing >= 0 && t.label_smoothing < 1, program,
-           "label smoothing must be in [0, 1), got ", t.label_smoothing);
-  NG_CHECK(t.clip_norm >= 0, program, "clip norm must be >= 0 (0: none), got ", t.clip_norm);
-  positive("steps", static_cast<double>(t.max_steps));
-  NG_CHECK(t.max_seconds >= 0, program, "time budget must be >= 0 seconds (0: none), got ",
-           t.max_seconds);
-  positive("dev loss interval", static_cast<double>(t.dev_loss_every));
-  positive("dev BLEU interval", static_cast<double>(t.dev_bleu_every));
-  positive("dev beam", static_cast<double>(t.dev_beam));
-  NG_CHECK(t.patience >= 0, program, "patience must be >= 0, got ", t.patience);
-  positive("checkpoint interval", static_cast<double>(t.checkpoint_every));
-  positive("checkpoints kept", static_cast<double>(t.keep_checkpoints));
+void check_shared_settings(const TrainingSettings& t, const std::string& program);
+
+// What for_each_setting passes after the member of a setting that older folders lack.
+struct AddedLater {};
+inline constexpr AddedLater added_later{};
+
+// The settings as config.json holds them (but for the tokenizer's fingerprint).
+template <class Settings> nlohmann::json settings_json(const Settings& settings) {
+  nlohmann::json json = nlohmann::json::object();
+  for_each_setting(settings, [&](const char* section, const char* key, const auto& value,
+                                 auto... /*added_later*/) { json[section][key] = value; });
+  return json;
+}
+
+// The settings of a config.json's `json`, checked (`check` of the settings' namespace); a
+// setting added later keeps its default where the file lacks it. An Error saying that `origin`
+// is not a configuration of `program` when a setting is missing or of another type.
+template <class Settings>
+Settings read_settings(const nlohmann::json& json, const std::string& origin,
+                       const std::string& program) {
+  Settings settings;
+  try {
+    for_each_setting(settings,
+                     [&](const char* section, const char* key, auto& value, auto... marks) {
+                       const nlohmann::json& part = json.at(section);
+                       if (sizeof...(marks) == 0 || part.contains(key)) part.at(key).get_to(value);
+                     });
+    check(settings);
+  } catch (const nlohmann::json::exception& error) {
+    throw normgrad::Error(program + ": " + origin + " is not a " + program +
+                          " configuration: " + error.what());
+  }
+  return settings;
+}
+
+// A configuration's parts ("model", "training") as indented "key = value" lines, for the
+// start of a run.
+std::string describe_config(const nlohmann::json& config);
+
+// The settings as describe_config prints them.
+template <class Settings> std::string describe(const Settings& settings) {
+  return describe_config(settings_json(settings));
 }
 
 }  // namespace nmt

@@ -24,43 +24,31 @@
 #include <normgrad/normgrad.h>
 
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "nmt/experiment_runs.h"
-#include "settings.h"
+#include "program.h"
 
 namespace transformer_nmt {
-
-// How the experiment's errors and files name it.
-inline constexpr const char* experiment_program = "transformer_nmt experiment";
 
 using nmt::RunResult;  // one trained model: its folder, log, timings and test BLEU
 
 // "demo": about 8 minutes on 2 cores with the small preset; "long": about 90.
 nmt::ExperimentBudget experiment_budget(const std::string& name);
 
-struct ExperimentOptions {
-  std::string corpus;  // a folder with train, dev and test .en/.de (scripts/build_corpus)
-  std::string out;     // where runs/, the CSV files, the plots and report.md go
-  nmt::ExperimentBudget budget{};
-  Settings settings{};  // the base of every run (the small preset by default); the norm and
-                        // its placement are set per run
-  std::vector<std::string> norms{"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
+struct ExperimentOptions : nmt::ExperimentOptions<Program> {
+  // The base settings' norm and placement are set per run, the norms are Table 4's.
+  ExperimentOptions() {
+    norms = {"none", "layernorm", "rmsnorm", "prmsnorm:0.0625"};
+    beam = 4;
+  }
   std::vector<std::string> pre_norms{"layernorm", "rmsnorm"};  // trained pre-norm as well
-  std::int64_t beam = 4;                                       // for test BLEU
-  normgrad::Device device = normgrad::Device::cpu();
-  std::ostream* messages = nullptr;
 };
 
-struct ExperimentResults {
-  nmt::ExperimentBudget budget;
+struct ExperimentResults : nmt::ExperimentResults {
   std::vector<RunResult> table4;    // post-norm, one run per norm
   std::vector<RunResult> pre_norm;  // labelled "<norm>, pre-norm"
-  std::string bleu_signature;
-  std::int64_t test_sentences = 0;
-  double total_seconds = 0;
 };
 
 // The settings every run shares (its norm and placement aside): the base settings with the

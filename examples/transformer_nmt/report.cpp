@@ -18,22 +18,14 @@ const std::map<std::string, nmt::PaperCells> paper_table4 = {
     {"prmsnorm:0.0625", {"26.5", "225±1.63 s (9.3%)"}},
 };
 
-std::string figure_link(const std::vector<std::string>& figures, const std::string& stem,
-                        const std::string& caption) {
-  for (const auto& figure : figures)
-    if (figure.rfind(stem + ".", 0) == 0) return "![" + caption + "](" + figure + ")\n\n";
-  return "";
-}
-
 }  // namespace
 
 void write_experiment_csv(const std::string& folder, const ExperimentResults& results) {
-  nmt::write_text_file(folder + "/table4.csv", nmt::runs_csv(results.table4), experiment_program);
-  nmt::write_text_file(folder + "/pre_norm.csv", nmt::runs_csv(results.pre_norm),
-                       experiment_program);
+  const std::string program = "transformer_nmt experiment";
+  nmt::write_text_file(folder + "/table4.csv", nmt::runs_csv(results.table4), program);
+  nmt::write_text_file(folder + "/pre_norm.csv", nmt::runs_csv(results.pre_norm), program);
   nmt::write_text_file(folder + "/curves.csv",
-                       nmt::curves_csv({{1, &results.table4}, {2, &results.pre_norm}}),
-                       experiment_program);
+                       nmt::curves_csv({{1, &results.table4}, {2, &results.pre_norm}}), program);
 }
 
 nmt::FigureScript figures_script(const ExperimentResults& results, const std::string& terminal) {
@@ -74,7 +66,7 @@ std::string report_markdown(const ExperimentResults& results, const nmt::ReportC
       << nmt::results_table(results.table4, paper_table4, results.bleu_signature);
 
   out << "## Training curves\n\n"
-      << figure_link(context.figures, "post_norm", "post-norm training curves")
+      << nmt::figure_link(context.figures, "post_norm", "post-norm training curves")
       << nmt::training_table(results.table4)
       << "A run trained when its training loss over the last tenth of its steps is at least 10% "
          "below that over the first tenth. The paper: without a norm the Transformer fails to "
@@ -85,7 +77,7 @@ std::string report_markdown(const ExperimentResults& results, const nmt::ReportC
         << "The same norms in the pre-norm Transformer, compared among themselves (the paper "
            "trains post-norm only).\n\n"
         << nmt::results_table(results.pre_norm, {}, results.bleu_signature)
-        << figure_link(context.figures, "pre_norm", "pre-norm training curves")
+        << nmt::figure_link(context.figures, "pre_norm", "pre-norm training curves")
         << nmt::training_table(results.pre_norm);
   }
 

@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include "nmt/model_folder.h"
-#include "nmt/training_settings.h"
-
 namespace transformer_nmt {
 
 namespace ng = normgrad;
@@ -72,58 +69,5 @@ void check(const Settings& s) {
            "Adam's beta2 must be in (0, 1), got ", t.adam_beta2);
   nmt::check_shared_settings(t, "transformer_nmt");
 }
-
-nlohmann::json to_json(const Settings& s) {
-  const auto& m = s.model;
-  const auto& t = s.training;
-  nlohmann::json training = {{"batch_tokens", t.batch_tokens},
-                             {"warmup_steps", t.warmup_steps},
-                             {"adam_beta2", t.adam_beta2}};
-  nmt::write_shared_settings(t, training);
-  return {{"model",
-           {{"vocabulary_size", m.vocabulary_size},
-            {"model_size", m.model_size},
-            {"feed_forward_size", m.feed_forward_size},
-            {"heads", m.heads},
-            {"encoder_layers", m.encoder_layers},
-            {"decoder_layers", m.decoder_layers},
-            {"dropout", m.dropout},
-            {"norm", m.norm},
-            {"pre_norm", m.pre_norm},
-            {"tie_embeddings", m.tie_embeddings},
-            {"precision", m.precision}}},
-          {"training", training}};
-}
-
-Settings settings_from_json(const nlohmann::json& json, const std::string& origin) {
-  try {
-    Settings s;
-    const auto& m = json.at("model");
-    auto& model = s.model;
-    m.at("vocabulary_size").get_to(model.vocabulary_size);
-    m.at("model_size").get_to(model.model_size);
-    m.at("feed_forward_size").get_to(model.feed_forward_size);
-    m.at("heads").get_to(model.heads);
-    m.at("encoder_layers").get_to(model.encoder_layers);
-    m.at("decoder_layers").get_to(model.decoder_layers);
-    m.at("dropout").get_to(model.dropout);
-    m.at("norm").get_to(model.norm);
-    m.at("pre_norm").get_to(model.pre_norm);
-    m.at("tie_embeddings").get_to(model.tie_embeddings);
-    model.precision = m.value("precision", "float32");  // folders written before it existed
-    const auto& t = json.at("training");
-    t.at("batch_tokens").get_to(s.training.batch_tokens);
-    t.at("warmup_steps").get_to(s.training.warmup_steps);
-    t.at("adam_beta2").get_to(s.training.adam_beta2);
-    nmt::read_shared_settings(t, s.training);
-    check(s);
-    return s;
-  } catch (const nlohmann::json::exception& error) {
-    throw ng::Error(std::string("transformer_nmt: ") + origin +
-                    " is not a transformer_nmt configuration: " + error.what());
-  }
-}
-
-std::string describe(const Settings& settings) { return nmt::describe_config(to_json(settings)); }
 
 }  // namespace transformer_nmt

@@ -11,37 +11,32 @@
 //          tokens, warm-up 4000 steps, 300k steps: the paper's (Vaswani et al.'s "base")
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "model.h"
+#include "nmt/training_settings.h"
 
 namespace transformer_nmt {
 
-struct TrainingSettings {
-  std::string train_source, train_target;  // aligned text files
-  std::string dev_source, dev_target;
+// transformer_nmt's training settings: the shared ones (nmt/training_settings.h), with their
+// defaults here where they are not gru_nmt's, and the batch and the schedule.
+struct TrainingSettings : nmt::TrainingSettings {
   // Tokens of a batch: its rows times its longest side (+1 for bos or eos), as
   // text::BatchingOptions::max_tokens counts them.
   std::int64_t batch_tokens = 2000;
-  std::int64_t max_length = 100;  // subword tokens per side; longer training pairs are left out
   // The inverse-square-root schedule: linear warm-up to learning_rate over warmup_steps, then
   // learning_rate * sqrt(warmup_steps / step). With learning_rate = d^-0.5 warmup^-0.5 it is
   // Vaswani et al.'s d^-0.5 min(step^-0.5, step warmup^-1.5).
-  double learning_rate = 1e-3;
   std::int64_t warmup_steps = 800;
   double adam_beta2 = 0.98;
-  double label_smoothing = 0.1;
-  double clip_norm = 0;  // 0: no clipping (the paper clips none)
-  std::int64_t max_steps = 2000;
-  double max_seconds = 0;  // wall-clock budget of this invocation; 0: none
-  std::int64_t dev_loss_every = 200;
-  std::int64_t dev_bleu_every = 1000;
-  std::int64_t dev_beam = 1;  // 1: greedy search for dev BLEU
-  std::int64_t patience = 0;  // dev BLEU evaluations without a new best before stopping; 0: never
-  std::int64_t checkpoint_every = 500;
-  std::int64_t keep_checkpoints = 5;  // enough for `average --last 5`
-  std::uint64_t seed = 1;
+
+  TrainingSettings() {
+    max_length = 100;
+    learning_rate = 1e-3;
+    clip_norm = 0;         // the paper clips none
+    patience = 0;          // never stop early
+    keep_checkpoints = 5;  // enough for `average --last 5`
+  }
 };
 
 struct Settings {
@@ -49,16 +44,33 @@ struct Settings {
   TrainingSettings training;
 };
 
+// config.json's settings, each named once (nmt/training_settings.h): the model's, then the
+// training's. Folders written before mixed precision existed lack its setting.
+template <class S, class Visit> void for_each_setting(S& s, Visit&& visit) {
+  auto& m = s.model;
+  visit("model", "vocabulary_size", m.vocabulary_size);
+  visit("model", "model_size", m.model_size);
+  visit("model", "feed_forward_size", m.feed_forward_size);
+  visit("model", "heads", m.heads);
+  visit("model", "encoder_layers", m.encoder_layers);
+  visit("model", "decoder_layers", m.decoder_layers);
+  visit("model", "dropout", m.dropout);
+  visit("model", "norm", m.norm);
+  visit("model", "pre_norm", m.pre_norm);
+  visit("model", "tie_embeddings", m.tie_embeddings);
+  visit("model", "precision", m.precision, nmt::added_later);
+  auto& t = s.training;
+  visit("training", "batch_tokens", t.batch_tokens);
+  visit("training", "warmup_steps", t.warmup_steps);
+  visit("training", "adam_beta2", t.adam_beta2);
+  nmt::for_each_shared_setting(
+      t, [&](const char* key, auto& value) { visit("training", key, value); });
+}
+
 // "cpu", "small" or "base"; an Error for anything else.
 Settings preset(const std::string& name);
 
 // An Error naming the first value that cannot work (the model's check, a zero budget, ...).
 void check(const Settings& settings);
-
-nlohmann::json to_json(const Settings& settings);
-Settings settings_from_json(const nlohmann::json& json, const std::string& origin);
-
-// The settings as indented lines, for the start of a run.
-std::string describe(const Settings& settings);
 
 }  // namespace transformer_nmt

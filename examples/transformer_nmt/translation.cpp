@@ -65,24 +65,4 @@ std::vector<std::vector<ng::decoding::Hypothesis>> translate_batch(
   return results;
 }
 
-std::vector<std::vector<nmt::Translation>> translate_n_best(
-    TransformerNmt& model, const ng::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    ng::Device device) {
-  const nmt::BatchTranslator translator = [&](const nmt::SourceBatch& source) {
-    return translate_batch(model, source, options);
-  };
-  return nmt::translate_n_best(translator, tokenizer, sentences, batch_sentences, device);
-}
-
-std::vector<std::string> translate_sentences(
-    TransformerNmt& model, const ng::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const ng::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    ng::Device device) {
-  return nmt::best_translations(
-      translate_n_best(model, tokenizer, sentences, options, batch_sentences, device));
-}
-
 }  // namespace transformer_nmt

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
 #include "model.h"
 #include "nmt/sentence_batches.h"
+#include "text/subword_tokenizer.h"
 
 namespace transformer_nmt {
 
@@ -67,18 +67,5 @@ normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam, std::int
 std::vector<std::vector<normgrad::decoding::Hypothesis>> translate_batch(
     TransformerNmt& model, const nmt::SourceBatch& source,
     const normgrad::decoding::BeamSearchOptions& options, bool cached = true);
-
-// Many sentences (subword ids without eos), as nmt::translate_n_best.
-std::vector<std::vector<nmt::Translation>> translate_n_best(
-    TransformerNmt& model, const normgrad::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    normgrad::Device device);
-
-std::vector<std::string> translate_sentences(
-    TransformerNmt& model, const normgrad::text::SubwordTokenizer& tokenizer,
-    const std::vector<std::vector<std::int32_t>>& sentences,
-    const normgrad::decoding::BeamSearchOptions& options, std::int64_t batch_sentences,
-    normgrad::Device device);
 
 }  // namespace transformer_nmt
