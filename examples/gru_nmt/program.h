@@ -11,6 +11,8 @@
 #include "nmt/program.h"
 #include "settings.h"
 #include "text/translation_batches.h"
+#include "training.h"
+#include "translation.h"
 
 namespace gru_nmt {
 
@@ -30,20 +32,33 @@ struct Program {
   }
   // The paper's step (training.h), its dropout masks drawn from the run's generator.
   static nmt::StepReport train_step(Model& model, normgrad::optim::Optimizer& optimizer,
-                                    const normgrad::text::TranslationBatch& batch,
-                                    std::int64_t step, const TrainingSettings& t,
-                                    normgrad::Generator& generator);
+                                    const normgrad::text::TranslationBatch& batch, std::int64_t,
+                                    const TrainingSettings& t, normgrad::Generator& generator) {
+    const StepResult result = gru_nmt::train_step(model, optimizer, batch,
+                                                  {.label_smoothing = t.label_smoothing,
+                                                   .clip_norm = t.clip_norm,
+                                                   .dropout_generator = &generator});
+    return {result.loss, result.token_loss, t.learning_rate};
+  }
   // batch_loss without label smoothing, times the batch's sentences.
-  static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch);
+  static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch) {
+    return batch_loss(model, sort_by_target_length(batch), 0.0).item() *
+           static_cast<double>(batch.pairs.size());
+  }
   // translation.h's search.
-  static normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam,
-                                                              std::int64_t n_best);
-  static std::vector<std::vector<normgrad::decoding::Hypothesis>> translate_batch(
-      Model& model, const nmt::SourceBatch& source,
-      const normgrad::decoding::BeamSearchOptions& options);
+  static constexpr auto& search_options = gru_nmt::search_options;
+  static auto translate_batch(Model& model, const nmt::SourceBatch& source,
+                              const normgrad::decoding::BeamSearchOptions& options) {
+    return gru_nmt::translate_batch(model, source.ids, source.lengths, source.padding, options);
+  }
   // Teacher forcing's log-probabilities [rows, width, V], for score.
   static normgrad::Tensor log_probabilities(Model& model, const nmt::SourceBatch& source,
-                                            const nmt::TargetBatch& target);
+                                            const nmt::TargetBatch& target) {
+    const normgrad::Tensor logits =
+        model.forward(model.encode(source.ids, source.lengths, source.padding), target.input);
+    // In float32, in mixed precision too.
+    return normgrad::log_softmax(logits.to(model.config().dtype), -1);
+  }
 };
 
 using ModelFolder = nmt::ProgramFolder<Program>;

@@ -96,16 +96,16 @@ TrainSummary train(const TrainOptions<typename Program::Settings>& options) {
   batching.shard = options.job.shard();
   normgrad::text::TranslationBatches batches(data.train, batching, options.device);
 
-  LoopCallbacks callbacks;
-  callbacks.train_step = [&](const normgrad::text::TranslationBatch& batch, std::int64_t step) {
+  Trainee trainee{.model = model, .optimizer = adam, .generator = generator};
+  trainee.train_step = [&](const normgrad::text::TranslationBatch& batch, std::int64_t step) {
     return Program::train_step(model, adam, batch, step, t, generator);
   };
-  callbacks.dev_loss = [&] {
+  trainee.dev_loss = [&] {
     const SummedLoss loss = [&](const auto& batch) { return Program::summed_loss(model, batch); };
     return dataset_token_loss(model, loss, data.dev, Program::batching(t), options.device,
                               options.job.shard());
   };
-  callbacks.dev_bleu = [&] {
+  trainee.dev_bleu = [&] {
     const SentenceTranslator translate = [&](const auto& sentences) {
       return translate_sentences<Program>(model, data.tokenizer, sentences,
                                           Program::search_options(t.dev_beam, 1),
@@ -114,8 +114,7 @@ TrainSummary train(const TrainOptions<typename Program::Settings>& options) {
     return dataset_bleu(model, translate, data.dev, data.dev_references, folder.program(),
                         options.job.shard());
   };
-  set_checkpoint_callbacks(callbacks, model, adam, generator, options.job);
-  return run_training_loop(folder, batches, data.tokenizer, t, callbacks,
+  return run_training_loop(folder, batches, data.tokenizer, t, trainee,
                            {.resume = options.resume,
                             .progress_bar = options.progress_bar,
                             .messages = options.messages,

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "text/subword_tokenizer.h"
 #include "decoding/beam_search.h"
+#include "text/subword_tokenizer.h"
 
 namespace nmt {
 

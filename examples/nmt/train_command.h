@@ -79,12 +79,14 @@ template <class Settings> class TrainCommand {
         ->check(CLI::IsMember(presets));
     command->add_flag("--resume", options_.resume,
                       "Continue the folder's run from its newest training state");
-    auto& t = parsed_.training;
-    command->add_option("--train-source", t.train_source,
-                        "Training source text, one sentence a line");
-    command->add_option("--train-target", t.train_target, "Training target text, aligned");
-    command->add_option("--dev-source", t.dev_source, "Dev source text, for dev loss and BLEU");
-    command->add_option("--dev-target", t.dev_target, "Dev target text (the untouched reference)");
+    flags_.add("--train-source", NMT_SETTING(training.train_source),
+               "Training source text, one sentence a line");
+    flags_.add("--train-target", NMT_SETTING(training.train_target),
+               "Training target text, aligned");
+    flags_.add("--dev-source", NMT_SETTING(training.dev_source),
+               "Dev source text, for dev loss and BLEU");
+    flags_.add("--dev-target", NMT_SETTING(training.dev_target),
+               "Dev target text (the untouched reference)");
     command->add_option("--steps", steps_, "Training steps (the budget)")
         ->check(CLI::PositiveNumber);
     command->add_option("--seconds", seconds_, "Wall-clock budget of this run (0: none)")
@@ -121,15 +123,10 @@ template <class Settings> class TrainCommand {
   SettingFlags<Settings>& flags() { return flags_; }
   const std::string& preset() const { return preset_; }
 
-  // `preset` with every given flag, the corpus files and the budgets.
+  // `preset` with every given flag (the corpus files among them) and the budgets.
   Settings settings(const Settings& preset) const {
     Settings settings = flags_.applied_to(preset);
     auto& t = settings.training;
-    const auto& p = parsed_.training;
-    t.train_source = p.train_source;
-    t.train_target = p.train_target;
-    t.dev_source = p.dev_source;
-    t.dev_target = p.dev_target;
     if (steps_ > 0) t.max_steps = steps_;
     if (seconds_ >= 0) t.max_seconds = seconds_;
     return settings;

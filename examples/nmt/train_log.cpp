@@ -5,8 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/text_file.h"
 #include "text/text_file.h"
-#include "io/atomic_file.h"
 
 namespace nmt {
 
@@ -34,12 +34,6 @@ std::string optional_number(double value, const char* format) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
   return text;
-}
-
-void write_text(const std::string& path, const std::string& program, const std::string& text) {
-  ng::io::write_atomically(path, program.c_str(), [&](const ng::io::FileWriter& out) {
-    out.write(text.data(), text.size());
-  });
 }
 
 }  // namespace
@@ -89,7 +83,7 @@ void TrainLog::start(std::int64_t resumed_step) {
       kept += lines[i] + (csv_fields(lines[i]).size() + 1 == columns ? ",\n" : "\n");
     }
   }
-  write_text(path_, program_, kept);
+  examples::write_text_file(path_, kept, program_);
   file_ = std::fopen(path_.c_str(), "a");
   NG_CHECK(file_ != nullptr, program_, "cannot append to ", path_);
 }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "text/translation_batches.h"
 #include "io/checkpoint.h"
+#include "text/translation_batches.h"
 
 namespace nmt {
 

@@ -26,6 +26,43 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Every rank calls it: a training state gathers every rank's generator; rank 0 writes it.
+void save_training_state(const std::string& path, std::int64_t step, ng::io::Metadata metadata,
+                         const Trainee& model, const examples::DistributedRun& job) {
+  if (job.several()) {
+    const auto states = ng::distributed::all_gather_text(
+        ng::distributed::ProcessGroup::world(),
+        std::to_string(model.generator.seed()) + " " + std::to_string(model.generator.offset()));
+    metadata[kRanksKey] = std::to_string(job.size);
+    for (std::size_t r = 0; r < states.size(); ++r)
+      metadata[kRankGeneratorKey + std::to_string(r)] = states[r];
+  }
+  if (job.writes())
+    ng::io::save_training_state(path, model.model, model.optimizer, model.generator, step,
+                                metadata);
+}
+
+// The training state's step and metadata; each rank takes its own generator.
+std::int64_t load_training_state(const std::string& path, ng::io::Metadata& metadata,
+                                 const Trainee& model, const examples::DistributedRun& job) {
+  const std::int64_t step =
+      ng::io::load_training_state(path, model.model, model.optimizer, model.generator, &metadata);
+  const auto ranks = metadata.find(kRanksKey);
+  const std::string saved_by = ranks == metadata.end() ? "1" : ranks->second;
+  NG_CHECK(saved_by == std::to_string(job.size), "train --resume", "'", path,
+           "' was written by a job of ", saved_by, " process(es); resume it with as many ",
+           "(mpirun -np ", saved_by, saved_by == "1" ? ", or without --distributed)" : ")");
+  if (job.several()) {
+    std::istringstream state(metadata.at(kRankGeneratorKey + std::to_string(job.rank)));
+    std::uint64_t seed = 0, offset = 0;
+    state >> seed >> offset;
+    NG_CHECK(!state.fail(), "train --resume", "'", path, "' holds a damaged generator state");
+    model.generator.manual_seed(seed);
+    model.generator.set_offset(offset);
+  }
+  return step;
+}
+
 }  // namespace
 
 void check_new_run(const ModelFolder& folder, TrainingSettings& t) {
@@ -74,51 +111,6 @@ RunData load_run_data(std::optional<ng::text::SubwordTokenizer> tokenizer,
   return RunData{std::move(*tokenizer), std::move(train), std::move(dev), std::move(references)};
 }
 
-void set_checkpoint_callbacks(LoopCallbacks& callbacks, ng::nn::Module& model,
-                              ng::optim::Optimizer& optimizer, ng::Generator& generator,
-                              const examples::DistributedRun& job) {
-  callbacks.save_training_state = [&model, &optimizer, &generator, job](
-                                      const std::string& path, std::int64_t step,
-                                      const ng::io::Metadata& metadata) {
-    ng::io::Metadata with_ranks = metadata;
-    if (job.several()) {
-      const auto states = ng::distributed::all_gather_text(
-          ng::distributed::ProcessGroup::world(),
-          std::to_string(generator.seed()) + " " + std::to_string(generator.offset()));
-      with_ranks[kRanksKey] = std::to_string(job.size);
-      for (std::size_t r = 0; r < states.size(); ++r)
-        with_ranks[kRankGeneratorKey + std::to_string(r)] = states[r];
-    }
-    if (job.writes())
-      ng::io::save_training_state(path, model, optimizer, generator, step, with_ranks);
-  };
-  callbacks.load_training_state = [&model, &optimizer, &generator, job](
-                                      const std::string& path, ng::io::Metadata* metadata) {
-    ng::io::Metadata stored;
-    const std::int64_t step =
-        ng::io::load_training_state(path, model, optimizer, generator, &stored);
-    const auto ranks = stored.find(kRanksKey);
-    const std::string saved_by = ranks == stored.end() ? "1" : ranks->second;
-    NG_CHECK(saved_by == std::to_string(job.size), "train --resume", "'", path,
-             "' was written by a job of ", saved_by, " process(es); resume it with as many ",
-             "(mpirun -np ", saved_by, saved_by == "1" ? ", or without --distributed)" : ")");
-    if (job.several()) {
-      std::istringstream state(stored.at(kRankGeneratorKey + std::to_string(job.rank)));
-      std::uint64_t seed = 0, offset = 0;
-      state >> seed >> offset;
-      NG_CHECK(!state.fail(), "train --resume", "'", path, "' holds a damaged generator state");
-      generator.manual_seed(seed);
-      generator.set_offset(offset);
-    }
-    if (metadata != nullptr) *metadata = std::move(stored);
-    return step;
-  };
-  callbacks.save_weights = [&model, job](const std::string& path,
-                                         const ng::io::Metadata& metadata) {
-    if (job.writes()) ng::io::save(model, path, metadata);
-  };
-}
-
 std::unique_ptr<ng::distributed::DataParallel> data_parallel(ng::nn::Module& model,
                                                              ng::Generator& generator,
                                                              const examples::DistributedRun& job) {
@@ -140,7 +132,7 @@ void wait_for_rank_zero() {
 
 TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationBatches& batches,
                                const ng::text::SubwordTokenizer& tokenizer,
-                               const TrainingSettings& t, const LoopCallbacks& model,
+                               const TrainingSettings& t, const Trainee& model,
                                const LoopOptions& options) {
   const std::string op = folder.program() + " train";
   TrainSummary summary;
@@ -154,7 +146,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     NG_CHECK(!steps.empty(), op, "--resume: ", folder.path(), " holds no training state");
     const std::string path = folder.checkpoint(steps.back());
     ng::io::Metadata metadata;
-    record.step = model.load_training_state(path, &metadata);
+    record.step = load_training_state(path, metadata, model, options.job);
     tokenizer.check_checkpoint(metadata, path);
     loop = LoopState::from_metadata(metadata, path, folder.program());
     batches.seek(loop.position);
@@ -198,7 +190,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     if (done.new_best) {
       ng::io::Metadata metadata = with_step(fingerprint);
       metadata["dev_bleu"] = evaluation.text;
-      model.save_weights(folder.file("best.safetensors"), metadata);
+      if (writes) ng::io::save(model.model, folder.file("best.safetensors"), metadata);
     }
     if (done.score)
       progress.note("step " + std::to_string(done.step) + ": dev " + evaluation.text + "\n");
@@ -215,15 +207,15 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     progress.update(done.step, result.token_loss, tokens_per_second);
     if (dev_loss >= 0) progress.report("dev loss " + examples::format_number("%.3f", dev_loss));
   };
-  // Every rank calls it (a training state gathers every rank's generator); rank 0 writes.
   const auto save_state = [&](const examples::LoopRecord& saved) {
     loop.position = batches.position();
     loop.best_bleu = saved.best.value_or(-1);
     loop.evaluations_without_best = saved.validations_without_best;
-    model.save_training_state(folder.checkpoint(saved.step), saved.step,
-                              loop.to_metadata(tokenizer.fingerprint()));
-    model.save_weights(folder.file("model.safetensors"), with_step(fingerprint));
-    if (writes) folder.prune_checkpoints(t.keep_checkpoints);
+    save_training_state(folder.checkpoint(saved.step), saved.step,
+                        loop.to_metadata(tokenizer.fingerprint()), model, options.job);
+    if (!writes) return;
+    ng::io::save(model.model, folder.file("model.safetensors"), with_step(fingerprint));
+    folder.prune_checkpoints(t.keep_checkpoints);
   };
   // In data-parallel training all ranks stop when one is out of time.
   const auto all_ranks_agree = [&](bool out_of_time) {

@@ -7,8 +7,8 @@
 // interval and at the end. A resumed run continues from the newest training state with the
 // same batches, the same random numbers and so the same losses as an uninterrupted run.
 //
-// The model comes in as callbacks (a step, the dev measurements, saving and loading), so
-// gru_nmt and transformer_nmt run the same loop.
+// The model comes in as a Trainee (what a training state keeps, a step, the dev measurements),
+// so gru_nmt and transformer_nmt run the same loop.
 
 #include <normgrad/normgrad.h>
 
@@ -59,30 +59,20 @@ struct StepReport {
   double learning_rate = 0;
 };
 
-struct LoopCallbacks {
+// What the loop trains: the model, its optimizer and the run's generator, which its training
+// states keep, and the program's step and dev measurements. In data-parallel training a
+// training state holds every rank's generator (each draws its own dropout masks) and the number
+// of ranks, rank 0 alone writes it, and it resumes only a job of as many ranks.
+struct Trainee {
+  normgrad::nn::Module& model;
+  normgrad::optim::Optimizer& optimizer;
+  normgrad::Generator& generator;
   // One optimisation step on a batch; `step` counts the steps taken before it.
   std::function<StepReport(const normgrad::text::TranslationBatch& batch, std::int64_t step)>
-      train_step;
-  std::function<double()> dev_loss;  // per target token
-  std::function<BleuEvaluation()> dev_bleu;
-  // The model, its optimizer and the run's generator to and from a training state.
-  std::function<void(const std::string& path, std::int64_t step,
-                     const normgrad::io::Metadata& metadata)>
-      save_training_state;
-  std::function<std::int64_t(const std::string& path, normgrad::io::Metadata* metadata)>
-      load_training_state;
-  // The model's weights alone (model.safetensors, best.safetensors).
-  std::function<void(const std::string& path, const normgrad::io::Metadata& metadata)> save_weights;
+      train_step{};
+  std::function<double()> dev_loss{};  // per target token
+  std::function<BleuEvaluation()> dev_bleu{};
 };
-
-// Fills the callbacks that save and load: training states through io::save_training_state
-// and load_training_state (model, optimizer and generator), weights through io::save. In
-// data-parallel training every rank calls them: a training state then holds every rank's
-// generator (each draws its own dropout masks) and the number of ranks, rank 0 alone writes
-// it, and it resumes only a job of as many ranks, each with its own generator.
-void set_checkpoint_callbacks(LoopCallbacks& callbacks, normgrad::nn::Module& model,
-                              normgrad::optim::Optimizer& optimizer, normgrad::Generator& generator,
-                              const examples::DistributedRun& job = {});
 
 // Data-parallel training's replica of `model` (null in a job of one): rank 0's weights on every
 // rank, gradients averaged during backward. Ranks past 0 reseed `generator` (after it drew the
@@ -111,33 +101,6 @@ template <class Settings> struct TrainOptions {
   examples::DistributedRun job{};
 };
 
-// The settings and tokenizer a run starts from. Resuming: the folder's settings (an Error when
-// it holds none) with the budgets of `options` when given, and its tokenizer, checked. A new
-// run: options.settings, checked (`check` of the settings' namespace), with the corpus paths
-// made absolute and checked (check_new_run), and the given tokenizer file when there is one.
-template <class Program>
-std::pair<typename Program::Settings, std::optional<normgrad::text::SubwordTokenizer>>
-starting_point(const ProgramFolder<Program>& folder,
-               const TrainOptions<typename Program::Settings>& options) {
-  if (options.resume) {
-    NG_CHECK(folder.has_config(), folder.program() + " train", "--resume: ", folder.path(),
-             " holds no model to resume");
-    std::string fingerprint;
-    auto settings = folder.read_config(&fingerprint);
-    auto tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
-    if (options.resume_max_steps > 0) settings.training.max_steps = options.resume_max_steps;
-    if (options.resume_max_seconds >= 0) settings.training.max_seconds = options.resume_max_seconds;
-    return {std::move(settings), std::move(tokenizer)};
-  }
-  auto settings = options.settings;
-  check(settings);
-  check_new_run(folder, settings.training);
-  std::optional<normgrad::text::SubwordTokenizer> tokenizer;
-  if (!options.tokenizer.empty())
-    tokenizer = normgrad::text::SubwordTokenizer::load(options.tokenizer);
-  return {std::move(settings), std::move(tokenizer)};
-}
-
 template <class Settings> struct RunStart {
   Settings settings;
   RunData data;
@@ -147,35 +110,50 @@ template <class Settings> struct RunStart {
 // trained on a large corpus can take longer than the collectives' timeout).
 void wait_for_rank_zero();
 
-// A run's settings (starting_point) and data (load_run_data), checked before anything is
-// written; then a new run's folder, with its tokenizer and config.json. In data-parallel
-// training rank 0 does that alone (training the tokenizer, building the token caches) while
-// the others wait; then they read what it wrote, as a resumed run does.
+// A run's settings and data (load_run_data), checked before anything is written; then a new
+// run's folder, with its tokenizer and config.json. Resuming: the folder's settings (an Error
+// when it holds none) with the budgets of `options` when given, and its tokenizer, checked. A new
+// run: options.settings, checked (`check` of the settings' namespace), with the corpus paths made
+// absolute and checked (check_new_run), and the given tokenizer file when there is one. In
+// data-parallel training rank 0 does that alone (training the tokenizer, building the token
+// caches) while the others wait; then they read what it wrote, as a resumed run does.
 template <class Program>
 RunStart<typename Program::Settings> start_run(
     const ProgramFolder<Program>& folder, const TrainOptions<typename Program::Settings>& options) {
-  using Settings = typename Program::Settings;
-  using Options = TrainOptions<Settings>;
-  const auto start = [&](const Options& how) {
-    auto [settings, tokenizer] = starting_point(folder, how);
-    RunData data = load_run_data(std::move(tokenizer), settings.training,
-                                 settings.model.vocabulary_size, folder.program(), how.messages);
-    if (!how.resume) {
+  const auto start = [&](bool resume) {
+    auto settings = options.settings;
+    std::optional<normgrad::text::SubwordTokenizer> tokenizer;
+    if (resume) {
+      NG_CHECK(folder.has_config(), folder.program() + " train", "--resume: ", folder.path(),
+               " holds no model to resume");
+      std::string fingerprint;
+      settings = folder.read_config(&fingerprint);
+      tokenizer = folder.load_tokenizer(fingerprint, settings.model.vocabulary_size);
+      auto& t = settings.training;
+      if (options.resume_max_steps > 0) t.max_steps = options.resume_max_steps;
+      if (options.resume_max_seconds >= 0) t.max_seconds = options.resume_max_seconds;
+    } else {
+      check(settings);
+      check_new_run(folder, settings.training);
+      if (!options.tokenizer.empty())
+        tokenizer = normgrad::text::SubwordTokenizer::load(options.tokenizer);
+    }
+    RunData data =
+        load_run_data(std::move(tokenizer), settings.training, settings.model.vocabulary_size,
+                      folder.program(), options.messages);
+    if (!resume) {
       std::filesystem::create_directories(folder.path());
       data.tokenizer.save(folder.file("tokenizer.model"));
       folder.write_config(settings, data.tokenizer.fingerprint());
     }
-    return RunStart<Settings>{std::move(settings), std::move(data)};
+    return RunStart<typename Program::Settings>{std::move(settings), std::move(data)};
   };
-  if (!options.job.several()) return start(options);
-  std::optional<RunStart<Settings>> run;
-  if (options.job.writes()) run = start(options);
+  if (!options.job.several()) return start(options.resume);
+  std::optional<RunStart<typename Program::Settings>> run;
+  if (options.job.writes()) run = start(options.resume);
   wait_for_rank_zero();
-  if (!options.job.writes()) {
-    Options reading = options;
-    reading.resume = true;  // the folder's settings and tokenizer, the budgets given
-    run = start(reading);
-  }
+  // The other ranks take the folder's settings and tokenizer, with the budgets given.
+  if (!options.job.writes()) run = start(/*resume=*/true);
   return std::move(*run);
 }
 
@@ -200,7 +178,7 @@ struct LoopOptions {
 TrainSummary run_training_loop(const ModelFolder& folder,
                                normgrad::text::TranslationBatches& batches,
                                const normgrad::text::SubwordTokenizer& tokenizer,
-                               const TrainingSettings& t, const LoopCallbacks& model,
+                               const TrainingSettings& t, const Trainee& model,
                                const LoopOptions& options);
 
 }  // namespace nmt

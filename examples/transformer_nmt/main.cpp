@@ -19,7 +19,6 @@
 #include "nmt/train_command.h"
 #include "program.h"
 #include "report.h"
-#include "translation.h"
 
 int main(int argc, char** argv) {
   using transformer_nmt::Program;

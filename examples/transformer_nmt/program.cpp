@@ -1,42 +1,10 @@
 #include "program.h"
 
 #include "nmt/checkpoint_average.h"
-#include "training.h"
-#include "translation.h"
 
 namespace transformer_nmt {
 
 namespace ng = normgrad;
-
-nmt::StepReport Program::train_step(Model& model, ng::optim::Optimizer& optimizer,
-                                    const ng::text::TranslationBatch& batch, std::int64_t step,
-                                    const TrainingSettings& t, ng::Generator&) {
-  const double rate = learning_rate_at(t.learning_rate, t.warmup_steps, step);
-  const StepResult result = transformer_nmt::train_step(
-      model, optimizer, batch,
-      {.learning_rate = rate, .label_smoothing = t.label_smoothing, .clip_norm = t.clip_norm});
-  return {result.loss, result.token_loss, rate};
-}
-
-double Program::summed_loss(Model& model, const ng::text::TranslationBatch& batch) {
-  return batch_loss(model, batch, 0.0).item() * static_cast<double>(batch.target_tokens);
-}
-
-ng::decoding::BeamSearchOptions Program::search_options(std::int64_t beam, std::int64_t n_best) {
-  return transformer_nmt::search_options(beam, n_best);
-}
-
-std::vector<std::vector<ng::decoding::Hypothesis>> Program::translate_batch(
-    Model& model, const nmt::SourceBatch& source, const ng::decoding::BeamSearchOptions& options) {
-  return transformer_nmt::translate_batch(model, source, options);
-}
-
-ng::Tensor Program::log_probabilities(Model& model, const nmt::SourceBatch& source,
-                                      const nmt::TargetBatch& target) {
-  const ng::Tensor memory = model.encode(source.ids, source.padding);
-  const ng::Tensor logits = model.forward(memory, source.padding, target.input);
-  return ng::log_softmax(logits.to(model.config().dtype), -1);  // float32 in mixed precision
-}
 
 nmt::TrainSummary train(const TrainOptions& options) { return nmt::train<Program>(options); }
 

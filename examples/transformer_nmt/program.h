@@ -15,6 +15,8 @@
 #include "nmt/program.h"
 #include "settings.h"
 #include "text/translation_batches.h"
+#include "training.h"
+#include "translation.h"
 
 namespace transformer_nmt {
 
@@ -39,18 +41,31 @@ struct Program {
   static nmt::StepReport train_step(Model& model, normgrad::optim::Optimizer& optimizer,
                                     const normgrad::text::TranslationBatch& batch,
                                     std::int64_t step, const TrainingSettings& t,
-                                    normgrad::Generator& generator);
+                                    normgrad::Generator&) {
+    const double rate = learning_rate_at(t.learning_rate, t.warmup_steps, step);
+    const StepResult result = transformer_nmt::train_step(
+        model, optimizer, batch,
+        {.learning_rate = rate, .label_smoothing = t.label_smoothing, .clip_norm = t.clip_norm});
+    return {result.loss, result.token_loss, rate};
+  }
   // batch_loss without label smoothing, times the batch's target tokens.
-  static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch);
+  static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch) {
+    return batch_loss(model, batch, 0.0).item() * static_cast<double>(batch.target_tokens);
+  }
   // translation.h's search, with the cache.
-  static normgrad::decoding::BeamSearchOptions search_options(std::int64_t beam,
-                                                              std::int64_t n_best);
-  static std::vector<std::vector<normgrad::decoding::Hypothesis>> translate_batch(
-      Model& model, const nmt::SourceBatch& source,
-      const normgrad::decoding::BeamSearchOptions& options);
+  static constexpr auto& search_options = transformer_nmt::search_options;
+  static auto translate_batch(Model& model, const nmt::SourceBatch& source,
+                              const normgrad::decoding::BeamSearchOptions& options) {
+    return transformer_nmt::translate_batch(model, source, options);
+  }
   // Teacher forcing's log-probabilities [rows, width, V], for score.
   static normgrad::Tensor log_probabilities(Model& model, const nmt::SourceBatch& source,
-                                            const nmt::TargetBatch& target);
+                                            const nmt::TargetBatch& target) {
+    const normgrad::Tensor memory = model.encode(source.ids, source.padding);
+    const normgrad::Tensor logits = model.forward(memory, source.padding, target.input);
+    // In float32, in mixed precision too.
+    return normgrad::log_softmax(logits.to(model.config().dtype), -1);
+  }
 };
 
 using ModelFolder = nmt::ProgramFolder<Program>;
