@@ -1,7 +1,8 @@
 #pragma once
 // A translation program as this library drives it. gru_nmt and transformer_nmt differ in their
 // models; their `train`, `translate`, `score` and `experiment` are written once, here and in
-// commands.h and experiment_runs.h, for a `Program` that says what is the model's own:
+// commands.h and experiment_runs.h, for a `Program` that says what is the model's own (its
+// functions are static members, or references to the program's own functions):
 //
 //   struct Program {
 //     static constexpr const char* name;   // "gru_nmt": the folder's, the errors'
