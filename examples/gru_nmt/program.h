@@ -34,11 +34,10 @@ struct Program {
   static nmt::StepReport train_step(Model& model, normgrad::optim::Optimizer& optimizer,
                                     const normgrad::text::TranslationBatch& batch, std::int64_t,
                                     const TrainingSettings& t, normgrad::Generator& generator) {
-    const StepResult result = gru_nmt::train_step(model, optimizer, batch,
-                                                  {.label_smoothing = t.label_smoothing,
-                                                   .clip_norm = t.clip_norm,
-                                                   .dropout_generator = &generator});
-    return {result.loss, result.token_loss, t.learning_rate};
+    return gru_nmt::train_step(model, optimizer, batch,
+                               {.label_smoothing = t.label_smoothing,
+                                .clip_norm = t.clip_norm,
+                                .dropout_generator = &generator});
   }
   // batch_loss without label smoothing, times the batch's sentences.
   static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch) {

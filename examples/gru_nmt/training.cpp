@@ -55,8 +55,8 @@ ng::Tensor batch_loss(RnnSearch& model, const ng::text::TranslationBatch& sorted
   return ng::div(total, static_cast<double>(sorted.pairs.size()));
 }
 
-StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
-                      const ng::text::TranslationBatch& batch, const StepSettings& settings) {
+nmt::StepReport train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
+                           const ng::text::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
   const ModelConfig& config = model.config();
   const ng::text::TranslationBatch sorted = sort_by_target_length(batch);
@@ -70,18 +70,11 @@ StepResult train_step(RnnSearch& model, ng::optim::Optimizer& optimizer,
   }
   const ng::Tensor loss =
       batch_loss(model, sorted, settings.label_smoothing, masks ? &*masks : nullptr);
-  loss.backward();
-  StepResult result;
-  result.loss = loss.item();
-  result.target_tokens = batch.target_tokens;
-  result.token_loss = result.loss * static_cast<double>(batch.pairs.size()) /
-                      static_cast<double>(batch.target_tokens);
-  const auto parameters = model.parameters();
-  result.gradient_norm = settings.clip_norm > 0
-                             ? ng::optim::clip_grad_norm(parameters, settings.clip_norm)
-                             : ng::optim::clip_grad_norm(parameters, 1e300);
-  optimizer.step();
-  return result;
+  nmt::StepReport step =
+      nmt::backward_and_step(loss, model, optimizer, settings.clip_norm, batch.target_tokens);
+  step.token_loss = step.loss * static_cast<double>(batch.pairs.size()) /
+                    static_cast<double>(batch.target_tokens);
+  return step;
 }
 
 }  // namespace gru_nmt

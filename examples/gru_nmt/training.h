@@ -6,8 +6,9 @@
 
 #include <normgrad/normgrad.h>
 
-#include "text/translation_batches.h"
 #include "model.h"
+#include "nmt/training_run.h"
+#include "text/translation_batches.h"
 
 namespace gru_nmt {
 
@@ -31,15 +32,9 @@ normgrad::text::TranslationBatch sort_by_target_length(
 normgrad::Tensor batch_loss(RnnSearch& model, const normgrad::text::TranslationBatch& sorted,
                             double label_smoothing, const DropoutMasks* dropout = nullptr);
 
-struct StepResult {
-  double loss = 0;           // batch_loss
-  double token_loss = 0;     // the same per target token: comparable across batches
-  double gradient_norm = 0;  // before clipping
-  std::int64_t target_tokens = 0;
-};
-
-StepResult train_step(RnnSearch& model, normgrad::optim::Optimizer& optimizer,
-                      const normgrad::text::TranslationBatch& batch,
-                      const StepSettings& settings = {});
+// The step: its loss is batch_loss, its token_loss the same per target token.
+nmt::StepReport train_step(RnnSearch& model, normgrad::optim::Optimizer& optimizer,
+                           const normgrad::text::TranslationBatch& batch,
+                           const StepSettings& settings = {});
 
 }  // namespace gru_nmt

@@ -111,6 +111,19 @@ RunData load_run_data(std::optional<ng::text::SubwordTokenizer> tokenizer,
   return RunData{std::move(*tokenizer), std::move(train), std::move(dev), std::move(references)};
 }
 
+StepReport backward_and_step(const ng::Tensor& loss, ng::nn::Module& model,
+                             ng::optim::Optimizer& optimizer, double clip_norm,
+                             std::int64_t target_tokens) {
+  loss.backward();
+  StepReport step{.loss = loss.item(), .learning_rate = optimizer.lr()};
+  step.token_loss = step.loss;
+  step.target_tokens = target_tokens;
+  step.gradient_norm =
+      ng::optim::clip_grad_norm(model.parameters(), clip_norm > 0 ? clip_norm : 1e300);
+  optimizer.step();
+  return step;
+}
+
 std::unique_ptr<ng::distributed::DataParallel> data_parallel(ng::nn::Module& model,
                                                              ng::Generator& generator,
                                                              const examples::DistributedRun& job) {

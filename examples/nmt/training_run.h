@@ -53,11 +53,21 @@ RunData load_run_data(std::optional<normgrad::text::SubwordTokenizer> tokenizer,
                       const TrainingSettings& t, std::int64_t vocabulary_size,
                       const std::string& program, std::ostream* messages);
 
+// What a training step did.
 struct StepReport {
   double loss = 0;        // what the model minimises
   double token_loss = 0;  // per target token: comparable across batches and models
   double learning_rate = 0;
+  double gradient_norm = 0;  // before clipping
+  std::int64_t target_tokens = 0;
 };
+
+// The end of a training step on `loss`: backward, the gradients' global norm clipped to
+// `clip_norm` (<= 0: measured, not clipped), the optimizer's step at its learning rate. The
+// report's token_loss is the loss, as for a loss that is already per target token.
+StepReport backward_and_step(const normgrad::Tensor& loss, normgrad::nn::Module& model,
+                             normgrad::optim::Optimizer& optimizer, double clip_norm,
+                             std::int64_t target_tokens);
 
 // What the loop trains: the model, its optimizer and the run's generator, which its training
 // states keep, and the program's step and dev measurements. In data-parallel training a

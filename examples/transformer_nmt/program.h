@@ -42,11 +42,11 @@ struct Program {
                                     const normgrad::text::TranslationBatch& batch,
                                     std::int64_t step, const TrainingSettings& t,
                                     normgrad::Generator&) {
-    const double rate = learning_rate_at(t.learning_rate, t.warmup_steps, step);
-    const StepResult result = transformer_nmt::train_step(
+    return transformer_nmt::train_step(
         model, optimizer, batch,
-        {.learning_rate = rate, .label_smoothing = t.label_smoothing, .clip_norm = t.clip_norm});
-    return {result.loss, result.token_loss, rate};
+        {.learning_rate = learning_rate_at(t.learning_rate, t.warmup_steps, step),
+         .label_smoothing = t.label_smoothing,
+         .clip_norm = t.clip_norm});
   }
   // batch_loss without label smoothing, times the batch's target tokens.
   static double summed_loss(Model& model, const normgrad::text::TranslationBatch& batch) {

@@ -18,21 +18,12 @@ ng::Tensor batch_loss(TransformerNmt& model, const ng::text::TranslationBatch& b
   return ng::div(total, static_cast<double>(batch.target_tokens));
 }
 
-StepResult train_step(TransformerNmt& model, ng::optim::Optimizer& optimizer,
-                      const ng::text::TranslationBatch& batch, const StepSettings& settings) {
+nmt::StepReport train_step(TransformerNmt& model, ng::optim::Optimizer& optimizer,
+                           const ng::text::TranslationBatch& batch, const StepSettings& settings) {
   optimizer.zero_grad();
   optimizer.set_lr(settings.learning_rate);
   const ng::Tensor loss = batch_loss(model, batch, settings.label_smoothing);
-  loss.backward();
-  StepResult result;
-  result.loss = loss.item();
-  result.token_loss = result.loss;
-  result.target_tokens = batch.target_tokens;
-  const auto parameters = model.parameters();
-  result.gradient_norm =
-      ng::optim::clip_grad_norm(parameters, settings.clip_norm > 0 ? settings.clip_norm : 1e300);
-  optimizer.step();
-  return result;
+  return nmt::backward_and_step(loss, model, optimizer, settings.clip_norm, batch.target_tokens);
 }
 
 double learning_rate_at(double peak, std::int64_t warmup_steps, std::int64_t step) {

@@ -5,8 +5,9 @@
 
 #include <normgrad/normgrad.h>
 
-#include "text/translation_batches.h"
 #include "model.h"
+#include "nmt/training_run.h"
+#include "text/translation_batches.h"
 
 namespace transformer_nmt {
 
@@ -21,16 +22,10 @@ struct StepSettings {
   double clip_norm = 0;  // <= 0: no clipping
 };
 
-struct StepResult {
-  double loss = 0;        // batch_loss: per target token
-  double token_loss = 0;  // the same (kept apart for the log's two columns)
-  double gradient_norm = 0;
-  std::int64_t target_tokens = 0;
-};
-
-StepResult train_step(TransformerNmt& model, normgrad::optim::Optimizer& optimizer,
-                      const normgrad::text::TranslationBatch& batch,
-                      const StepSettings& settings = {});
+// The step: its loss and token_loss are both batch_loss, per target token.
+nmt::StepReport train_step(TransformerNmt& model, normgrad::optim::Optimizer& optimizer,
+                           const normgrad::text::TranslationBatch& batch,
+                           const StepSettings& settings = {});
 
 // The schedule of a run's settings: the learning rate of step `step` (counting from 0).
 double learning_rate_at(double peak, std::int64_t warmup_steps, std::int64_t step);
