@@ -30,7 +30,7 @@
 
 namespace gru_nmt {
 
-using nmt::ExperimentBudget;  // Figure 4 has steps of its own
+using nmt::ExperimentBudget;  // its figure4_steps are the Figure 4 runs'
 
 // "demo": about 12 minutes on 2 cores with the small preset; "long": about 45.
 ExperimentBudget experiment_budget(const std::string& name);

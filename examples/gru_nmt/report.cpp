@@ -7,11 +7,8 @@
 
 namespace gru_nmt {
 
-namespace ng = normgrad;
-
 namespace {
 
-using nmt::cell;
 using nmt::final_loss;
 using nmt::format;
 using nmt::last_dev_bleu;
