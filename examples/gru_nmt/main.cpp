@@ -23,10 +23,8 @@ int main(int argc, char** argv) {
   nmt::CommandLine command_line(app, "gru_nmt");
 
   // ---- train
-  auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  nmt::TrainCommand<gru_nmt::Settings> train_command(train, "gru_nmt",
-                                                     {"tiny", "cpu", "small", "paper"});
-  auto& flags = train_command.flags();
+  nmt::TrainCommand<gru_nmt::Settings> train(app, "gru_nmt", {"tiny", "cpu", "small", "paper"});
+  auto& flags = train.flags();
   flags.add("--norm", NMT_SETTING(model.norm),
             "none, layernorm, l2norm, rmsnorm, prmsnorm:p or weightnorm");
   flags.add("--vocabulary", NMT_SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
@@ -67,9 +65,9 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   return command_line.run([&](normgrad::Device device) {
-    if (train->parsed())
-      return train_command.run(train_command.settings(gru_nmt::preset(train_command.preset())),
-                               device, gru_nmt::train, command_line.threads());
+    if (train.parsed())
+      return train.run(train.settings(gru_nmt::preset(train.preset())), device, gru_nmt::train,
+                       command_line.threads());
     if (experiment.parsed()) {
       experiment.apply(experiment_options, gru_nmt::preset(experiment.preset),
                        gru_nmt::experiment_budget(experiment.budget), device);

@@ -4,10 +4,11 @@
 // (nmt/training_settings.h), --tokenizer, the progress bar and --distributed; flags that replace a
 // preset's value only when given; and the run they start, checked before any work.
 //
-//   nmt::TrainCommand<Settings> command(train, "gru_nmt", {"cpu", "small", "paper"});
-//   command.flags().add("--hidden", NMT_SETTING(model.hidden_size), "GRU state size");
+//   nmt::TrainCommand<Settings> train(app, "gru_nmt", {"cpu", "small", "paper"});
+//   train.flags().add("--hidden", NMT_SETTING(model.hidden_size), "GRU state size");
 //   ...parse...
-//   return command.run(command.settings(preset(command.preset())), device, gru_nmt::train);
+//   if (train.parsed())
+//     return train.run(train.settings(preset(train.preset())), device, gru_nmt::train);
 
 #include <unistd.h>
 
@@ -66,11 +67,16 @@ template <class Settings> class SettingFlags {
 
 template <class Settings> class TrainCommand {
  public:
-  // Adds the shared flags to `command`; `presets` are the names --preset accepts, the first
-  // the default. The flags' values wait in settings of their own until settings() applies
-  // them to a preset.
-  TrainCommand(CLI::App* command, std::string program, const std::vector<std::string>& presets)
-      : program_(std::move(program)), preset_(presets.front()), flags_(command, parsed_) {
+  // Adds the subcommand `train` to `app` with the shared flags; `presets` are the names
+  // --preset accepts, the first the default. The flags' values wait in settings of their own
+  // until settings() applies them to a preset.
+  TrainCommand(CLI::App& app, std::string program, const std::vector<std::string>& presets)
+      : command_(
+            app.add_subcommand("train", "Train a model into a model folder (or --resume one)")),
+        program_(std::move(program)),
+        preset_(presets.front()),
+        flags_(command_, parsed_) {
+    CLI::App* command = command_;
     std::string preset_help;
     for (const auto& name : presets) preset_help += (preset_help.empty() ? "" : ", ") + name;
     command->add_option("--model", options_.folder, "The model folder to create (or resume)")
@@ -119,8 +125,10 @@ template <class Settings> class TrainCommand {
   TrainCommand(const TrainCommand&) = delete;  // the flags hold references into it
   TrainCommand& operator=(const TrainCommand&) = delete;
 
-  // For the example's own flags.
+  // For the example's own flags: those of its settings, and others on the subcommand.
   SettingFlags<Settings>& flags() { return flags_; }
+  CLI::App* command() const { return command_; }
+  bool parsed() const { return command_->parsed(); }
   const std::string& preset() const { return preset_; }
 
   // `preset` with every given flag (the corpus files among them) and the budgets.
@@ -168,6 +176,7 @@ template <class Settings> class TrainCommand {
   }
 
  private:
+  CLI::App* command_;
   std::string program_, preset_;
   Settings parsed_{};
   SettingFlags<Settings> flags_;

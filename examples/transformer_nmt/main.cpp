@@ -29,15 +29,15 @@ int main(int argc, char** argv) {
   nmt::CommandLine command_line(app, "transformer_nmt");
 
   // ---- train
-  auto* train = app.add_subcommand("train", "Train a model into a model folder (or --resume one)");
-  nmt::TrainCommand<transformer_nmt::Settings> train_command(train, "transformer_nmt",
-                                                             {"tiny", "cpu", "small", "base"});
-  auto& flags = train_command.flags();
+  nmt::TrainCommand<transformer_nmt::Settings> train(app, "transformer_nmt",
+                                                     {"tiny", "cpu", "small", "base"});
+  auto& flags = train.flags();
   flags.add("--norm", NMT_SETTING(model.norm),
             "none, layernorm, rmsnorm, prmsnorm:p or l2norm (every norm slot)");
   std::string placement = "post";
   auto* placement_option =
-      train->add_option("--placement", placement, "post (x = Norm(x + F(x)), the paper's) or pre")
+      train.command()
+          ->add_option("--placement", placement, "post (x = Norm(x + F(x)), the paper's) or pre")
           ->check(CLI::IsMember({"post", "pre"}));
   flags.add("--vocabulary", NMT_SETTING(model.vocabulary_size), "Joint BPE vocabulary size");
   flags.add("--model-size", NMT_SETTING(model.model_size), "d_model");
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   flags.add("--dropout", NMT_SETTING(model.dropout), "Dropout (embeddings, sublayers, attention)");
   examples::precision_flag(flags.add("--precision", NMT_SETTING(model.precision), ""));
   bool untied = false;
-  auto* untied_option = train->add_flag(
+  auto* untied_option = train.command()->add_flag(
       "--untied-embeddings", untied,
       "Separate source, target and output embeddings (default: one table for all three)");
   flags.add("--batch-tokens", NMT_SETTING(training.batch_tokens),
@@ -97,11 +97,11 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   return command_line.run([&](normgrad::Device device) {
-    if (train->parsed()) {
-      auto settings = train_command.settings(transformer_nmt::preset(train_command.preset()));
+    if (train.parsed()) {
+      auto settings = train.settings(transformer_nmt::preset(train.preset()));
       if (placement_option->count() > 0) settings.model.pre_norm = placement == "pre";
       if (untied_option->count() > 0) settings.model.tie_embeddings = !untied;
-      return train_command.run(settings, device, transformer_nmt::train, command_line.threads());
+      return train.run(settings, device, transformer_nmt::train, command_line.threads());
     }
     if (experiment.parsed()) {
       experiment.apply(experiment_options, transformer_nmt::preset(experiment.preset),
