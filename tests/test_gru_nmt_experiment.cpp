@@ -149,7 +149,7 @@ TEST_CASE("gru_nmt experiment refuses a missing corpus, an unknown norm and an e
   options = tiny_experiment(corpus, scratch / "out");
   options.budget.steps = 0;
   CHECK_ERROR(gru_nmt::check_experiment(options), "positive steps");
-  CHECK_ERROR(gru_nmt::experiment_budget("huge"), "unknown budget", "huge");
+  CHECK_ERROR(gru_nmt::experiment_budget("huge"), "--budget must be", "huge");
   CHECK(gru_nmt::experiment_budget("demo").steps > 0);
   CHECK(gru_nmt::experiment_budget("long").steps > gru_nmt::experiment_budget("demo").steps);
   CHECK_FALSE(fs::exists(scratch / "out"));

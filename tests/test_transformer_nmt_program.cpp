@@ -231,7 +231,7 @@ TEST_CASE("transformer_nmt experiment refuses a missing corpus, a bad norm and a
   options = tiny_experiment(corpus, scratch / "out");
   options.norms.clear();
   CHECK_ERROR(transformer_nmt::check_experiment(options), "no norms");
-  CHECK_ERROR(transformer_nmt::experiment_budget("huge"), "unknown budget", "huge");
+  CHECK_ERROR(transformer_nmt::experiment_budget("huge"), "--budget must be", "huge");
   CHECK(transformer_nmt::experiment_budget("long").steps >
         transformer_nmt::experiment_budget("demo").steps);
   CHECK_FALSE(fs::exists(scratch / "out"));

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/progress.h"
 #include "text/parallel_dataset.h"
 #include "text/subword_tokenizer.h"
 
@@ -23,38 +24,40 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
 
 }  // namespace
 
-ExperimentBudget experiment_budget(const std::string& name) {
+std::vector<ExperimentBudget> experiment_budgets() {
   // Measured with the small preset on 2 cores: a median training step of about 0.11 s, a dev
   // BLEU (greedy, 2000 sentences) of a few seconds, beam-5 test translations of about 20 s per
   // 1000 sentences. Seven runs (Table 2 and Figure 4) then take about 12 minutes in the demo.
-  return nmt::named_budget(name,
-                           {// with the tiny preset: seconds, to check the whole pipeline
-                            {.name = "tiny",
-                             .steps = 8,
-                             .figure4_steps = 4,
-                             .dev_loss_every = 4,
-                             .dev_bleu_every = 8,
-                             .test_sentences = 10},
-                            {.name = "demo",
-                             .steps = 600,
-                             .figure4_steps = 600,
-                             .dev_loss_every = 100,
-                             .dev_bleu_every = 300,
-                             .test_sentences = 500},
-                            {.name = "long",
-                             .steps = 3000,
-                             .figure4_steps = 3000,
-                             .dev_loss_every = 250,
-                             .dev_bleu_every = 500,
-                             .test_sentences = 0},
-                            // with the paper preset: the paper's model for 300k steps
-                            {.name = "paper",
-                             .steps = 300000,
-                             .figure4_steps = 300000,
-                             .dev_loss_every = 1000,
-                             .dev_bleu_every = 10000,
-                             .test_sentences = 0}},
-                           "gru_nmt experiment");
+  return {// with the tiny preset: seconds, to check the whole pipeline
+          {.name = "tiny",
+           .steps = 8,
+           .figure4_steps = 4,
+           .dev_loss_every = 4,
+           .dev_bleu_every = 8,
+           .test_sentences = 10},
+          {.name = "demo",
+           .steps = 600,
+           .figure4_steps = 600,
+           .dev_loss_every = 100,
+           .dev_bleu_every = 300,
+           .test_sentences = 500},
+          {.name = "long",
+           .steps = 3000,
+           .figure4_steps = 3000,
+           .dev_loss_every = 250,
+           .dev_bleu_every = 500,
+           .test_sentences = 0},
+          // with the paper preset: the paper's model for 300k steps
+          {.name = "paper",
+           .steps = 300000,
+           .figure4_steps = 300000,
+           .dev_loss_every = 1000,
+           .dev_bleu_every = 10000,
+           .test_sentences = 0}};
+}
+
+ExperimentBudget experiment_budget(const std::string& name) {
+  return examples::budget_named(experiment_budgets(), name, "gru_nmt experiment");
 }
 
 Settings shared_run_settings(const ExperimentOptions& options) {
@@ -112,8 +115,7 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
         },
         /*test=*/false);
   }
-  results.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  results.total_seconds = examples::seconds_since(start);
   return results;
 }
 

@@ -33,6 +33,7 @@ namespace gru_nmt {
 using nmt::ExperimentBudget;  // its figure4_steps are the Figure 4 runs'
 
 // "demo": about 12 minutes on 2 cores with the small preset; "long": about 45.
+std::vector<ExperimentBudget> experiment_budgets();  // in the order `--budget` lists them
 ExperimentBudget experiment_budget(const std::string& name);
 
 struct ExperimentOptions : nmt::ExperimentOptions<Program> {

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       {.command = "The paper's comparisons: Table 2, Figure 1, Table 5 and Figure 4, with a report",
        .budget = "tiny (seconds, with --preset tiny), demo (about 12 minutes on 2 cores), "
                  "long or paper (the paper's steps, with --preset paper)",
+       .budgets = examples::budget_names(gru_nmt::experiment_budgets()),
        .presets = {"tiny", "cpu", "small", "paper"},
        .preset = "Model and training preset of every run: small (the default), tiny, cpu or paper",
        .steps = "Steps of each Table 2 run (replaces the budget's)",

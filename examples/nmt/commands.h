@@ -124,6 +124,7 @@ struct ScoreCommand {
 struct ExperimentHelp {
   std::string command;               // the subcommand's
   std::string budget;                // the budgets and their times
+  std::vector<std::string> budgets;  // their names (examples/common/budget.h)
   std::vector<std::string> presets;  // the presets --preset takes
   std::string preset, steps, norms;
 };
@@ -140,8 +141,7 @@ template <class Options> struct ExperimentCommand {
                         "Folder with train, dev and test .en/.de (scripts/build_corpus)");
     command->add_option("--out", options.out,
                         "Where the runs, CSV files, figures and report.md go");
-    command->add_option("--budget", budget, help.budget)
-        ->check(CLI::IsMember({"tiny", "demo", "long", "paper"}));
+    command->add_option("--budget", budget, help.budget)->check(CLI::IsMember(help.budgets));
     command->add_option("--preset", preset, help.preset)->check(CLI::IsMember(help.presets));
     examples::precision_flag(command->add_option("--precision", precision));
     command->add_option("--steps", steps, help.steps)->check(CLI::PositiveNumber);

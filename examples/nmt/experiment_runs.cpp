@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cpu_share.h"
+#include "common/model_size.h"
 #include "common/run_folder.h"
 #include "nmt/experiment_report.h"
 #include "nmt/model_folder.h"
@@ -62,18 +63,6 @@ std::string shared_tokenizer(const std::string& out, const std::string& corpus,
 }
 
 }  // namespace
-
-ExperimentBudget named_budget(const std::string& name,
-                              std::initializer_list<ExperimentBudget> budgets,
-                              const std::string& program) {
-  std::string names;
-  for (const ExperimentBudget& budget : budgets) {
-    if (budget.name == name) return budget;
-    names +=
-        names.empty() ? budget.name : (&budget == budgets.end() - 1 ? " or " : ", ") + budget.name;
-  }
-  throw ng::Error(program + ": unknown budget '" + name + "'; expected " + names);
-}
 
 void check_budget(const ExperimentBudget& b, bool figure4, const std::string& program) {
   NG_CHECK(b.steps > 0 && b.dev_loss_every > 0 && b.dev_bleu_every > 0 && b.test_sentences >= 0 &&
@@ -177,8 +166,7 @@ void train_and_measure(RunResult& run, const std::function<TrainSummary()>& trai
 std::vector<ng::text::MetricStatistics> test_experiment_run(
     RunResult& run, const ng::nn::Module& model, const ng::text::SubwordTokenizer& tokenizer,
     const TestSet& test, const SentenceTranslator& translate, const std::string& program) {
-  run.parameters = 0;
-  for (const auto& parameter : model.parameters()) run.parameters += parameter.numel();
+  run.parameters = examples::count_parameters(model);
   std::vector<std::vector<std::int32_t>> encoded;
   encoded.reserve(test.sources.size());
   for (const auto& line : test.sources) encoded.push_back(tokenizer.encode(line));

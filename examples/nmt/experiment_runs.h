@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/budget.h"
 #include "common/norm_sweep.h"
 #include "nmt/evaluation.h"
 #include "nmt/program.h"
@@ -43,11 +44,6 @@ struct ExperimentBudget {
   std::int64_t dev_bleu_every = 0;  // steps between dev BLEUs (greedy)
   std::int64_t test_sentences = 0;  // the first N lines of the test set (0: all)
 };
-
-// The budget of `budgets` named `name`; an Error naming the others for any other name.
-ExperimentBudget named_budget(const std::string& name,
-                              std::initializer_list<ExperimentBudget> budgets,
-                              const std::string& program);
 
 // What an `experiment` is asked to do, for a Program (nmt/program.h); each program's options add
 // its own runs' choices and set its defaults.

@@ -22,10 +22,6 @@ namespace {
 constexpr const char* kRanksKey = "nmt.ranks";
 constexpr const char* kRankGeneratorKey = "nmt.generator.rank";
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Every rank calls it: a training state gathers every rank's generator; rank 0 writes it.
 void save_training_state(const std::string& path, std::int64_t step, ng::io::Metadata metadata,
                          const Trainee& model, const examples::DistributedRun& job) {
@@ -191,10 +187,10 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     const auto batch = batches.next();
     result = model.train_step(batch, record.step);
     summary.losses.push_back(result.loss);
-    step_seconds = seconds_since(step_start);
+    step_seconds = examples::seconds_since(step_start);
     tokens_per_second =
         static_cast<double>(batch.source_tokens + batch.target_tokens) / step_seconds;
-    loop.wall_seconds = wall_before + seconds_since(start);
+    loop.wall_seconds = wall_before + examples::seconds_since(start);
     // The dev loss at its own interval, measured before the dev BLEU as it always was.
     dev_loss = (record.step + 1) % t.dev_loss_every == 0 ? model.dev_loss() : -1;
     return result.loss;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/progress.h"
+
 namespace transformer_nmt {
 
 namespace {
@@ -21,32 +23,34 @@ Settings run_settings(const ExperimentOptions& options, const std::string& norm,
 
 }  // namespace
 
-nmt::ExperimentBudget experiment_budget(const std::string& name) {
+std::vector<nmt::ExperimentBudget> experiment_budgets() {
   // Measured with the small preset on 2 cores: a median training step of 0.23-0.26 s, and
   // about 14 s a run for its dev losses, its greedy dev BLEU (2000 sentences) and 300 test
   // sentences with beam 4. Six runs of 300 steps (four post-norm, two pre-norm) and the
   // tokenizer took 9.5 minutes; of 250 steps, about 8.
-  return nmt::named_budget(
-      name,
-      {// with the tiny preset: seconds, to check the whole pipeline
-       {.name = "tiny", .steps = 8, .dev_loss_every = 4, .dev_bleu_every = 8, .test_sentences = 8},
-       {.name = "demo",
-        .steps = 250,
-        .dev_loss_every = 50,
-        .dev_bleu_every = 250,
-        .test_sentences = 300},
-       {.name = "long",
-        .steps = 3000,
-        .dev_loss_every = 250,
-        .dev_bleu_every = 1000,
-        .test_sentences = 0},
-       // with the base preset: the paper's 300k steps
-       {.name = "paper",
-        .steps = 300000,
-        .dev_loss_every = 1000,
-        .dev_bleu_every = 10000,
-        .test_sentences = 0}},
-      "transformer_nmt experiment");
+  return {
+      // with the tiny preset: seconds, to check the whole pipeline
+      {.name = "tiny", .steps = 8, .dev_loss_every = 4, .dev_bleu_every = 8, .test_sentences = 8},
+      {.name = "demo",
+       .steps = 250,
+       .dev_loss_every = 50,
+       .dev_bleu_every = 250,
+       .test_sentences = 300},
+      {.name = "long",
+       .steps = 3000,
+       .dev_loss_every = 250,
+       .dev_bleu_every = 1000,
+       .test_sentences = 0},
+      // with the base preset: the paper's 300k steps
+      {.name = "paper",
+       .steps = 300000,
+       .dev_loss_every = 1000,
+       .dev_bleu_every = 10000,
+       .test_sentences = 0}};
+}
+
+nmt::ExperimentBudget experiment_budget(const std::string& name) {
+  return examples::budget_named(experiment_budgets(), name, "transformer_nmt experiment");
 }
 
 Settings shared_run_settings(const ExperimentOptions& options) {
@@ -78,8 +82,7 @@ ExperimentResults run_experiment(const ExperimentOptions& options) {
   };
   results.table4 = group(options.norms, false);
   if (!options.pre_norms.empty()) results.pre_norm = group(options.pre_norms, true);
-  results.total_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  results.total_seconds = examples::seconds_since(start);
   return results;
 }
 

@@ -35,6 +35,7 @@ namespace transformer_nmt {
 using nmt::RunResult;  // one trained model: its folder, log, timings and test BLEU
 
 // "demo": about 8 minutes on 2 cores with the small preset; "long": about 90.
+std::vector<nmt::ExperimentBudget> experiment_budgets();  // in the order `--budget` lists them
 nmt::ExperimentBudget experiment_budget(const std::string& name);
 
 struct ExperimentOptions : nmt::ExperimentOptions<Program> {

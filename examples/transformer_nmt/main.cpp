@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
       {.command = "The paper's Table 4: every norm trained, tested and compared, with a report",
        .budget = "tiny (seconds, with --preset tiny), demo (about 8 minutes on 2 cores), "
                  "long or paper (the paper's steps, with --preset base)",
+       .budgets = examples::budget_names(transformer_nmt::experiment_budgets()),
        .presets = {"tiny", "cpu", "small", "base"},
        .preset = "Model and training preset of every run: small (the default), tiny, cpu or base",
        .steps = "Steps of each run (replaces the budget's)",
