@@ -56,8 +56,7 @@ inline Twin input_twin(normgrad::Device device, const normgrad::Shape& shape,
 inline Twin output_twin(normgrad::Device device, const normgrad::Shape& shape,
                         bool statistics = false) {
   const normgrad::TensorOptions stored{
-      .dtype = statistics ? normgrad::DType::Float32 : normgrad::DType::BFloat16,
-      .device = device};
+      .dtype = statistics ? normgrad::DType::Float32 : normgrad::DType::BFloat16, .device = device};
   return {normgrad::empty(shape, stored), normgrad::empty(shape, {.device = device})};
 }
 

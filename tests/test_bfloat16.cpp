@@ -271,8 +271,7 @@ TEST_CASE("bfloat16 ops give the float32 kernel's result on the rounded inputs, 
   CHECK(same_bits(matmul(b.t(), a.t()), once(matmul(f32(b).t(), f32(a).t()))));  // transposed
   CHECK(same_bits(matmul(batched, b), once(matmul(f32(batched), f32(b)))));      // broadcast batch
   const Tensor gain = bf16(randn({6}, generator)), bias = bf16(randn({6}, generator));
-  CHECK(same_bits(layer_norm(a, 1, gain, bias),
-                  once(layer_norm(f32(a), 1, f32(gain), f32(bias)))));
+  CHECK(same_bits(layer_norm(a, 1, gain, bias), once(layer_norm(f32(a), 1, f32(gain), f32(bias)))));
   CHECK(same_bits(rms_norm(batched, 1, gain, Tensor()),
                   once(rms_norm(f32(batched), 1, f32(gain), Tensor()))));
 
@@ -630,15 +629,15 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
   const Tensor mask = from_vector<float>({1, 1, 0, 1, 1}, {batch});
   const auto norm = [&](RowStatistic statistic, std::int64_t width) {
     return RowNorm{statistic,
-                       0,
-                       {},
-                       (randn({width}, generator) * 0.3 + 1.0).requires_grad_(),
-                       (randn({width}, generator) * 0.1).requires_grad_()};
+                   0,
+                   {},
+                   (randn({width}, generator) * 0.3 + 1.0).requires_grad_(),
+                   (randn({width}, generator) * 0.1).requires_grad_()};
   };
   // The same norm on float32 copies of the gain and bias as bfloat16 rounds them.
   const auto rounded = [](const RowNorm& n) {
     return RowNorm{n.statistic, n.k, n.options, f32(bf16(n.gain)).detach().requires_grad_(),
-                       f32(bf16(n.bias)).detach().requires_grad_()};
+                   f32(bf16(n.bias)).detach().requires_grad_()};
   };
   const auto check_grads = [](const std::vector<Tensor>& mixed, const std::vector<Tensor>& exact) {
     for (std::size_t i = 0; i < mixed.size(); ++i) {
@@ -655,7 +654,7 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
 
   SUBCASE("GRU, LayerNorm on the gates, RMSNorm on the candidate") {
     const GruStateNorms norms{norm(RowStatistic::Variance, 2 * hidden),
-                                              norm(RowStatistic::MeanSquare, hidden)};
+                              norm(RowStatistic::MeanSquare, hidden)};
     const GruStateNorms exact_norms{rounded(norms.gates), rounded(norms.candidate)};
     const Tensor gx = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 3 * hidden}, generator)).requires_grad_();
@@ -674,12 +673,11 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
                 {gx32, gh32, h32, gx32, exact_norms.gates.gain, exact_norms.gates.bias,
                  exact_norms.candidate.gain, exact_norms.candidate.bias});
     // The plain fused step too.
-    CHECK(same_bits(gru_step(gx, gh, h, bf16(mask)),
-                    bf16(gru_step(gx32, gh32, h32, mask))));
+    CHECK(same_bits(gru_step(gx, gh, h, bf16(mask)), bf16(gru_step(gx32, gh32, h32, mask))));
   }
   SUBCASE("LSTM, RMSNorm on the state side and LayerNorm on the cell") {
     LstmStepNorms norms{norm(RowStatistic::MeanSquare, 4 * hidden),
-                                        norm(RowStatistic::Variance, hidden)};
+                        norm(RowStatistic::Variance, hidden)};
     LstmStepNorms exact_norms{rounded(*norms.state), rounded(*norms.cell)};
     const Tensor gx = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
     const Tensor gh = bf16(randn({batch, 4 * hidden}, generator)).requires_grad_();
@@ -688,8 +686,7 @@ TEST_CASE("fused GRU and LSTM steps take bfloat16: the float32 step on the round
     const Tensor gx32 = f32(gx).detach().requires_grad_(), gh32 = f32(gh).detach().requires_grad_();
     const Tensor h32 = f32(h).detach().requires_grad_(), c32 = f32(c).detach().requires_grad_();
     const auto [h_out, c_out] = lstm_step(gx, gh, h, c, norms, bf16(mask));
-    const auto [h_exact, c_exact] =
-        lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
+    const auto [h_exact, c_exact] = lstm_step(gx32, gh32, h32, c32, exact_norms, mask);
     CHECK(same_bits(h_out, bf16(h_exact)));
     CHECK(same_bits(c_out, bf16(c_exact)));
     const Tensor dh = bf16(randn({batch, hidden}, generator));

@@ -2,9 +2,8 @@
 // (fixtures/generate_broadcast_reduce.py writes fixtures/broadcast_reduce.json).
 
 #include <fstream>
-#include <tuple>
-
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "helpers.h"
 
@@ -64,8 +63,8 @@ TEST_CASE("reductions over any dims match NumPy") {
       CHECK(all_close(x.sum(dims), c["sum"].get<std::vector<double>>(), rtol, 1e-6));
       CHECK(all_close(x.mean(dims), c["mean"].get<std::vector<double>>(), rtol, 1e-6));
       CHECK(all_close(x.var(dims), c["var"].get<std::vector<double>>(), rtol, 1e-6));
-      CHECK(all_close(x.var(dims, false, true), c["var_unbiased"].get<std::vector<double>>(),
-                      rtol, 1e-6));
+      CHECK(all_close(x.var(dims, false, true), c["var_unbiased"].get<std::vector<double>>(), rtol,
+                      1e-6));
       if (c.contains("max")) {
         const std::int64_t dim = dims.empty() ? 0 : dims[0];
         CHECK(all_close(x.max(dim), c["max"].get<std::vector<double>>()));

@@ -22,19 +22,29 @@ TEST_CASE("unary ops agree with the standard library") {
     const Tensor p = from_vector(positive, {5}).to(dtype);
     CHECK(all_close(exp(x), map_values(xs, [](double v) { return std::exp(v); }), rtol));
     CHECK(all_close(tanh(x), map_values(xs, [](double v) { return std::tanh(v); }), rtol));
-    CHECK(all_close(sigmoid(x), map_values(xs, [](double v) { return 1 / (1 + std::exp(-v)); }), rtol));
+    CHECK(all_close(sigmoid(x), map_values(xs, [](double v) { return 1 / (1 + std::exp(-v)); }),
+                    rtol));
     CHECK(all_close(relu(x), map_values(xs, [](double v) { return v > 0 ? v : 0.0; }), rtol));
     CHECK(all_close(abs(x), map_values(xs, [](double v) { return std::fabs(v); }), rtol));
     CHECK(all_close(neg(x), map_values(xs, [](double v) { return -v; }), rtol));
     CHECK(all_close(square(x), map_values(xs, [](double v) { return v * v; }), rtol));
-    CHECK(all_close(sign(x), map_values(xs, [](double v) { return double((v > 0) - (v < 0)); }), rtol));
-    CHECK(all_close(gelu(x), map_values(xs, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }), rtol, 1e-7));
-    CHECK(all_close(leaky_relu(x, 0.1), map_values(xs, [](double v) { return v > 0 ? v : 0.1 * v; }), rtol));
-    CHECK(all_close(clamp(x, -1, 0.5), map_values(xs, [](double v) { return std::min(std::max(v, -1.0), 0.5); }), rtol));
+    CHECK(all_close(sign(x), map_values(xs, [](double v) { return double((v > 0) - (v < 0)); }),
+                    rtol));
+    CHECK(all_close(
+        gelu(x),
+        map_values(xs, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }), rtol,
+        1e-7));
+    CHECK(all_close(leaky_relu(x, 0.1),
+                    map_values(xs, [](double v) { return v > 0 ? v : 0.1 * v; }), rtol));
+    CHECK(all_close(clamp(x, -1, 0.5),
+                    map_values(xs, [](double v) { return std::min(std::max(v, -1.0), 0.5); }),
+                    rtol));
     CHECK(all_close(log(p), map_values(positive, [](double v) { return std::log(v); }), rtol));
     CHECK(all_close(sqrt(p), map_values(positive, [](double v) { return std::sqrt(v); }), rtol));
-    CHECK(all_close(rsqrt(p), map_values(positive, [](double v) { return 1 / std::sqrt(v); }), rtol));
-    CHECK(all_close(pow(p, 1.5), map_values(positive, [](double v) { return std::pow(v, 1.5); }), rtol));
+    CHECK(
+        all_close(rsqrt(p), map_values(positive, [](double v) { return 1 / std::sqrt(v); }), rtol));
+    CHECK(all_close(pow(p, 1.5), map_values(positive, [](double v) { return std::pow(v, 1.5); }),
+                    rtol));
     CHECK(all_close(2.0 / p, map_values(positive, [](double v) { return 2 / v; }), rtol));
     CHECK(all_close(1.0 - p, map_values(positive, [](double v) { return 1 - v; }), rtol));
     CHECK(all_close(p / 4.0, map_values(positive, [](double v) { return v / 4; }), rtol));
@@ -65,8 +75,8 @@ TEST_CASE("gelu keeps its far negative tail, forward and backward") {
 }
 
 TEST_CASE("clamp's gradient is 1 on the closed interval, bounds included, and 0 at NaN") {
-  const Tensor x = tensor({-2.0, -1.0, 0.0, 0.5, 1.0, std::nan("")}, {.dtype = DType::Float64})
-                       .requires_grad_();
+  const Tensor x =
+      tensor({-2.0, -1.0, 0.0, 0.5, 1.0, std::nan("")}, {.dtype = DType::Float64}).requires_grad_();
   clamp(x, -1.0, 0.5).sum().backward();
   CHECK(all_close(x.grad(), {0, 1, 1, 1, 0, 0}, 0, 0));
 }

@@ -22,10 +22,12 @@ TEST_CASE("random draws do not depend on the thread count") {
   const int threads = get_num_threads();
   set_num_threads(1);
   Generator g1(5);
-  const std::vector<double> one = randn({100000}, g1, {.dtype = DType::Float64}).to_vector<double>();
+  const std::vector<double> one =
+      randn({100000}, g1, {.dtype = DType::Float64}).to_vector<double>();
   set_num_threads(2);
   Generator g2(5);
-  const std::vector<double> two = randn({100000}, g2, {.dtype = DType::Float64}).to_vector<double>();
+  const std::vector<double> two =
+      randn({100000}, g2, {.dtype = DType::Float64}).to_vector<double>();
   set_num_threads(threads);
   CHECK(one == two);
   CHECK_ERROR(set_num_threads(0), "set_num_threads", "at least 1");

@@ -112,14 +112,10 @@ TEST_CASE("gru_step: fused against composed, forward and gradients, with and wit
 TEST_CASE("gru_step and lstm_cell_state pass gradcheck, masked rows included") {
   const Tensor mask = step_mask();
   CHECK_GRADIENTS(
-      [&](const std::vector<Tensor>& in) {
-        return gru_step(in[0], in[1], in[2], mask);
-      },
+      [&](const std::vector<Tensor>& in) { return gru_step(in[0], in[1], in[2], mask); },
       {leaf({3, 12}, 1), leaf({3, 12}, 2), leaf({3, 4}, 3)});
   CHECK_GRADIENTS(
-      [&](const std::vector<Tensor>& in) {
-        return lstm_cell_state(in[0], in[1], mask);
-      },
+      [&](const std::vector<Tensor>& in) { return lstm_cell_state(in[0], in[1], mask); },
       {leaf({3, 16}, 4), leaf({3, 4}, 5)});
 }
 
@@ -416,10 +412,10 @@ TEST_CASE("recurrent layers refuse bad input with clear errors") {
               "[2, 2, 4]");
   CHECK_ERROR(gru.forward_lengths(zeros({5, 2, 3}), tensor({5, 6}, {.dtype = DType::Int64})),
               "length 6");
-  CHECK_ERROR(gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})), "gru_step",
-              "[2, 12]", "[2, 11]");
-  CHECK_ERROR(lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})),
-              "lstm_cell_state", "mask", "[2]");
+  CHECK_ERROR(gru_step(zeros({2, 11}), zeros({2, 12}), zeros({2, 4})), "gru_step", "[2, 12]",
+              "[2, 11]");
+  CHECK_ERROR(lstm_cell_state(zeros({2, 16}), zeros({2, 4}), zeros({3})), "lstm_cell_state", "mask",
+              "[2]");
   CHECK_ERROR(lstm.cell(2), "direction 2");
 }
 
@@ -516,8 +512,7 @@ TEST_CASE("normed_gru_step passes gradcheck for every row norm, gains and biases
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          return normed_gru_step(in[0], in[1], in[2], with_affine(norms, in, 3),
-                                                 mask);
+          return normed_gru_step(in[0], in[1], in[2], with_affine(norms, in, 3), mask);
         },
         inputs);
   }
@@ -555,23 +550,20 @@ TEST_CASE("normed_gru_step refuses norms it cannot apply, naming them") {
   const Tensor gx = leaf({2, 9}), gh = leaf({2, 9}), h = leaf({2, 3});
   GruStateNorms norms = state_norms(rms, 3, DType::Float64);
   norms.candidate.gain = leaf({4});
-  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step",
-              "candidate norm's gain", "[3]");
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step", "candidate norm's gain", "[3]");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.gain = norms.gates.gain.to(DType::Float32);
   CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.k = 7;
-  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step",
-              "gates norm's k = 7");
+  CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step", "gates norm's k = 7");
   norms = state_norms(rms, 3, DType::Float64);
   norms.candidate.options.per_channel = true;
   CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "normed_gru_step", "per channel");
   norms = state_norms(rms, 3, DType::Float64);
   norms.gates.options.eps = -1;
   CHECK_ERROR(normed_gru_step(gx, gh, h, norms), "eps must be non-negative");
-  CHECK_ERROR(normed_gru_step(gx, leaf({2, 8}), h, norms), "normed_gru_step",
-              "gh must be [2, 9]");
+  CHECK_ERROR(normed_gru_step(gx, leaf({2, 8}), h, norms), "normed_gru_step", "gh must be [2, 9]");
 }
 
 // ---- the LSTM step with its norms: lstm_step ---------------------------------------------------
@@ -626,8 +618,7 @@ TEST_CASE("lstm_step: fused against composed for every row norm and none, values
           fused_grads.push_back(t.grad());
           t.zero_grad();
         }
-        const std::array<Tensor, 2> composed =
-            lstm_step_composed(gx, gh, h, c, norms, mask);
+        const std::array<Tensor, 2> composed = lstm_step_composed(gx, gh, h, c, norms, mask);
         both(composed, dh, dc).backward();
 
         const double tolerance = dtype == DType::Float32 ? 2e-5 : 1e-12;
@@ -661,8 +652,8 @@ TEST_CASE("lstm_step passes gradcheck for every row norm and none, gains and bia
     for (const Tensor& t : affine_of(norms)) inputs.push_back(t);
     CHECK_GRADIENTS(
         [&](const std::vector<Tensor>& in) {
-          const std::array<Tensor, 2> state = lstm_step(
-              in[0], in[1], in[2], in[3], with_affine(norms, in, 4), mask);
+          const std::array<Tensor, 2> state =
+              lstm_step(in[0], in[1], in[2], in[3], with_affine(norms, in, 4), mask);
           return cat({state[0].flatten(), (state[1] * 0.7).flatten()});
         },
         inputs);
@@ -692,12 +683,10 @@ TEST_CASE("LSTM cells run the fused step for row norms and none, the modules for
 TEST_CASE("lstm_step refuses operands and norms it cannot take, naming them") {
   const Tensor gx = leaf({2, 12}), gh = leaf({2, 12}), h = leaf({2, 3}), c = leaf({2, 3});
   LstmStepNorms norms = lstm_norms(variants[1], 3, DType::Float64);
-  CHECK_ERROR(lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step",
-              "gh must be [2, 12]");
+  CHECK_ERROR(lstm_step(gx, leaf({2, 9}), h, c, norms), "lstm_step", "gh must be [2, 12]");
   CHECK_ERROR(lstm_step(gx, gh, h, leaf({2, 4}), norms), "lstm_step", "c_prev");
   norms.cell->gain = leaf({4});
-  CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain",
-              "[3]");
+  CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "cell norm's gain", "[3]");
   norms = lstm_norms(variants[1], 3, DType::Float64);
   norms.state->k = 13;
   CHECK_ERROR(lstm_step(gx, gh, h, c, norms), "lstm_step", "state norm's k = 13");
@@ -751,22 +740,16 @@ TEST_CASE("cuda parity: fused gru_step and lstm_cell_state, with and without a m
         return mask.defined() ? testing::on_device_of(mask, like) : Tensor();
       };
       CHECK_NO_MISMATCH(parity_mismatch(
-          [&](const Inputs& in) {
-            return gru_step(in[0], in[1], in[2], mask_on(in[0]));
-          },
+          [&](const Inputs& in) { return gru_step(in[0], in[1], in[2], mask_on(in[0])); },
           {normal({5, 21}, 1, dtype, 2.0), normal({5, 21}, 2, dtype, 2.0),
            normal({5, 7}, 3, dtype)},
           elementwise(dtype)));
       CHECK_NO_MISMATCH(parity_mismatch(
-          [&](const Inputs& in) {
-            return lstm_cell_state(in[0], in[1], mask_on(in[0]));
-          },
+          [&](const Inputs& in) { return lstm_cell_state(in[0], in[1], mask_on(in[0])); },
           {normal({5, 28}, 4, dtype, 2.0), normal({5, 7}, 5, dtype)}, elementwise(dtype)));
       // Strided operands (transposed views) are read correctly too.
       CHECK_NO_MISMATCH(parity_mismatch(
-          [&](const Inputs& in) {
-            return gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0]));
-          },
+          [&](const Inputs& in) { return gru_step(in[0].t(), in[1], in[2].t(), mask_on(in[0])); },
           {normal({21, 5}, 6, dtype, 2.0), normal({5, 21}, 7, dtype, 2.0),
            normal({7, 5}, 8, dtype)},
           elementwise(dtype)));
@@ -798,8 +781,7 @@ TEST_CASE("cuda parity: normed_gru_step for every row norm, at widths below and 
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
-                return normed_gru_step(in[0], in[1], in[2],
-                                                       testing::with_affine(norms, in, 3), m);
+                return normed_gru_step(in[0], in[1], in[2], testing::with_affine(norms, in, 3), m);
               },
               inputs, testing::norm_values(dtype), {gradients, gradients, gradients, affine}));
         }
@@ -835,8 +817,8 @@ TEST_CASE("cuda parity: lstm_step for every row norm and none, at widths below a
           CHECK_NO_MISMATCH(parity_mismatch(
               [&](const Inputs& in) {
                 const Tensor m = mask.defined() ? testing::on_device_of(mask, in[0]) : Tensor();
-                const std::array<Tensor, 2> state = lstm_step(
-                    in[0], in[1], in[2], in[3], testing::with_affine(norms, in, 4), m);
+                const std::array<Tensor, 2> state =
+                    lstm_step(in[0], in[1], in[2], in[3], testing::with_affine(norms, in, 4), m);
                 return cat({state[0].flatten(), state[1].flatten()});
               },
               inputs, testing::norm_values(dtype),
