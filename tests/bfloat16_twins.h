@@ -1,10 +1,10 @@
 #pragma once
-// What the bfloat16 kernel checks share (test_bfloat16_kernels.cpp, and the op families'
-// bfloat16 sections in test_<family>.cpp): the devices every case runs on, and bfloat16
-// tensors beside their float32 twins, so that a backend's bfloat16 kernel and its float32
-// kernel run on the same values and the first's output can be held, bit for bit, to the
-// second's rounded once; and the checks that the GPU's bfloat16 kernels make no float32 copies
-// of their operands.
+// What the bfloat16 kernel checks share (the bfloat16 sections of test_<family>.cpp, and
+// test_bfloat16.cpp): the devices every case runs on, and bfloat16 tensors beside their float32
+// twins, so that a backend's bfloat16 kernel and its float32 kernel run on the same values and
+// the first's output can be held, bit for bit, to the second's rounded once; a bfloat16 view
+// beside its float32 values laid out as the kernel under test reads them; and the checks that
+// the GPU's bfloat16 kernels make no float32 copies of their operands.
 //
 //   using namespace testing::twins;
 //   const Twin x = input_twin(device, {5, 7}, generator), y = output_twin(device, {5, 7});
@@ -65,6 +65,41 @@ inline std::string twin_mismatch(const Twin& out, const std::string& what) {
   const normgrad::Tensor expected =
       out.stored.dtype() == normgrad::DType::BFloat16 ? to_bfloat16(out.widened) : out.widened;
   return bits_mismatch(out.stored, expected, what);
+}
+
+// A bfloat16 view and its float32 twin, laid out as the kernel under test sees the values, so
+// that the float32 kernel walks them alike and sums them in the same order.
+struct Operand {
+  normgrad::Tensor stored;   // bfloat16
+  normgrad::Tensor widened;  // float32
+};
+using View = std::function<normgrad::Tensor(const normgrad::Tensor&)>;
+
+// The values of a bfloat16 view in float32, laid out as the CPU's working copy lays them out
+// (backends/bfloat16_widening.h): broadcast dims (stride 0) kept broadcast, every other dim
+// contiguous. On a strided view the float32 kernel may take other code than on this layout
+// (exp's scalar function rather than its vectorised row, another order of summation), so this
+// layout, not the view's, is what the CPU's bfloat16 result is the float32 kernel's on.
+inline normgrad::Tensor laid_out_as_copied(const normgrad::Tensor& stored) {
+  normgrad::Tensor distinct = stored;
+  for (std::size_t d = 0; d < stored.shape().size(); ++d)
+    if (stored.strides()[d] == 0) distinct = distinct.narrow(static_cast<std::int64_t>(d), 0, 1);
+  return to_float32(distinct).contiguous().expand(stored.shape());
+}
+
+// CUDA's native kernels walk the view itself; the CPU computes on its working copy.
+inline Operand view_of(const normgrad::Tensor& bfloat16_base, const View& view) {
+  const normgrad::Tensor stored = view(bfloat16_base);
+  if (stored.device().is_cuda()) return {stored, view(to_float32(bfloat16_base))};
+  return {stored, laid_out_as_copied(stored)};
+}
+
+inline normgrad::backend::Backend& backend_of(const normgrad::Tensor& t) {
+  return normgrad::backend::backend_for(t.device());
+}
+
+inline normgrad::Tensor empty_like_dtype(const normgrad::Tensor& t, normgrad::DType dtype) {
+  return normgrad::empty(t.shape(), {.dtype = dtype, .device = t.device()});
 }
 
 // A mask of 1s and 0s over `rows` rows, as the kernels read it.

@@ -5,49 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "broadcast_reduce_fixture.h"
 #include "helpers.h"
 
 using namespace normgrad;
 using testing::all_close;
 
-namespace {
-
-nlohmann::json load_fixture() {
-  std::ifstream file(std::string(NORMGRAD_FIXTURES_DIR) + "/broadcast_reduce.json");
-  REQUIRE(file.good());
-  return nlohmann::json::parse(file);
-}
-
-Tensor from_json(const nlohmann::json& values, const nlohmann::json& shape, DType dtype) {
-  return from_vector(values.get<std::vector<double>>(), shape.get<Shape>()).to(dtype);
-}
-
-}  // namespace
-
-TEST_CASE("binary ops broadcast like NumPy") {
-  const nlohmann::json fixture = load_fixture();
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    for (const auto& c : fixture["broadcast"]) {
-      CAPTURE(c["a_shape"].dump());
-      CAPTURE(c["b_shape"].dump());
-      const Tensor a = from_json(c["a"], c["a_shape"], dtype);
-      const Tensor b = from_json(c["b"], c["b_shape"], dtype);
-      const Shape out_shape = c["out_shape"].get<Shape>();
-      CHECK((a + b).shape() == out_shape);
-      CHECK(all_close(a + b, c["add"].get<std::vector<double>>()));
-      CHECK(all_close(a - b, c["sub"].get<std::vector<double>>()));
-      CHECK(all_close(a * b, c["mul"].get<std::vector<double>>()));
-      CHECK(all_close(a / b, c["div"].get<std::vector<double>>()));
-      CHECK(all_close(maximum(a, b), c["maximum"].get<std::vector<double>>()));
-      CHECK(all_close(lt(a, b), c["lt"].get<std::vector<double>>()));
-      // The same through transposed (non-contiguous) operands.
-      if (a.dim() >= 2) {
-        const Tensor a_t = a.transpose(0, 1).contiguous().transpose(0, 1);
-        CHECK(all_close(a_t * b, c["mul"].get<std::vector<double>>()));
-      }
-    }
-  }
-}
+using namespace testing::broadcast_reduce;
 
 TEST_CASE("reductions over any dims match NumPy") {
   const nlohmann::json fixture = load_fixture();
