@@ -41,40 +41,6 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y, int dim, bool log) {
 }  // namespace
 
 TEST_CASE(
-    "bfloat16 kernels: sums, extremes and their indices are the float32 reductions, "
-    "rounded") {
-  for (const Device device : devices_present()) {
-    CAPTURE(device);
-    Generator generator(43);
-    // Shapes that take each plan: short rows (a thread per output), rows up to 2048 (a warp),
-    // long rows split into chunks (a block, then the partials' pass), and sums down the columns
-    // of a row-major matrix (the column plan).
-    const std::vector<Shape> shapes = {{300, 12}, {64, 700}, {6, 70000}, {2, 3, 5000}};
-    for (const Shape& shape : shapes) {
-      CAPTURE(shape);
-      const Tensor base = to_bfloat16(randn(shape, generator)).to(device);
-      for (const bool transposed : {false, true}) {
-        CAPTURE(transposed);
-        const View view = [&](const Tensor& t) { return transposed ? t.transpose(0, 1) : t; };
-        const Operand x = view_of(base, view);
-        const std::int64_t rank = static_cast<std::int64_t>(x.stored.shape().size());
-        for (std::int64_t dim = 0; dim < rank; ++dim) {
-          CAPTURE(dim);
-          CHECK_NO_MISMATCH(bits_mismatch(x.stored.sum({dim}), to_bfloat16(x.widened.sum({dim}))));
-          CHECK_NO_MISMATCH(
-              bits_mismatch(x.stored.mean({dim}), to_bfloat16(x.widened.mean({dim}))));
-          CHECK_NO_MISMATCH(bits_mismatch(max(x.stored, dim), to_bfloat16(max(x.widened, dim))));
-          CHECK_NO_MISMATCH(bits_mismatch(min(x.stored, dim), to_bfloat16(min(x.widened, dim))));
-          CHECK_NO_MISMATCH(bits_mismatch(argmax(x.stored, dim), argmax(x.widened, dim)));
-          CHECK_NO_MISMATCH(bits_mismatch(argmin(x.stored, dim), argmin(x.widened, dim)));
-        }
-        CHECK_NO_MISMATCH(bits_mismatch(x.stored.sum(), to_bfloat16(x.widened.sum())));
-      }
-    }
-  }
-}
-
-TEST_CASE(
     "bfloat16 kernels: softmax and log-softmax, forward and backward, are the float32 "
     "ones") {
   for (const Device device : devices_present()) {
