@@ -30,62 +30,6 @@ using backend::UnaryOp;
 using testing::bits_mismatch;
 using namespace testing::twins;
 
-namespace {
-
-Tensor softmax_backward(const Tensor& dy, const Tensor& y, int dim, bool log) {
-  Tensor dx = empty_like_dtype(dy, dy.dtype());
-  backend_of(dy).softmax_backward(detail::ref(dx), detail::ref(dy), detail::ref(y), dim, log);
-  return dx;
-}
-
-}  // namespace
-
-TEST_CASE(
-    "bfloat16 kernels: softmax and log-softmax, forward and backward, are the float32 "
-    "ones") {
-  for (const Device device : devices_present()) {
-    CAPTURE(device);
-    Generator generator(44);
-    struct Case {
-      Shape shape;
-      int dim;
-      bool every_other = false;  // x and dy are every other column of wider tensors
-    };
-    // The warp kernels (contiguous lines up to 1024), the block kernels (longer lines), and lines
-    // across memory: a warp per line for few, a thread per line for many adjacent ones. On the
-    // CPU: strided lines (every other column), which take other code than contiguous ones, and
-    // columns too many to widen at once (600 x 300 over dim 0), split over threads.
-    const std::vector<Case> cases = {
-        {{50, 37}, 1},        {{9, 1000}, 1},       {{6, 3000}, 1},
-        {{20, 100}, 0},       {{20, 1100}, 0},      {{50, 37}, 1, true},
-        {{9, 1000}, 1, true}, {{20, 100}, 0, true}, {{600, 300}, 0}};
-    for (const Case& c : cases) {
-      for (const bool log : {false, true}) {
-        CAPTURE(c.shape);
-        CAPTURE(c.dim);
-        CAPTURE(c.every_other);
-        CAPTURE(log);
-        const auto draw = [&](double scale) {
-          const Shape wide = {c.shape[0], (c.every_other ? 2 : 1) * c.shape[1]};
-          return to_bfloat16(randn(wide, generator) * scale).to(device);
-        };
-        const View view = [&c](const Tensor& t) {
-          return c.every_other ? t.slice(1, 0, t.size(1), 2) : t;
-        };
-        const Operand x = view_of(draw(2.0), view);
-        const Tensor y = log ? log_softmax(x.stored, c.dim) : softmax(x.stored, c.dim);
-        const Tensor y_wide = log ? log_softmax(x.widened, c.dim) : softmax(x.widened, c.dim);
-        CHECK_NO_MISMATCH(bits_mismatch(y, to_bfloat16(y_wide)));
-        // Backward from the rounded forward output, as a bfloat16 graph runs it.
-        const Operand dy = view_of(draw(1.0), view);
-        const Tensor dx = softmax_backward(dy.stored, y, c.dim, log);
-        const Tensor dx_wide = softmax_backward(dy.widened, to_float32(y), c.dim, log);
-        CHECK_NO_MISMATCH(bits_mismatch(dx, to_bfloat16(dx_wide)));
-      }
-    }
-  }
-}
-
 TEST_CASE(
     "bfloat16 kernels: the GPU's elementwise ops, reductions, softmax and norms make no float32 "
     "copies") {
