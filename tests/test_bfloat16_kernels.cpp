@@ -69,32 +69,6 @@ TEST_CASE(
   CHECK(stats.peak_allocated_bytes <= allocated + (128u << 10));
 }
 
-// The convolution by columns keeps cuBLAS's float32 sums of bfloat16 columns: a product of
-// bfloat16 operands into a float32 out, plain and accumulating. cuBLAS adds on the tensor cores
-// in its own order, so against the float32 product of the same values the bound is the sums'
-// (cuda_parity.h), and the values must not have been rounded to bfloat16 on the way.
-TEST_CASE("bfloat16 kernels: a product of bfloat16 operands into float32 keeps the float32 sums") {
-  for (const Device device : devices_present()) {
-    CAPTURE(device);
-    Generator generator(48);
-    backend::Backend& kernels = backend::backend_for(device);
-    const std::int64_t m = 33, k = 300, n = 70;
-    const Twin a = input_twin(device, {m, k}, generator), b = input_twin(device, {k, n}, generator);
-    const Tensor start = randn({m, n}, generator).to(device);
-    for (const bool accumulate : {false, true}) {
-      CAPTURE(accumulate);
-      Tensor sums[2] = {start.clone(), start.clone()};  // from bfloat16 and from float32 operands
-      for (const bool narrow : {true, false})
-        kernels.matmul(detail::ref(sums[narrow ? 0 : 1]), a.ref(narrow), b.ref(narrow), accumulate);
-      CHECK(sums[0].dtype() == DType::Float32);
-      const testing::Tolerance bound = testing::summed(DType::Float32, double(k), 16.0);
-      CHECK_NO_MISMATCH(testing::mismatch(sums[1], sums[0], bound));
-      // float32 values that bfloat16 cannot hold: the sums were not rounded.
-      CHECK((sums[0] - to_float32(to_bfloat16(sums[0]))).abs().max().item() > 0);
-    }
-  }
-}
-
 // The accumulating indexing ops add each target's sources in order in float32 and round once:
 // the float32 kernels' sums (which may walk the columns instead of sorting) rounded.
 TEST_CASE("bfloat16 kernels: index_add and scatter_add are the float32 kernels, rounded once") {
