@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/dispatch.h"
+#include "bfloat16_checks.h"
 #include "core/tensor_internal.h"
 #include "cuda_parity.h"
 #include "helpers.h"
@@ -22,6 +23,7 @@
 
 using namespace normgrad;
 using testing::error_of;
+using namespace testing::bfloat16_checks;
 
 namespace {
 
@@ -59,19 +61,6 @@ std::uint16_t reference_round(float value) {
   return (toward_zero & 1) == 0 ? toward_zero : away;
 }
 
-Tensor bf16(const Tensor& t) { return t.to(DType::BFloat16); }
-Tensor f32(const Tensor& t) { return t.to(DType::Float32); }
-
-// Bit-for-bit equality of two bfloat16 tensors.
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DType::BFloat16 || b.dtype() != DType::BFloat16 || a.shape() != b.shape())
-    return false;
-  const std::vector<bfloat16> x = a.to_vector<bfloat16>(), y = b.to_vector<bfloat16>();
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (x[i].bits != y[i].bits) return false;
-  return true;
-}
-
 // max |actual - expected| / scale over elements, with scale an elementwise bound of the sizes
 // involved (so that "relative error" means the same thing at every element).
 double worst_scaled_error(const Tensor& actual, const Tensor& expected, const Tensor& scale) {
@@ -80,25 +69,6 @@ double worst_scaled_error(const Tensor& actual, const Tensor& expected, const Te
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - e[i]) / s[i]);
   return worst;
-}
-
-// bfloat16's unit roundoff: 8 significant bits, so rounding errs by at most 2^-8 of the value.
-constexpr double unit = 0x1p-8;
-
-// Mixed-precision parameter gradients against float32 ones: float32 themselves, and within
-// `bound` of each tensor's largest.
-void check_parameter_grads(const std::vector<Tensor>& mixed, const std::vector<Tensor>& exact,
-                           double bound) {
-  REQUIRE(mixed.size() == exact.size());
-  for (std::size_t i = 0; i < exact.size(); ++i) {
-    CAPTURE(i);
-    REQUIRE(mixed[i].defined());
-    CHECK(mixed[i].dtype() == DType::Float32);
-    const double largest = exact[i].abs().max().item();
-    const double error = (mixed[i] - exact[i]).abs().max().item();
-    CAPTURE(error / largest);
-    CHECK(error <= bound * largest);
-  }
 }
 
 // A GRU or LSTM layer, initialised from `seed`.
@@ -745,34 +715,6 @@ TEST_CASE("GRU and LSTM layers run bfloat16 input with float32 parameters") {
       }
     }
   }
-}
-
-TEST_CASE("index_select, gather, index_add and scatter_add take bfloat16") {
-  Generator generator(15);
-  const Tensor x = bf16(randn({5, 4}, generator));
-  const Tensor index = tensor({3, 0, 3, 1}, {.dtype = DType::Int64});
-  // Selection and gathering move the values unchanged: the float32 result, rounded, is exact.
-  const Tensor selected = index_select(x, 0, index);
-  CHECK(selected.dtype() == DType::BFloat16);
-  CHECK(same_bits(selected, bf16(index_select(f32(x), 0, index))));
-  const Tensor positions = tensor({{4, 0, 1, 2}, {0, 3, 3, 1}}, {.dtype = DType::Int64});
-  CHECK(same_bits(gather(x, 0, positions), bf16(gather(f32(x), 0, positions))));
-  // The accumulating ones sum in float32 and round once: the float32 sums, rounded. An
-  // embedding's backward is an index_add (row 3 is picked twice).
-  const Tensor dy = bf16(randn({4, 4}, generator));
-  const Tensor table = x.detach().requires_grad_(), exact = f32(x).requires_grad_();
-  (embedding(table, index) * dy).sum().backward();
-  (embedding(exact, index) * f32(dy)).sum().backward();
-  CHECK(same_bits(table.grad(), bf16(exact.grad())));
-  const Tensor src = bf16(randn({2, 4}, generator));
-  CHECK(same_bits(scatter_add(zeros({5, 4}, {.dtype = DType::BFloat16}), 0, positions, src),
-                  bf16(scatter_add(zeros({5, 4}), 0, positions, f32(src)))));
-  // index_select's gradient goes back through index_add, in the input's dtype.
-  const Tensor input = f32(x).requires_grad_();
-  index_select(bf16(input), 0, index).to(DType::Float32).sum().backward();
-  CHECK(testing::all_close(
-      input.grad(), tensor({{1, 1, 1, 1}, {1, 1, 1, 1}, {0, 0, 0, 0}, {2, 2, 2, 2}, {0, 0, 0, 0}}),
-      0, 0));
 }
 
 TEST_CASE("ops that do not serve bfloat16 refuse it with a clear error") {

@@ -68,30 +68,3 @@ TEST_CASE(
   // their indices) are the only scratch. A float32 copy of x is 4 MiB.
   CHECK(stats.peak_allocated_bytes <= allocated + (128u << 10));
 }
-
-// The accumulating indexing ops add each target's sources in order in float32 and round once:
-// the float32 kernels' sums (which may walk the columns instead of sorting) rounded.
-TEST_CASE("bfloat16 kernels: index_add and scatter_add are the float32 kernels, rounded once") {
-  for (const Device device : devices_present()) {
-    CAPTURE(device);
-    Generator generator(52);
-    backend::Backend& kernels = backend::backend_for(device);
-    // Few targets, so each is hit many times: long runs of repeated indices.
-    const Tensor rows = randint(0, 7, {300}, generator).to(device);
-    const Twin src = input_twin(device, {5, 300, 9}, generator);
-    Twin sums = input_twin(device, {5, 7, 9}, generator);  // added to, so it starts with values
-    for (const bool narrow : {true, false})
-      kernels.index_add(sums.ref(narrow), 1, detail::ref(rows), src.ref(narrow));
-    CHECK_NO_MISMATCH(twin_mismatch(sums, "index_add"));
-    // Short columns (walked in place by float32) and long ones (sorted by both).
-    for (const std::int64_t length : {40, 400}) {
-      CAPTURE(length);
-      const Tensor index = randint(0, 6, {8, length}, generator).to(device);
-      const Twin values = input_twin(device, {8, length}, generator);
-      Twin out = input_twin(device, {8, 6}, generator);
-      for (const bool narrow : {true, false})
-        kernels.scatter_add(out.ref(narrow), 1, detail::ref(index), values.ref(narrow));
-      CHECK_NO_MISMATCH(twin_mismatch(out, "scatter_add"));
-    }
-  }
-}

@@ -41,22 +41,6 @@ TEST_CASE("gradcheck: joining, splitting and conversions") {
                   GradcheckOptions{.eps = 1e-3, .atol = 1e-4, .rtol = 1e-3});
 }
 
-TEST_CASE("gradcheck: indexing") {
-  const Tensor a = leaf({4, 3});
-  const Tensor index = from_vector<std::int64_t>({2, 0, 2}, {3});  // a repeated index
-  const Tensor positions = from_vector<std::int64_t>({0, 2, 1, 1, 0, 0}, {2, 3});
-  CHECK_GRADIENTS([index](const Inputs& x) { return index_select(x[0], 0, index); }, {a});
-  CHECK_GRADIENTS([index](const Inputs& x) { return index_select(x[0], 1, index); }, {a});
-  CHECK_GRADIENTS([positions](const Inputs& x) { return gather(x[0], 0, positions); }, {a});
-  CHECK_GRADIENTS([positions](const Inputs& x) { return gather(x[0], 1, positions); }, {a});
-  CHECK_GRADIENTS([positions](const Inputs& x) { return scatter_add(x[0], 0, positions, x[1]); },
-                  {a, leaf({2, 3}, 9)});
-  CHECK_GRADIENTS([positions](const Inputs& x) { return scatter_add(x[0], 1, positions, x[1]); },
-                  {a, leaf({2, 4}, 9)});  // src larger than the index: the rest gets no gradient
-  const Tensor tokens = from_vector<std::int64_t>({1, 3, 1, 0}, {2, 2});
-  CHECK_GRADIENTS([tokens](const Inputs& x) { return embedding(x[0], tokens); }, {a});
-}
-
 TEST_CASE("gradcheck itself catches a wrong gradient") {
   // y = 2x, but the 2x term is cut from the graph, so backward reports 0 instead of 2.
   const Tensor a = leaf({3});
