@@ -461,54 +461,6 @@ TEST_CASE("a network trains in mixed precision: bfloat16 activations, float32 pa
   }
 }
 
-// Random draws into bfloat16 are the float32 draws of the same counters rounded once. Rounding
-// carries the uniform draws just below the end onto it (measured: 388 of these 200,000 on
-// [0, 1), 313 on [-2, 3)): those take the bfloat16 below the end instead, so the draws stay in
-// [low, high).
-TEST_CASE("random draws into bfloat16 are float32's rounded, and uniform ones stay below the end") {
-  backend::Backend& cpu = backend::cpu_backend();
-  struct Interval {
-    double low, high, below;  // below: the bfloat16 next below high
-  };
-  for (const Interval& interval : {Interval{0, 1, 0.99609375}, Interval{-2, 3, 2.984375}}) {
-    CAPTURE(interval.high);
-    const Tensor drawn = empty({200000}, {.dtype = DType::BFloat16}), twin = empty({200000});
-    cpu.random(detail::ref(drawn), backend::RandomKind::Uniform, 5, 0, interval.low, interval.high);
-    cpu.random(detail::ref(twin), backend::RandomKind::Uniform, 5, 0, interval.low, interval.high);
-    const Tensor rounded = bf16(twin);
-    const Tensor at_end = eq(f32(rounded), interval.high);
-    CHECK(at_end.sum().item() > 0);                  // the case arises
-    CHECK(f32(drawn).max().item() < interval.high);  // and is kept below the end
-    CHECK(min(f32(drawn)).item() >= interval.low);
-    CHECK(same_bits(where(at_end, bf16(full({200000}, interval.below)), rounded), drawn));
-  }
-  Generator narrow(6), wide(6);
-  // Normal and integer draws: float32's, rounded.
-  CHECK(same_bits(randn({5000}, narrow, {.dtype = DType::BFloat16}), bf16(randn({5000}, wide))));
-  CHECK(same_bits(randint(-3, 300, {5000}, narrow, {.dtype = DType::BFloat16}),
-                  bf16(randint(-3, 300, {5000}, wide, {.dtype = DType::Float32}))));
-}
-
-TEST_CASE("dropout on bfloat16 keeps float32's elements and scales them by 1 / (1 - p)") {
-  Generator data(12);
-  const Tensor x = bf16(randn({64, 33}, data));
-  for (const double p : {0.1, 0.3, 0.5}) {
-    CAPTURE(p);
-    Generator a(5), b(5);
-    Tensor half = x.clone().requires_grad_(), single = f32(x).requires_grad_();
-    const Tensor y = nn::functional::dropout(half, p, true, a);
-    const Tensor y32 = nn::functional::dropout(single, p, true, b);
-    // The same draws keep the same elements; each kept value is scaled in float32 and rounded
-    // once, with no bias from a rounded scale (0.1: 1.109375 in bfloat16 against 1.1111).
-    CHECK(y.dtype() == DType::BFloat16);
-    CHECK(same_bits(y, bf16(y32)));
-    const Tensor upstream = bf16(randn({64, 33}, data));
-    y.backward(upstream);
-    y32.backward(f32(upstream));
-    CHECK(same_bits(half.grad(), bf16(single.grad())));
-  }
-}
-
 TEST_CASE("a Transformer layer runs in mixed precision, padding masks included") {
   manual_seed(31);
   nn::TransformerEncoderLayer layer(32, 4, 64, {.norm = "rmsnorm", .dropout = 0.0});
