@@ -1,17 +1,119 @@
-// CPU-versus-CUDA parity of what creates, converts and copies tensors: zeros, ones, full,
-// arange and fill_ made directly on the GPU; dtype conversions (float32, float64, int64, both
-// ways, of strided views) and their gradients; contiguous() of views; copy_ across devices
-// with broadcasting; the in-place ops on strided views; cat, stack, split, chunk and unbind
-// with their gradients. All of these move or round values once, so they are exact, except a
+// The copies family (contiguous, clone, to(dtype) and to(device); fill_, copy_ and the other
+// in-place updates; the factories' fills and ranges) on each floor, each section below:
+//   - the ops (autograd/functions/convert.cpp, inplace.cpp): contiguous copies only when
+//     needed, conversions, and a move to the device a tensor is on costs nothing;
+//   - the CPU kernels (backends/cpu/copy_fill.cpp), called directly through TensorRefs over
+//     std::vector buffers: fill and arange on contiguous, sliced, transposed, rank-0 and empty
+//     views, and copies that convert dtypes and follow every layout;
+//   - on a GPU, the CUDA kernels (fill, arange and copy in backends/cuda/elementwise.cu) against
+//     the CPU's.
+// The gradient checks of contiguous(), clone() and to(dtype) are test_join.cpp's "gradcheck:
+// joining, splitting and conversions"; the factories' own values and errors are in
+// test_tensor.cpp.
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cpu_kernel_buffers.h"
+#include "cuda_parity.h"
+#include "helpers.h"
+
+using namespace normgrad;
+
+TEST_CASE("contiguous copies only when needed, and reshape falls back to a copy") {
+  Tensor base = arange(6).reshape({2, 3});
+  CHECK(base.contiguous().is_same(base));
+  Tensor t = base.t();
+  Tensor dense = t.contiguous();
+  CHECK(dense.is_contiguous());
+  CHECK(dense.storage() != base.storage());
+  CHECK(dense.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK_ERROR(t.view({6}), "view", "without copying", "reshape");
+  Tensor flat = t.reshape({6});
+  CHECK(flat.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  // A view of a view where one is possible.
+  CHECK(base.view({3, 2}).storage() == base.storage());
+  CHECK(zeros({4, 6}).narrow(0, 1, 2).view({2, 2, 3}).shape() == Shape{2, 2, 3});
+}
+
+TEST_CASE("to(dtype) converts values and to(device) to the same device is free") {
+  Tensor x = tensor({1.5, -2.25, 3.0});
+  CHECK(x.to(DType::Float64).to_vector<double>() == std::vector<double>{1.5, -2.25, 3.0});
+  CHECK(x.to(DType::Int64).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, -2, 3});
+  CHECK(x.to(DType::Float32).is_same(x));
+  CHECK(x.to(Device::cpu()).is_same(x));
+  // Past the last GPU (cuda:0 where there is none) is refused, naming the device.
+  const int past = cuda::device_count();
+  const std::string past_name = "cuda:" + std::to_string(past);
+  CHECK_ERROR(x.to(Device::cuda(past)), past_name.c_str());
+  if (cuda::is_available()) {
+    const Tensor on_gpu = x.to(Device::cuda());
+    CHECK(on_gpu.to(Device::cuda()).is_same(on_gpu));
+    CHECK(on_gpu.to(Device::cpu()).to_vector<float>() == x.to_vector<float>());
+  }
+}
+
+// ---- the CPU kernels ---------------------------------------------------------------------------
+
+using namespace testing::cpu_kernels;
+
+TEST_CASE("cpu fill and arange on contiguous, sliced, transposed, rank-0 and empty views") {
+  std::vector<float> data(12, 0.0f);
+  cpu().fill(view(data, {2, 3}, {6, 2}), 5.0);  // every other element of a 2x6 buffer
+  CHECK(data == std::vector<float>{5, 0, 5, 0, 5, 0, 5, 0, 5, 0, 5, 0});
+  std::vector<std::int64_t> scalar{0};
+  cpu().fill(view(scalar, {}), 7.0);
+  CHECK(scalar[0] == 7);
+  std::vector<double> empty;
+  cpu().fill(view(empty, {0, 3}), 1.0);  // nothing to do, nothing touched
+
+  // arange follows the logical row-major order, whatever the memory layout.
+  std::vector<double> transposed(6);
+  cpu().arange(view(transposed, {2, 3}, {1, 2}), 1.0, 0.5);
+  CHECK(transposed == std::vector<double>{1, 2.5, 1.5, 3, 2, 3.5});
+  std::vector<std::int64_t> integers(5);
+  cpu().arange(view(integers, {5}), -2, 3);
+  CHECK(integers == std::vector<std::int64_t>{-2, 1, 4, 7, 10});
+  std::vector<float> large(100003);
+  cpu().arange(view(large, {100003}), 0, 1);
+  CHECK(large[99999] == 99999.0f);
+}
+
+TEST_CASE("cpu copy converts dtypes and follows every layout") {
+  std::vector<double> source{1.5, -2.25, 3, 4, 5, 6};
+  std::vector<float> transposed(6);
+  cpu().copy(view(transposed, {3, 2}), view(source, {3, 2}, {1, 3}));
+  CHECK(transposed == std::vector<float>{1.5f, 4, -2.25f, 5, 3, 6});
+  std::vector<std::int64_t> integers(6);
+  cpu().copy(view(integers, {2, 3}), view(source, {2, 3}));
+  CHECK(integers == std::vector<std::int64_t>{1, -2, 3, 4, 5, 6});
+  // A broadcast row (stride 0) copied into a matrix.
+  std::vector<float> row{1, 2, 3}, matrix(6);
+  cpu().copy(view(matrix, {2, 3}), view(row, {2, 3}, {0, 1}));
+  CHECK(matrix == std::vector<float>{1, 2, 3, 1, 2, 3});
+  // A sliced source (second column of a 3x4 matrix) into a rank-1 destination.
+  std::vector<float> wide(12), column(3);
+  std::iota(wide.begin(), wide.end(), 0.0f);
+  cpu().copy(view(column, {3}), view(wide, {3}, {4}, 1));
+  CHECK(column == std::vector<float>{1, 5, 9});
+  // Large contiguous copies (the memcpy path, split over threads) are exact.
+  const std::vector<float> big = sample_values<float>(300001);
+  std::vector<float> big_source = big, big_copy(big.size());
+  cpu().copy(view(big_copy, {300001}), view(big_source, {300001}));
+  CHECK(big_copy == big);
+}
+
+// ---- on a GPU: CPU against CUDA ----------------------------------------------------------------
+
+// What creates, converts and copies tensors: zeros, ones, full, arange and fill_ made directly
+// on the GPU; dtype conversions (float32, float64, int64, both ways, of strided views) and
+// their gradients; contiguous() of views; copy_ across devices with broadcasting; the in-place
+// ops on strided views. All of these move or round values once, so they are exact, except a
 // fractional arange, whose start + i step may be contracted to a fused multiply-add on either
 // device (one double rounding apart, hence the elementwise tolerance).
 
-#include <cstdint>
-#include <vector>
-
-#include "cuda_parity.h"
-
-using namespace normgrad;
 using testing::bits_mismatch;
 using testing::elementwise;
 using testing::exact;
@@ -141,25 +243,5 @@ TEST_CASE("cuda parity: in-place ops through strided views") {
     CHECK_NO_MISMATCH(
         parity_mismatch(f, {testing::normal({4, 6}, 6, dtype), testing::normal({6, 6}, 7, dtype)},
                         testing::elementwise(dtype)));
-  }
-}
-
-TEST_CASE("cuda parity: cat, stack, split, chunk and unbind with their gradients") {
-  SKIP_PARITY_WITHOUT_CUDA();
-  for (const DType dtype : {DType::Float32, DType::Float64}) {
-    INFO(dtype);
-    const auto f = [](const Inputs& in) {
-      const Tensor joined = cat({in[0], in[1].t(), in[0].slice(0, 1, 3)}, 0);     // [10, 5]
-      const Tensor stacked = stack({in[0].select(0, 0), in[1].select(1, 2)}, 1);  // [5, 2]
-      const std::vector<Tensor> pieces = split(joined, 4, 0);
-      const std::vector<Tensor> chunks = chunk(in[1], 3, 1);
-      const std::vector<Tensor> rows = unbind(in[0], 0);
-      return cat({joined.flatten(), stacked.flatten() * 2.0, pieces[2].flatten() * 3.0,
-                  chunks[1].flatten() * -1.0, (rows[1] * rows[3]).flatten()});
-    };
-    // Gradients add a few exact products per element: the summed tolerance with 4 terms.
-    CHECK_NO_MISMATCH(
-        parity_mismatch(f, {testing::normal({4, 5}, 8, dtype), testing::normal({5, 4}, 9, dtype)},
-                        exact, testing::summed(dtype, 4, 8.0)));
   }
 }
