@@ -1,6 +1,6 @@
 // Autograd semantics that users trip on: reused nodes, accumulation, backward twice,
 // retain_graph, zero_grad, no-grad mode, detach, in-place changes to saved tensors, and
-// the graph export.
+// the graph export; and gradcheck itself, which each op family's gradient checks rely on.
 
 #include "helpers.h"
 
@@ -211,4 +211,19 @@ TEST_CASE("to_dot draws the backward graph") {
   CHECK(dot.find("MatmulBackward") != std::string::npos);
   CHECK(dot.find("leaf [2, 2]") != std::string::npos);
   CHECK(dot.find("->") != std::string::npos);
+}
+
+using testing::leaf;
+using Inputs = std::vector<Tensor>;
+
+TEST_CASE("gradcheck itself catches a wrong gradient") {
+  // y = 2x, but the 2x term is cut from the graph, so backward reports 0 instead of 2.
+  const Tensor a = leaf({3});
+  const auto result =
+      gradcheck([](const Inputs& x) { return x[0].detach() * 2.0 + x[0] * 0.0; }, {a});
+  CHECK_FALSE(result.ok);
+  CHECK(result.message.find("input 0") != std::string::npos);
+  CHECK_ERROR(gradcheck([](const Inputs& x) { return x[0] * 2.0; },
+                        {testing::leaf({2}).to(DType::Float32).detach().requires_grad_()}),
+              "gradcheck", "float64");
 }

@@ -1,7 +1,9 @@
 // bfloat16: its rounding against an independent reference, conversions, the ops that take it
-// (each the float32 kernel on the rounded inputs, rounded once; the fused recurrent steps too),
-// their error against float32, mixed-precision training with float32 parameters (recurrent
-// layers included), and clear refusals where it is not served.
+// (each the float32 kernel on the rounded inputs, rounded once), their error against float32,
+// mixed-precision training with float32 parameters, clear refusals where it is not served, and
+// on a GPU, kernels of several families that make no float32 copies and bfloat16 products,
+// norms and image ops against the CPU's. Each op family's own bfloat16 cases are in the
+// bfloat16 section of its test_<family>.cpp.
 
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "backends/dispatch.h"
 #include "bfloat16_checks.h"
+#include "bfloat16_twins.h"
 #include "core/tensor_internal.h"
 #include "cuda_parity.h"
 #include "helpers.h"
@@ -563,6 +566,54 @@ TEST_CASE("checkpoints keep bfloat16 tensors as safetensors BF16") {
   const std::string message = error_of([&] { io::load(wide, path); });
   CAPTURE(message);
   CHECK(!message.empty());
+}
+
+// The CPU computes bfloat16 through float32 working copies of its operands
+// (backends/bfloat16_widening.h); CUDA's kernels are native: they widen each value they load to
+// float32 and round once as they store, and the case below checks, by the peak of the GPU's
+// memory, that they make no float32 copies.
+
+using backend::BinaryOp;
+using backend::UnaryOp;
+using testing::twins::to_bfloat16;
+
+TEST_CASE(
+    "bfloat16 kernels: the GPU's elementwise ops, reductions, softmax and norms make no float32 "
+    "copies") {
+  SKIP_WITHOUT_CUDA();  // the CPU computes bfloat16 on float32 copies by design
+  Generator generator(45);
+  const std::int64_t n = 1024;
+  const Device device = Device::cuda();
+  const Tensor x = to_bfloat16(randn({n, n}, generator)).to(device);  // 2 MiB; 4 MiB as float32
+  const Tensor y = to_bfloat16(randn({n, n}, generator)).to(device);
+  Tensor out = empty({n, n}, {.dtype = DType::BFloat16, .device = device});
+  Tensor row_sums = empty({n, 1}, {.dtype = DType::BFloat16, .device = device});
+  Tensor row_indices = empty({n, 1}, {.dtype = DType::Int64, .device = device});
+  Tensor mean = empty({n}, {.device = device}), rstd = empty({n}, {.device = device});
+  backend::Backend& backend = backend::backend_for(device);
+  const backend::NormParams layer_norm{.centred = true, .eps = 1e-5};
+  reset_peak_memory_stats(device);
+  const std::size_t allocated = memory_stats(device).allocated_bytes;
+  backend.unary(UnaryOp::Tanh, detail::ref(out), detail::ref(x), 0, 0);
+  backend.unary(UnaryOp::Exp, detail::ref(out), detail::ref(x), 0, 0);
+  backend.binary(BinaryOp::Mul, detail::ref(out), detail::ref(x), detail::ref(y), 0);
+  backend.where(detail::ref(out), detail::ref(x), detail::ref(x), detail::ref(y));
+  backend.binary(BinaryOp::Lt, detail::ref(out), detail::ref(x), detail::ref(y), 0);
+  backend.reduce(backend::ReduceOp::Sum, detail::ref(row_sums), detail::ref(x), 0, 1.0);
+  backend.reduce(backend::ReduceOp::Max, detail::ref(row_sums), detail::ref(x), 0, 1.0);
+  backend.reduce(backend::ReduceOp::ArgMax, detail::ref(row_indices), detail::ref(x), 0, 1.0);
+  backend.softmax(detail::ref(out), detail::ref(x), 1, false);
+  backend.softmax_backward(detail::ref(out), detail::ref(y), detail::ref(x), 1, false);
+  backend.norm_forward(layer_norm, detail::ref(out), detail::ref(mean), detail::ref(rstd),
+                       detail::ref(x), nullptr, nullptr);
+  backend.norm_backward(layer_norm, detail::ref(out), nullptr, nullptr, detail::ref(y),
+                        detail::ref(x), detail::ref(mean), detail::ref(rstd), nullptr);
+  cuda::synchronize();
+  const MemoryStats stats = memory_stats(device);
+  CHECK(stats.allocated_bytes == allocated);
+  // The reductions' partial results (16 KiB for the sum, 64 KiB for argmax's values with
+  // their indices) are the only scratch. A float32 copy of x is 4 MiB.
+  CHECK(stats.peak_allocated_bytes <= allocated + (128u << 10));
 }
 
 TEST_CASE("cuda parity: bfloat16 products and norms, forward and backward") {
