@@ -99,7 +99,7 @@ inline Tolerance elementwise(normgrad::DType dtype) {
 // cancel. The bound used, 1e-6 sum|terms| in float32 and 1e-14 in float64 (with sum|terms| <=
 // terms * term_scale), is that worst case for n around 2^16 and well above the typical error
 // at every size tested; a lost or doubled term moves a sum by a whole term, and the exact sums
-// of test_cuda_reduce_softmax.cpp catch it. The relative part is the elementwise one.
+// of test_reduce.cpp's GPU section catch it. The relative part is the elementwise one.
 inline Tolerance summed(normgrad::DType dtype, double terms, double term_scale = 1.0) {
   const Tolerance pointwise = elementwise(dtype);
   const double per_term = dtype == normgrad::DType::Float64 ? 1e-14 : 1e-6;
