@@ -1,8 +1,8 @@
 // The join family (cat and stack; split, chunk and unbind, whose pieces are views sharing one
 // backward buffer) on each floor, each section below:
 //   - the ops (autograd/functions/join.cpp): values, views rather than copies, errors, the
-//     pieces' gradients gathered in one buffer, and float64 gradient checks (with the copies
-//     and conversions that join's backward passes meet);
+//     pieces' gradients gathered in one buffer, and float64 gradient checks, which check the
+//     copies family's contiguous(), clone() and to(dtype) in the same case;
 //   - on a GPU, the same ops against the CPU's, values and gradients. Joining moves values with
 //     the copies family's kernels (test_copies.cpp) and has none of its own.
 
