@@ -254,9 +254,9 @@ TEST_CASE("the experiment's speed-up, running mean, CSV files, figures script an
                     "\"rmsnorm\"") != std::string::npos);
   CHECK(script.find("($2 == 3 && valid(9) ? $4 : NaN)") != std::string::npos);
   if (examples::find_gnuplot_terminal()) {
-    const auto drawn = nmt::draw_figures(scratch.path.string(), [&](const std::string& terminal) {
-      return gru_nmt::figures_script(results, terminal);
-    });
+    const auto drawn = examples::draw_figures(
+        scratch.path.string(), "figures.gp",
+        [&](const std::string& terminal) { return gru_nmt::figures_script(results, terminal); });
     INFO(drawn.message);
     REQUIRE(drawn.files.size() == 2);
     for (const auto& file : drawn.files) CHECK(fs::file_size(scratch.path / file) > 1000);

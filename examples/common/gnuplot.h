@@ -58,7 +58,7 @@ std::string plot_curves(const std::vector<Curve>& curves, int x, int y, bool mea
 
 // A script that draws figures, and the image files it writes (relative to its folder).
 struct FigureScript {
-  std::string text;
+  std::string text{};  // initialised, so that a script may be started from its files alone
   std::vector<std::string> files;
 };
 

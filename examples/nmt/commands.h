@@ -179,8 +179,9 @@ template <class Options> int run_experiment_command(const Options& options) {
   std::cerr << settings;
   const auto results = run_experiment(options);
   write_experiment_csv(options.out, results);
-  const auto figures = draw_figures(
-      options.out, [&](const std::string& terminal) { return figures_script(results, terminal); });
+  const auto figures = examples::draw_figures(
+      options.out, "figures.gp",
+      [&](const std::string& terminal) { return figures_script(results, terminal); });
   if (!figures.message.empty()) std::cerr << figures.message << "\n";
   const ReportContext context{.date = examples::today_utc(),
                               .machine = machine_description(options.device),

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gnuplot.h"
 #include "nmt/experiment_runs.h"
 
 namespace nmt {
@@ -21,8 +22,11 @@ namespace nmt {
 // curves.csv's columns, as gnuplot numbers them.
 enum CurveColumn { step_column = 4, seconds_column = 5, loss_mean_column = 7, dev_bleu_column = 9 };
 
-// "figure1.png", or "figure1.svg" for the svg terminal.
-std::string image_file(const std::string& stem, const std::string& terminal);
+// The kit's figure pieces (common/gnuplot.h): image_file ("figure1.png", or "figure1.svg" for
+// the svg terminal), a script and its pictures, and what drawing them gave.
+using examples::FigureScript;
+using examples::FiguresOutcome;
+using examples::image_file;
 
 // The `set terminal` line for pngcairo, png or svg at a size in pixels.
 std::string terminal_line(const std::string& terminal, int width, int height);
@@ -36,20 +40,5 @@ std::string plot_command(const std::vector<RunResult>& runs, int first_run, Curv
 std::string training_panels(const std::string& terminal, const std::string& file,
                             const std::string& title, const std::vector<RunResult>& runs,
                             int first_run);
-
-struct FiguresOutcome {
-  std::vector<std::string> files;  // drawn, relative to the folder
-  std::string message;             // why none were drawn, or gnuplot's warnings
-};
-
-struct FigureScript {
-  std::string text{};              // the whole gnuplot script
-  std::vector<std::string> files;  // the pictures it draws
-};
-
-// Writes the script that `script_for(terminal)` gives as figures.gp into `folder` (which holds
-// curves.csv) and runs gnuplot on it; without gnuplot, draws nothing and says so.
-FiguresOutcome draw_figures(const std::string& folder,
-                            const std::function<FigureScript(const std::string&)>& script_for);
 
 }  // namespace nmt
