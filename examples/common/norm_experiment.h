@@ -1,8 +1,8 @@
 #pragma once
-// What the experiments of the programs that train to validations (validated_run.h) share: the
-// budgets' names; each norm's run trained in its folder (norm_sweep.h) while other processes'
-// share of the CPU is measured, then tested; the norms' steps timed after the runs; the
-// report's notes on the runs.
+// What the experiments of the programs that train to validations (validated_run.h) share:
+// each norm's run trained in its folder (norm_sweep.h) while other processes' share of the CPU
+// is measured, then tested; the norms' steps timed after the runs; the report's notes on the
+// runs. Their budgets are found by name as every program's are (budget.h).
 
 #include <normgrad/normgrad.h>
 
