@@ -6,13 +6,16 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "fixture_helpers.h"
 #include "text/bleu.h"
 #include "text/chrf.h"
 #include "text/paired_bootstrap.h"
 #include "text/text_file.h"
 #include "text/unicode_text.h"
-#include "fixture_helpers.h"
 
 using namespace normgrad;
 using testing::json;
@@ -65,6 +68,21 @@ TEST_CASE("python_lower, python_rstrip and python_split agree with Python's str 
     ++checked;
   }
   CHECK(checked > 90);
+}
+
+// The lowercase table is stored as runs (text/unicode_tables.h); these code points sit at a run's
+// ends, between the members of a run of every second code point, or move down, as Python's
+// str.lower() gives them.
+TEST_CASE("python_lower reads the lowercase runs as Python's str.lower") {
+  const std::vector<std::pair<char32_t, std::u32string>> cases{
+      {U'\u0100', U"\u0101"},        {U'\u0101', U"\u0101"},         {U'\u012E', U"\u012F"},
+      {U'\u0130', U"i\u0307"},       {U'\u0178', U"\u00FF"},         {U'\u2126', U"\u03C9"},
+      {U'\uFF21', U"\uFF41"},        {U'\U00010400', U"\U00010428"}, {U'\U0001E921', U"\U0001E943"},
+      {U'\U0001E922', U"\U0001E922"}};
+  for (const auto& c : cases) {
+    INFO("U+" << std::hex << static_cast<unsigned>(c.first));
+    CHECK(text::python_lower(std::u32string(1, c.first)) == c.second);
+  }
 }
 
 TEST_CASE("tokenize_13a agrees with sacreBLEU's 13a tokenizer line for line") {

@@ -11,9 +11,12 @@ struct CodePointRange {
   char32_t last;  // inclusive
 };
 
-struct LowerMapping {
-  char32_t from;
-  char32_t to;
+// The code points first, first + stride, ..., last, each of whose str.lower() is itself + delta.
+struct LowerRun {
+  char32_t first;
+  char32_t last;  // inclusive
+  char32_t stride;
+  int delta;
 };
 
 struct LongLowerMapping {
@@ -28,7 +31,7 @@ extern const CodePointRange cased[];
 extern const std::size_t cased_size;
 extern const CodePointRange case_ignorable[];
 extern const std::size_t case_ignorable_size;
-extern const LowerMapping lower[];
+extern const LowerRun lower[];
 extern const std::size_t lower_size;
 extern const LongLowerMapping long_lower[];
 extern const std::size_t long_lower_size;

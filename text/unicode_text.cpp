@@ -132,11 +132,13 @@ std::u32string python_lower(std::u32string_view text) {
       out.append(long_it->to, 2);
       continue;
     }
-    const auto* end = tables::lower + tables::lower_size;
-    const auto* it = std::lower_bound(
-        tables::lower, end, c,
-        [](const tables::LowerMapping& m, char32_t value) { return m.from < value; });
-    out.push_back(it != end && it->from == c ? it->to : c);
+    // The last run that starts at or before c lowercases c if c is one of its code points.
+    const auto* after = std::upper_bound(
+        tables::lower, tables::lower + tables::lower_size, c,
+        [](char32_t value, const tables::LowerRun& run) { return value < run.first; });
+    const tables::LowerRun* run = after == tables::lower ? nullptr : after - 1;
+    const bool lowered = run && c <= run->last && (c - run->first) % run->stride == 0;
+    out.push_back(lowered ? static_cast<char32_t>(static_cast<long>(c) + run->delta) : c);
   }
   return out;
 }
