@@ -64,3 +64,6 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
+#include "profiler/profile.h"
+#include "profiler/summary.h"
+#include "profiler/trace.h"

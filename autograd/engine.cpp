@@ -19,6 +19,7 @@
 #include "autograd/hooks.h"
 #include "base/error.h"
 #include "core/tensor_internal.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::autograd {
 
@@ -106,6 +107,8 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
            "the tensor does not require grad and has no grad_fn: none of the inputs it was "
            "computed from had requires_grad set (or it was computed under NoGradGuard)");
   NoGradGuard no_grad;  // backward passes do not record graphs of their own
+  // The kernels outside any node (gradients that meet, summed) are the backward pass's own.
+  const profiler::BackwardScope backward_pass("backward");
   Tensor root_gradient = initial_gradient(root, gradient);
 
   std::vector<std::function<void()>> callbacks;
@@ -129,6 +132,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     // A node that no gradient reached (every path to it gave "none") passes "none" on.
     std::vector<Tensor> grad_inputs(node->next.size());
     if (grad_output.defined()) {
+      const profiler::BackwardScope this_node(node->name(), node->profile_span());
       grad_inputs = node->apply(grad_output);
       grad_output = Tensor();
       if (!retain_graph) node->release_saved();

@@ -12,7 +12,10 @@ namespace {
 std::atomic<std::uint64_t> next_sequence_number{0};
 }
 
-Node::Node(const char* name) : name_(name), sequence_number_(next_sequence_number++) {}
+Node::Node(const char* name)
+    : name_(name),
+      sequence_number_(next_sequence_number++),
+      profile_span_(profiler::current_span_ref()) {}
 
 Node::~Node() {
   // Freeing a graph as deep as a long unrolled loop would otherwise recurse once per node

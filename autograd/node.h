@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::autograd {
 
@@ -23,6 +24,9 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   const char* name() const { return name_; }
+  // The profiler's span (a module's forward) that was open when the node was made, for its
+  // backward to be filed under.
+  profiler::SpanRef profile_span() const { return profile_span_; }
   // Creation order: a node is always created after the nodes it points to.
   std::uint64_t sequence_number() const { return sequence_number_; }
 
@@ -38,6 +42,7 @@ class Node {
  private:
   const char* name_;
   std::uint64_t sequence_number_;
+  profiler::SpanRef profile_span_;
 };
 
 using SavedTensors = std::vector<Tensor>;

@@ -1,5 +1,6 @@
 #pragma once
-// The names of the elementwise ops, for the backends' error messages.
+// The names of the elementwise ops and the reductions, for the backends' error messages and
+// the profiler's records.
 
 #include "backends/backend.h"
 
@@ -87,6 +88,22 @@ inline const char* binary_name(BinaryOp op) {
       return "gelu_grad";
     case BinaryOp::LeakyReluGrad:
       return "leaky_relu_grad";
+  }
+  return "?";
+}
+
+inline const char* reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::ArgMax:
+      return "argmax";
+    case ReduceOp::ArgMin:
+      return "argmin";
   }
   return "?";
 }

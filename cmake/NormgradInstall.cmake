@@ -43,7 +43,8 @@ endif()
 # Every library header, at its folder under include/normgrad/ (one install per file, so that
 # folders without headers are not created empty).
 file(GLOB_RECURSE NORMGRAD_HEADERS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS
-     base/*.h core/*.h backends/*.h autograd/*.h nn/*.h optim/*.h io/*.h data/*.h distributed/*.h)
+     base/*.h profiler/*.h core/*.h backends/*.h autograd/*.h nn/*.h optim/*.h io/*.h data/*.h
+     distributed/*.h)
 if(NORMGRAD_WITH_TEXT)
   file(GLOB_RECURSE NORMGRAD_TEXT_HEADERS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS
        text/*.h decoding/*.h)

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -102,6 +103,8 @@ AttentionOutput AdditiveAttention::attend(const ProjectedContext& source, const 
 
 AttentionOutput AdditiveAttention::forward(const Tensor& context, const Tensor& query,
                                            const Tensor& padding_mask) {
+  const profiler::ModuleSpan span(this, "AdditiveAttention");
+
   return attend(project_context(context, padding_mask), query);
 }
 

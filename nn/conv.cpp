@@ -5,6 +5,7 @@
 #include "autograd/mixed_precision.h"
 #include "base/error.h"
 #include "nn/init.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -38,6 +39,8 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2d kerne
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "Conv2d");
+
   return conv2d(x, in_input_dtype(weight, x), in_input_dtype(bias, x), options_.stride,
                 options_.padding, options_.dilation);
 }

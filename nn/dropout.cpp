@@ -3,6 +3,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "base/error.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -48,6 +49,8 @@ Dropout::Dropout(double p, Generator* generator) : p_(p), generator_(generator) 
 }
 
 Tensor Dropout::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "Dropout");
+
   return functional::dropout(x, p_, is_training(),
                              generator_ != nullptr ? *generator_ : default_generator());
 }
@@ -58,6 +61,8 @@ GaussianNoise::GaussianNoise(double sigma, Generator* generator)
 }
 
 Tensor GaussianNoise::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "GaussianNoise");
+
   NG_CHECK(x.defined(), "GaussianNoise", "the input is undefined");
   NG_CHECK(is_floating(x.dtype()), "GaussianNoise", "expects a floating-point input, got ",
            x.dtype());

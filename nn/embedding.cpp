@@ -4,6 +4,7 @@
 #include "autograd/ops.h"
 #include "base/error.h"
 #include "nn/init.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -21,6 +22,8 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, EmbeddingOpt
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
+  const profiler::ModuleSpan span(this, "Embedding");
+
   const Tensor rows = embedding(weight, indices);
   if (!padding_index_ || !weight.requires_grad()) return rows;
   // The padding row's value, but no gradient: where the index is the padding index, take the

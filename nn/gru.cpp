@@ -1,8 +1,9 @@
 #include "nn/gru.h"
 
+#include "autograd/functions/recurrent_sequence.h"
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "autograd/functions/recurrent_sequence.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -61,6 +62,8 @@ std::optional<normgrad::GruStateNorms> GruCell::fused_state_norms() const {
 }
 
 Tensor GruCell::forward(const Tensor& x, const Tensor& h_prev, const Tensor& mask) {
+  const profiler::ModuleSpan span(this, "GruCell");
+
   NG_CHECK(x.defined() && x.dim() == 2, type_name(), "x must be [batch, ", input_size(), "], got ",
            x.defined() ? x.shape() : Shape{});
   return step(input_side(x), {h_prev}, mask)[0];

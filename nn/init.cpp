@@ -90,13 +90,13 @@ double kaiming_std(const Tensor& tensor, double negative_slope, FanMode mode,
 }  // namespace
 
 Tensor kaiming_uniform_(Tensor tensor, double negative_slope, FanMode mode,
-                         const std::string& nonlinearity, Generator& generator) {
+                        const std::string& nonlinearity, Generator& generator) {
   const double bound = std::sqrt(3.0) * kaiming_std(tensor, negative_slope, mode, nonlinearity);
   return uniform_(tensor, -bound, bound, generator);
 }
 
 Tensor kaiming_normal_(Tensor tensor, double negative_slope, FanMode mode,
-                        const std::string& nonlinearity, Generator& generator) {
+                       const std::string& nonlinearity, Generator& generator) {
   return normal_(tensor, 0.0, kaiming_std(tensor, negative_slope, mode, nonlinearity), generator);
 }
 
@@ -112,12 +112,12 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator& generator) {
   Tensor buffer = (wide ? gaussian : gaussian.t()).contiguous();  // row-major [n, m]
   std::vector<double> r_diagonal(static_cast<std::size_t>(n));
   lapack::thin_qr(buffer.data_ptr<double>(), static_cast<int>(m), static_cast<int>(n),
-                        r_diagonal.data());
+                  r_diagonal.data());
   // Column j of Q (row j of the buffer) times sign(R_jj) makes the factorisation unique.
   std::vector<double> signs(r_diagonal.size());
   for (std::size_t j = 0; j < signs.size(); ++j) signs[j] = r_diagonal[j] < 0 ? -1.0 : 1.0;
-  Tensor q = buffer * from_vector(signs, {n, 1});            // row-major [n, m]: Q transposed
-  Tensor result = (wide ? q : q.t()) * gain;                  // [rows, cols]
+  Tensor q = buffer * from_vector(signs, {n, 1});  // row-major [n, m]: Q transposed
+  Tensor result = (wide ? q : q.t()) * gain;       // [rows, cols]
   return assign(tensor, result.reshape(tensor.shape()).to(tensor.dtype()).to(tensor.device()));
 }
 

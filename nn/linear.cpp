@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -21,6 +22,9 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOption
         "bias", init::uniform_(zeros({out_features}, {.dtype = options.dtype}), -bound, bound));
 }
 
-Tensor Linear::forward(const Tensor& x) { return functional::linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "Linear");
+  return functional::linear(x, weight, bias);
+}
 
 }  // namespace normgrad::nn

@@ -1,8 +1,9 @@
 #include "nn/lstm.h"
 
+#include "autograd/functions/recurrent_sequence.h"
 #include "autograd/ops.h"
 #include "base/error.h"
-#include "autograd/functions/recurrent_sequence.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -47,7 +48,7 @@ std::optional<std::vector<Tensor>> LstmCell::run_sequence(const Tensor& input_si
   NG_CHECK(initial.size() == 2, type_name(), "expects the state {h, c}, got ", initial.size(),
            " tensors");
   const Tensor states = normgrad::lstm_sequence(input_side, initial[0], initial[1], weight_hh(),
-                                                  bias_hh, *norms, run);
+                                                bias_hh, *norms, run);
   const std::vector<Tensor> halves = split(states, hidden_size(), 2);  // h, c
   return halves;
 }
@@ -60,6 +61,8 @@ std::optional<normgrad::LstmStepNorms> LstmCell::fused_norms() const {
 }
 
 LstmState LstmCell::forward(const Tensor& x, const LstmState& previous, const Tensor& mask) {
+  const profiler::ModuleSpan span(this, "LstmCell");
+
   NG_CHECK(x.defined() && x.dim() == 2, type_name(), "x must be [batch, ", input_size(), "], got ",
            x.defined() ? x.shape() : Shape{});
   const std::vector<Tensor> state = step(input_side(x), {previous.hidden, previous.cell}, mask);

@@ -123,8 +123,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
       NG_CHECK(state.count(name), "load_state_dict", "missing entry \"", name, "\" (shape ",
                tensor.shape(), ") for ", type_name());
     for (const auto& [name, tensor] : state) {
-      const bool known = std::any_of(targets.begin(), targets.end(),
-                                     [&name = name](const auto& target) { return target.first == name; });
+      const bool known =
+          std::any_of(targets.begin(), targets.end(),
+                      [&name = name](const auto& target) { return target.first == name; });
       NG_CHECK(known, "load_state_dict", "unexpected entry \"", name, "\" for ", type_name());
     }
   }
@@ -144,6 +145,24 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     auto found = state.find(name);
     if (found != state.end()) Tensor(target).copy_(found->second);
   }
+}
+
+namespace {
+
+void name_modules(const Module& module, const std::string& name,
+                  std::unordered_map<const void*, std::string>& names) {
+  names.emplace(&module, name);
+  for (const auto& [child_name, child] : module.named_children())
+    name_modules(*child, name.empty() ? child_name : name + "." + child_name, names);
+}
+
+}  // namespace
+
+std::unordered_map<const void*, std::string> module_names(const Module& root) {
+  std::unordered_map<const void*, std::string> names;
+  name_modules(root, "", names);
+  names[&root] = root.type_name();
+  return names;
 }
 
 }  // namespace normgrad::nn

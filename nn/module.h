@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -87,5 +88,10 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+// Every module of `root`'s tree by its address, named by its place: "encoder.layers.0.norm1",
+// the root by its type. A profile given them names the spans of the modules' forwards
+// (profiler/profile.h).
+std::unordered_map<const void*, std::string> module_names(const Module& root);
 
 }  // namespace normgrad::nn

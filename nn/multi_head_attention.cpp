@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "nn/functional.h"
 #include "nn/init.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -93,6 +94,8 @@ Tensor MultiHeadAttention::project(const Tensor& x, std::int64_t part) const {
 
 AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
                                             const Tensor& value, const AttentionMasks& masks) {
+  const profiler::ModuleSpan span(this, "MultiHeadAttention");
+
   NG_CHECK(query.defined() && key.defined() && value.defined(), forward_op,
            "query, key and value must all be defined");
   for (const Tensor* x : {&query, &key, &value})

@@ -5,6 +5,7 @@
 
 #include "autograd/ops.h"
 #include "base/error.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -43,6 +44,8 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(std::int64_t d_model,
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x) { return forward(x, 0); }
 
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, std::int64_t offset) {
+  const profiler::ModuleSpan span(this, "SinusoidalPositionalEncoding");
+
   const char* op = "SinusoidalPositionalEncoding";
   NG_CHECK(x.defined(), op, "the input is undefined");
   NG_CHECK((x.dim() == 2 || x.dim() == 3) && x.size(-1) == table_.size(1), op,

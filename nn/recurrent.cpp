@@ -12,6 +12,7 @@
 #include "nn/functional.h"
 #include "nn/init.h"
 #include "nn/norms/batch_norm.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -112,6 +113,8 @@ RecurrentBatchNorm::RecurrentBatchNorm(std::int64_t features, const NormSpec& sp
 }
 
 Tensor RecurrentBatchNorm::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "RecurrentBatchNorm");
+
   // [..., F] as rows [N, F]: one step's batch, or every step's rows of the input side.
   const std::int64_t features = norm_->num_features();
   NG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == features, type_name(), "expects [..., ",
@@ -216,6 +219,8 @@ void Recurrent::check_arguments(const Tensor& input, const Tensor& mask,
 RecurrentOutput Recurrent::forward(const Tensor& input, const Tensor& mask,
                                    const Tensor& initial_hidden, const Tensor& initial_cell,
                                    const Tensor& state_dropout) {
+  const profiler::ModuleSpan span(this, "Recurrent");
+
   check_arguments(input, mask, initial_hidden, initial_cell, state_dropout);
   const RecurrentCell& first = *cells_.front();
   const std::int64_t hidden = first.hidden_size(), count = directions();

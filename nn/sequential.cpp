@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -24,6 +25,8 @@ Layer& Sequential::operator[](std::size_t index) const {
 }
 
 Tensor Sequential::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "Sequential");
+
   Tensor y = x;
   for (const auto& layer : layers_) y = layer->forward(y);
   return y;

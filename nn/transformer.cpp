@@ -5,6 +5,7 @@
 #include "autograd/ops.h"
 #include "base/error.h"
 #include "nn/dropout.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -101,6 +102,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d_model, std::int6
 Tensor TransformerEncoderLayer::forward(const Tensor& x) { return forward(x, Tensor()); }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& padding_mask) {
+  const profiler::ModuleSpan span(this, "TransformerEncoderLayer");
+
   check_sequence(x, self_attention->d_model(), "TransformerEncoderLayer", "input");
   const Sublayers sub{options_, is_training()};
   const AttentionMasks masks{.key_padding_mask = padding_mask};
@@ -132,6 +135,8 @@ TransformerDecoderLayer::TransformerDecoderLayer(std::int64_t d_model, std::int6
 
 Tensor TransformerDecoderLayer::forward(const Tensor& target, const Tensor& memory,
                                         const TransformerDecoderMasks& masks) {
+  const profiler::ModuleSpan span(this, "TransformerDecoderLayer");
+
   const char* op = "TransformerDecoderLayer";
   const std::int64_t d_model = self_attention->d_model();
   check_sequence(target, d_model, op, "target");
@@ -221,6 +226,8 @@ TransformerEncoder::TransformerEncoder(std::int64_t num_layers, std::int64_t d_m
 }
 
 Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& padding_mask) {
+  const profiler::ModuleSpan span(this, "TransformerEncoder");
+
   Tensor h = x;
   for (const auto& layer : layers) h = layer->forward(h, padding_mask);
   return final_norm ? detail::normalise_features(*final_norm, h) : h;
@@ -237,6 +244,8 @@ TransformerDecoder::TransformerDecoder(std::int64_t num_layers, std::int64_t d_m
 
 Tensor TransformerDecoder::forward(const Tensor& target, const Tensor& memory,
                                    const TransformerDecoderMasks& masks) {
+  const profiler::ModuleSpan span(this, "TransformerDecoder");
+
   Tensor h = target;
   for (const auto& layer : layers) h = layer->forward(h, memory, masks);
   return final_norm ? detail::normalise_features(*final_norm, h) : h;

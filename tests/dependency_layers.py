@@ -14,17 +14,18 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Lowest first: each may use those before it that are listed.
 MAY_USE = {
     "base": set(),
-    "backends": {"base"},
-    "core": {"base", "backends"},
-    "autograd": {"base", "backends", "core"},
-    "nn": {"base", "backends", "core", "autograd"},
-    "optim": {"base", "backends", "core", "autograd", "nn"},
-    "io": {"base", "backends", "core", "autograd", "nn", "optim"},
-    "data": {"base", "backends", "core", "autograd", "nn", "optim", "io"},
-    "distributed": {"base", "backends", "core", "autograd", "nn", "optim"},
+    "profiler": {"base"},
+    "backends": {"base", "profiler"},
+    "core": {"base", "profiler", "backends"},
+    "autograd": {"base", "profiler", "backends", "core"},
+    "nn": {"base", "profiler", "backends", "core", "autograd"},
+    "optim": {"base", "profiler", "backends", "core", "autograd", "nn"},
+    "io": {"base", "profiler", "backends", "core", "autograd", "nn", "optim"},
+    "data": {"base", "profiler", "backends", "core", "autograd", "nn", "optim", "io"},
+    "distributed": {"base", "profiler", "backends", "core", "autograd", "nn", "optim"},
     # The text toolkit, a library of its own (normgrad::text) over the core.
-    "decoding": {"base", "backends", "core", "autograd", "nn"},
-    "text": {"base", "backends", "core", "autograd", "nn", "optim", "io", "data"},
+    "decoding": {"base", "profiler", "backends", "core", "autograd", "nn"},
+    "text": {"base", "profiler", "backends", "core", "autograd", "nn", "optim", "io", "data"},
 }
 BACKEND_INSIDES = ("backends/cpu/", "backends/cuda/")
 # CUDA's own collectives use its streams and device guard.

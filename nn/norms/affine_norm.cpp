@@ -25,8 +25,7 @@ std::int64_t AffineNorm::normalized_dims(const Tensor& x) const {
   const auto rank = static_cast<std::int64_t>(normalized_shape_.size());
   const bool matches =
       x.dim() >= rank && Shape(x.shape().end() - rank, x.shape().end()) == normalized_shape_;
-  NG_CHECK(matches, module_, "expects an input ending in ", normalized_shape_, ", got ",
-           x.shape());
+  NG_CHECK(matches, module_, "expects an input ending in ", normalized_shape_, ", got ", x.shape());
   return rank;
 }
 

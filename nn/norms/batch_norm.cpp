@@ -2,6 +2,7 @@
 
 #include "autograd/mixed_precision.h"
 #include "base/error.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -31,6 +32,8 @@ BatchNorm::BatchNorm(std::int64_t num_features, BatchNormOptions options, const 
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "BatchNorm");
+
   NG_CHECK(x.defined(), module_, "the input is undefined");
   NG_CHECK(x.dim() >= min_rank_ && x.dim() <= max_rank_, module_, "expects an input ", layout_,
            ", got ", x.shape());

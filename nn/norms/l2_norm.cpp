@@ -1,5 +1,7 @@
 #include "nn/norms/l2_norm.h"
 
+#include "profiler/recorder.h"
+
 namespace normgrad::nn {
 
 L2Norm::L2Norm(Shape normalized_shape, L2NormOptions options)
@@ -8,6 +10,8 @@ L2Norm::L2Norm(Shape normalized_shape, L2NormOptions options)
       options_(options) {}
 
 Tensor L2Norm::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "L2Norm");
+
   return l2_norm(x, normalized_dims(x), gain, bias,
                  {.eps = options_.eps, .per_channel = options_.per_channel});
 }

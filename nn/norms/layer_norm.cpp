@@ -1,5 +1,7 @@
 #include "nn/norms/layer_norm.h"
 
+#include "profiler/recorder.h"
+
 namespace normgrad::nn {
 
 LayerNorm::LayerNorm(Shape normalized_shape, LayerNormOptions options)
@@ -8,6 +10,8 @@ LayerNorm::LayerNorm(Shape normalized_shape, LayerNormOptions options)
       options_(options) {}
 
 Tensor LayerNorm::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "LayerNorm");
+
   return layer_norm(x, normalized_dims(x), gain, bias,
                     {.eps = options_.eps, .per_channel = options_.per_channel});
 }

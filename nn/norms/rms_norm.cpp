@@ -1,6 +1,7 @@
 #include "nn/norms/rms_norm.h"
 
 #include "base/error.h"
+#include "profiler/recorder.h"
 
 namespace normgrad::nn {
 
@@ -13,9 +14,11 @@ RMSNorm::RMSNorm(Shape normalized_shape, RMSNormOptions options)
 }
 
 Tensor RMSNorm::forward(const Tensor& x) {
+  const profiler::ModuleSpan span(this, "RMSNorm");
+
   const std::int64_t dims = normalized_dims(x);
-  const NormOptions norm_options{.eps = options_.eps, .placement = options_.placement,
-                                 .per_channel = options_.per_channel};
+  const NormOptions norm_options{
+      .eps = options_.eps, .placement = options_.placement, .per_channel = options_.per_channel};
   if (options_.partial >= 1) return rms_norm(x, dims, gain, bias, norm_options);
   const std::int64_t k = partial_count(group_size(x), options_.partial, options_.rounding);
   return partial_rms_norm(x, dims, k, gain, bias, norm_options);
