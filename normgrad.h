@@ -28,6 +28,7 @@
 #include "data/npy.h"
 #include "data/retrieval_metrics.h"
 #include "data/zca.h"
+#include "io/ceilings.h"
 #include "io/checkpoint.h"
 #include "io/training_state.h"
 #include "nn/activation.h"

@@ -10,8 +10,13 @@
 //   add_sum_backward   (a + b).sum().backward(): two forward ops, the graph, and the backward
 //                pass that writes a.grad and b.grad (cleared each iteration, so every
 //                iteration does the same work);
-//   exp          exp(a), no autograd.
+//   exp          exp(a), no autograd;
+//   add_profiled a + b, no autograd, with a profile open (profiler/profile.h): what recording
+//                an op costs. A fresh profile every 4096 calls, opened and closed outside the
+//                timing, keeps its records from growing without end.
 // Medians over repetitions; sizing runs serve as warm-up.
+
+#include <optional>
 
 #include "bench_common.h"
 
@@ -61,6 +66,24 @@ void exp_no_grad(benchmark::State& state) {
   }
 }
 
+void add_profiled(benchmark::State& state) {
+  normgrad::NoGradGuard no_grad;
+  const Tensor a = normgrad::randn({tiny}), b = normgrad::randn({tiny});
+  std::optional<normgrad::profiler::Profile> profile;
+  std::int64_t calls = 0;
+  for (auto _ : state) {
+    if (calls++ % 4096 == 0) {
+      state.PauseTiming();
+      profile.reset();
+      profile.emplace();
+      state.ResumeTiming();
+    }
+    Tensor c = a + b;
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  profile.reset();  // after the timed loop
+}
+
 void register_benchmarks() {
   const auto add = [](const char* name, auto function) {
     benchmark::RegisterBenchmark(name, function)->UseRealTime()->Unit(benchmark::kNanosecond);
@@ -69,6 +92,7 @@ void register_benchmarks() {
   add("add_grad/4", add_with_grad);
   add("add_sum_backward/4", add_sum_backward);
   add("exp/4", exp_no_grad);
+  add("add_profiled/4", add_profiled);
 }
 
 }  // namespace

@@ -95,6 +95,7 @@ OVERHEAD_ROWS = {
     "add_grad": ("a + b, requires_grad (graph recorded)", True),
     "add_sum_backward": ("(a + b).sum().backward(), whole step", False),
     "exp": ("exp(a), no autograd", True),
+    "add_profiled": ("a + b, no autograd, with a profile open", True),
 }
 
 

@@ -2,6 +2,9 @@
 // (bytes and floating-point operations worked out by hand), its table and its trace.
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -9,6 +12,8 @@
 #include <vector>
 
 #include "helpers.h"
+#include "io/ceilings.h"
+#include "scratch_folder.h"
 
 using namespace normgrad;
 namespace pr = normgrad::profiler;
@@ -276,4 +281,37 @@ TEST_CASE("the trace is Chrome Trace Event JSON: spans enclose their kernels, co
           op["ts"].get<double>() <= end)
         CHECK(op["ts"].get<double>() + op["dur"].get<double>() <= end + 1e-3);
   }
+}
+
+TEST_CASE("the machine's ceilings are measured once and kept in their file") {
+  const testing::ScratchFolder folder("ceilings");
+  const std::string file = folder / "cache/ceilings.tsv";  // its folder made on first write
+  const io::MachineCeilings first = io::machine_ceilings(Device::cpu(), file);
+  CHECK(first.measured);
+  CHECK(first.key == io::machine_key(Device::cpu()));
+  CHECK(first.ceilings.copy_bytes_per_second > 1e8);
+  CHECK(first.ceilings.gemm_flops_per_second > 1e8);
+  const io::MachineCeilings again = io::machine_ceilings(Device::cpu(), file);
+  CHECK_FALSE(again.measured);
+  CHECK(again.ceilings.copy_bytes_per_second ==
+        doctest::Approx(first.ceilings.copy_bytes_per_second).epsilon(1e-5));
+  CHECK(again.ceilings.gemm_flops_per_second ==
+        doctest::Approx(first.ceilings.gemm_flops_per_second).epsilon(1e-5));
+  // Other machines' lines stay; this machine's, once damaged, is measured again.
+  {
+    std::ofstream out(file);
+    out << "cuda:7 | another machine | 64 threads\t1e12\t1e15\t2026-01-01\n"
+        << first.key << "\tnot a number\t5\t2026-01-01\n";
+  }
+  const io::MachineCeilings remeasured = io::machine_ceilings(Device::cpu(), file);
+  CHECK(remeasured.measured);
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("another machine") != std::string::npos);
+  CHECK(text.find("not a number") == std::string::npos);
+  // A file that cannot be written still gives the figures.
+  const io::MachineCeilings unwritable =
+      io::machine_ceilings(Device::cpu(), "/proc/normgrad-no-such-dir/ceilings.tsv");
+  CHECK(unwritable.measured);
+  CHECK(unwritable.ceilings.gemm_flops_per_second > 0);
 }

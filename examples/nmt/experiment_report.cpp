@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -224,15 +223,7 @@ std::string figure_link(const std::vector<std::string>& figures, const std::stri
 
 std::string machine_description(const ng::Device& device) {
   if (!device.is_cpu()) return "GPU " + device.str();
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return model + ", " + std::to_string(ng::get_num_threads()) + " threads";
+  return ng::io::processor_model() + ", " + std::to_string(ng::get_num_threads()) + " threads";
 }
 
 void publish_report(const std::string& out, const std::string& report, const std::string& program) {
