@@ -17,6 +17,9 @@
 // replays it each step. --conv implicit (with --device cuda) runs the CNN's convolutions as
 // one implicit-GEMM kernel each (core/cuda.h's ConvAlgorithm). --precision bfloat16 trains in
 // mixed precision: bfloat16 activations, float32 parameters, gradients and Adam moments.
+// --profile FILE profiles steps after the timed ones (--profile-warmup more, then
+// --profile-steps profiled; see examples/common/step_profile.h): the trace in FILE, the table
+// in FILE with .csv and on stderr.
 
 #include <normgrad/normgrad.h>
 
@@ -30,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "common/step_profile.h"
 #include "convpool_cnn_c/model.h"
 #include "process_memory.h"
 #include "training_models.h"
@@ -64,6 +68,8 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "float32, or bfloat16 (mixed precision: bfloat16 activations)")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  examples::ProfileFlags profile;
+  examples::add_profile_flags(&app, profile);
   CLI11_PARSE(app, argc, argv);
   cuda::set_conv_algorithm(conv == "implicit" ? cuda::ConvAlgorithm::ImplicitGemm
                                               : cuda::ConvAlgorithm::Columns);
@@ -125,6 +131,15 @@ int main(int argc, char** argv) {
       const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
       if (step >= warmup) times.push_back(elapsed.count());
     }
+    // The profile's steps come after the timed ones, whose times they leave alone.
+    examples::StepProfile step_profile(profile, *model, "bench_training_step", stderr);
+    while (!step_profile.done()) {
+      if (graph)
+        graph->replay();
+      else
+        training_step();
+      step_profile.step_finished();
+    }
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
     const double median = sorted.size() % 2
@@ -132,9 +147,8 @@ int main(int argc, char** argv) {
                               : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     std::cout << R"({"framework":"normgrad","model":")" << model_name << R"(","norm":")" << norm
               << R"(","device":")" << device << R"(","conv":")" << conv << R"(","precision":")"
-              << precision << R"(","graph":)"
-              << (use_graph ? "true" : "false") << R"(,"threads":)" << get_num_threads()
-              << R"(,"step_seconds":[)";
+              << precision << R"(","graph":)" << (use_graph ? "true" : "false") << R"(,"threads":)"
+              << get_num_threads() << R"(,"step_seconds":[)";
     for (std::size_t i = 0; i < times.size(); ++i) std::cout << (i ? "," : "") << times[i];
     std::cout << R"(],"median_seconds":)" << median << R"(,"peak_tensor_bytes":)"
               << memory_stats(device).peak_allocated_bytes << R"(,"peak_rss_growth_bytes":)"

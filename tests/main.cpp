@@ -4,6 +4,7 @@
 // fixtures under fixed names in the temporary folder. Each process therefore gets a fresh
 // folder, made here and named in TMPDIR (which std::filesystem::temp_directory_path reads),
 // so that two cases never write the same file. The folder is removed when the run ends.
+// The profiler's ceilings file goes there too.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ class PrivateTemporaryFolder {
     }
     path_ = pattern;
     ::setenv("TMPDIR", path_.c_str(), 1);
+    // The profiler's ceilings (io/ceilings.h), which programs run with --profile measure, are
+    // kept there too rather than in the user's cache.
+    ::setenv("NORMGRAD_CEILINGS", (path_ + "/ceilings.tsv").c_str(), 1);
   }
   ~PrivateTemporaryFolder() {
     if (path_.empty()) return;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "helpers.h"
+#include "profile_checks.h"
 #include "run_program.h"
 #include "scratch_folder.h"
 
@@ -67,6 +68,12 @@ TEST_CASE("attentive_reader runs its experiment on a corpus, evaluates and times
   int timed_rows = -1;
   while (std::getline(timed_table, line)) ++timed_rows;
   CHECK(timed_rows == 5);
+
+  // A run of its own on the experiment's questions, profiled.
+  const std::string train = program + " train --data " + out + "/data --dim 8 --steps 4 " +
+                            "--batch 8 --valid-every 4 --threads 1 --no-progress --out ";
+  testing::check_profile_flag(train + (scratch / "profiled"), scratch.path.string(),
+                              train + (scratch / "refused"), scratch / "refused");
 
   const auto evaluated =
       run_program(program + " evaluate --model " + out + "/layernorm --threads 1");

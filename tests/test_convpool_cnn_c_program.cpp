@@ -9,6 +9,7 @@
 
 #include "convpool_cnn_c/model_folder.h"
 #include "helpers.h"
+#include "profile_checks.h"
 #include "run_program.h"
 #include "scratch_folder.h"
 
@@ -60,6 +61,17 @@ TEST_CASE("convpool_cnn_c's config.json goes out and back, and damage is named")
 }
 
 #ifdef NORMGRAD_CONVPOOL_CNN_C_PROGRAM
+
+TEST_CASE("convpool_cnn_c train --profile writes a trace and a table of its batches") {
+  ScratchFolder scratch("convpool_cli_profile");
+  const std::string program = NORMGRAD_CONVPOOL_CNN_C_PROGRAM;
+  const std::string small =
+      " --width 0.05 --train-size 120 --test-size 40 --batch 20 --init-images 40 --threads 1"
+      " --no-progress --epochs 1";
+  testing::check_profile_flag(
+      program + " train --out " + (scratch / "model") + small, scratch.path.string(),
+      program + " train --out " + (scratch / "refused") + small, scratch / "refused");
+}
 
 TEST_CASE("convpool_cnn_c trains, continues its run, and evaluates from the folder alone") {
   ScratchFolder scratch("convpool_cli");

@@ -10,6 +10,7 @@
 #include "helpers.h"
 #include "nmt_program_checks.h"
 #include "parallel_text_fixture.h"
+#include "profile_checks.h"
 #include "run_program.h"
 #include "scratch_folder.h"
 #include "text/text_file.h"
@@ -199,6 +200,21 @@ TEST_CASE("gru_nmt translate and score work from the model folder alone, line fo
                                           " --beam 2 --n-best 3 < " + (scratch / "input.en"));
   CHECK(n_best_too_big.status != 0);
   CHECK(n_best_too_big.output.find("more than the beam") != std::string::npos);
+}
+
+TEST_CASE("gru_nmt train --profile writes a trace and a table of its steps") {
+  const auto train = testing::small_parallel_corpus("gru_nmt_profile_train", 60);
+  const auto dev = testing::small_parallel_corpus("gru_nmt_profile_dev", 6);
+  ScratchFolder scratch("gru_nmt_profile");
+  const std::string corpus = " --train-source " + train.source + " --train-target " + train.target +
+                             " --dev-source " + dev.source + " --dev-target " + dev.target +
+                             " --threads 1 --no-progress-bar";
+  const std::string program = NORMGRAD_GRU_NMT_PROGRAM;
+  testing::check_profile_flag(program + " train --model " + (scratch / "model") + corpus +
+                                  " --preset tiny --steps 4 --dev-bleu-every 4",
+                              scratch.path.string(),
+                              program + " train --model " + (scratch / "refused") + corpus,
+                              scratch / "refused");
 }
 
 TEST_CASE("gru_nmt trains, translates and scores in mixed precision") {

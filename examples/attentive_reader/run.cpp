@@ -17,8 +17,8 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data) {
 }
 
 std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConfig run,
-                                              ng::Device device, bool progress_bar,
-                                              std::FILE* log) {
+                                              ng::Device device, bool progress_bar, std::FILE* log,
+                                              const examples::ProfileFlags& profile) {
   const RunData data = load_run_data(folder, run.data);
   run.model.vocabulary = data.vocabulary.size();
   Trainer trainer(run.model, run.training, data.training, data.validation, data.vocabulary, device);
@@ -29,9 +29,12 @@ std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConf
       sizes, sizeof sizes, "%zu training and %zu validation questions, %lld words (%lld entities)",
       data.training.size(), data.validation.size(), static_cast<long long>(data.vocabulary.size()),
       static_cast<long long>(data.vocabulary.entities()));
-  examples::train_to_validations(
-      folder, run.training, trainer,
-      {.label = run.model.norm, .data = sizes, .progress_bar = progress_bar, .log = log});
+  examples::train_to_validations(folder, run.training, trainer,
+                                 {.label = run.model.norm,
+                                  .data = sizes,
+                                  .progress_bar = progress_bar,
+                                  .log = log,
+                                  .profile = profile});
   return trainer.history();
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/step_profile.h"
 #include "model_folder.h"
 #include "training.h"
 
@@ -21,6 +22,7 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data);
 
 std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConfig run,
                                               normgrad::Device device, bool progress_bar,
-                                              std::FILE* log);
+                                              std::FILE* log,
+                                              const examples::ProfileFlags& profile = {});
 
 }  // namespace attentive_reader

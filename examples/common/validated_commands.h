@@ -26,6 +26,7 @@
 #include "common/norm_experiment.h"
 #include "common/progress.h"
 #include "common/run_folder.h"
+#include "common/step_profile.h"
 
 namespace examples {
 
@@ -60,7 +61,7 @@ template <class Config> class TrainCommand {
   }
 
   // --steps, --batch, --valid-every, --lr, --clip, --seed (the model's and the batches'), then
-  // --no-progress, --device and --threads.
+  // --no-progress, --device, --threads and --profile.
   void add_training_flags(const TrainingFlagsHelp& help) {
     auto& t = run.training;
     add("--steps", t.steps, "/training/steps", "training steps")->check(kPositive);
@@ -73,10 +74,12 @@ template <class Config> class TrainCommand {
     add("--seed", run.model.seed, "/model/seed", help.seed);
     command->add_flag("--no-progress", no_progress_, "no progress line on a terminal");
     add_device_flags(command, device_);
+    add_profile_flags(command, profile_);
   }
 
   // Trains the folder's run, which no flag given may contradict, or else the flags' (its norm
-  // checked, its data folder made absolute): train_in_folder(folder, run, device, bar, log).
+  // checked, its data folder made absolute): train_in_folder(folder, run, device, bar, log,
+  // profile).
   template <class Folder, class CheckNorm, class Train>
   int train(const CheckNorm& check_norm, const Train& train_in_folder) const {
     const normgrad::Device device = use_device(device_, program_);
@@ -90,7 +93,7 @@ template <class Config> class TrainCommand {
     check_norm(asked.model.norm);
     const auto given = [&](const char* flag) { return command->count(flag) > 0; };
     train_in_folder(folder, run_to_train(folder, asked, flags_, given), device,
-                    !no_progress_ && stderr_is_terminal(), stdout);
+                    !no_progress_ && stderr_is_terminal(), stdout, profile_);
     return 0;
   }
 
@@ -102,6 +105,7 @@ template <class Config> class TrainCommand {
   FlagSettings flags_;
   bool no_progress_ = false;
   DeviceFlags device_;
+  ProfileFlags profile_;
 };
 
 // `experiment`: --data, or --corpus to build the local task from (experiment_data.h), --budget

@@ -23,6 +23,7 @@
 #include "common/model_size.h"
 #include "common/progress.h"
 #include "common/run_folder.h"
+#include "common/step_profile.h"
 #include "common/training_loop.h"
 #include "common/training_state.h"
 
@@ -99,6 +100,7 @@ struct RunLines {
   std::string label, data;
   bool progress_bar = false;  // on stderr
   std::FILE* log = nullptr;
+  ProfileFlags profile{};  // steps to profile (--profile)
 };
 
 template <class Trainer>
@@ -135,12 +137,13 @@ void train_to_validations(const RunFolder& folder, const StepTraining& training,
   // do not matter.
   LoopRecord record{.step = trainer.steps_done()};
   if (!trainer.history().empty()) record.best = best_record(trainer.history()).score();
+  StepProfile step_profile(lines.profile, trainer.model(), folder.program());
   run_training_loop({.steps = training.steps,
                      .validate_every = training.valid_every,
                      .validate_at_end = true,
                      .save_every = training.valid_every},
                     record,
-                    {.train_step = [&] { return trainer.train_step(); },
+                    {.train_step = step_profile.around([&] { return trainer.train_step(); }),
                      .validate = [&] { return trainer.validate().score(); },
                      .better = Record::better,
                      .after_step = after_step,

@@ -21,6 +21,7 @@
 #include "common/number_checks.h"
 #include "common/program_error.h"
 #include "common/progress.h"
+#include "common/step_profile.h"
 #include "common/wait_policy.h"
 #include "data.h"
 #include "experiment.h"
@@ -56,6 +57,7 @@ struct TrainOptions {
   std::string dataset = "fashion-mnist";
   bool no_progress = false;
   bool distributed = false;
+  examples::ProfileFlags profile;
 };
 
 // `experiment`'s flags: the kit's, counting epochs, and the data and precision of every run.
@@ -110,7 +112,7 @@ int train(const TrainOptions& o, const CommonOptions& common, const CLI::App& co
   const examples::DistributedRun job =
       examples::join_job(o.distributed, common.threads, "convpool_cnn_c");
   train_in_folder(folder, run, examples::device_for_rank(device, job),
-                  !o.no_progress && examples::stderr_is_terminal(), stdout, job.shard());
+                  !o.no_progress && examples::stderr_is_terminal(), stdout, job.shard(), o.profile);
   return 0;
 }
 
@@ -219,6 +221,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train_command->add_flag("--no-progress", t.no_progress, "no progress line on a terminal");
   examples::add_distributed_flag(train_command, t.distributed);
+  examples::add_profile_flags(train_command, t.profile);
   add_common(train_command);
 
   CLI::App* evaluate_command =

@@ -18,7 +18,8 @@ ng::data::ZcaWhitening load_whitening(const ModelFolder& folder) {
 
 std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunConfig& run,
                                          ng::Device device, bool progress_bar, std::FILE* log,
-                                         const ng::data::Shard& shard) {
+                                         const ng::data::Shard& shard,
+                                         const examples::ProfileFlags& profile) {
   const bool writes = shard.index == 0;
   if (!writes) {  // the other ranks train in silence
     progress_bar = false;
@@ -58,10 +59,14 @@ std::vector<EpochRecord> train_in_folder(const ModelFolder& folder, const RunCon
                                    .total_steps = run.training.epochs * batches,
                                    .steps_per_epoch = batches,
                                    .epochs = run.training.epochs});
-  // A step of the loop is an epoch: its records, its line and its training state.
+  // A step of the loop is an epoch: its records, its line and its training state. A profile
+  // holds batches.
+  examples::StepProfile step_profile(writes ? profile : examples::ProfileFlags{}, trainer.model(),
+                                     "convpool_cnn_c");
   const auto train_epoch = [&] {
     const auto on_batch = [&](const StepReport& step) {
       progress.update((step.epoch - 1) * batches + step.batch, step.loss);
+      step_profile.step_finished();
     };
     return trainer.run_epoch(on_batch).train_loss;
   };

@@ -22,6 +22,7 @@
 #include "common/number_text.h"
 #include "common/program_error.h"
 #include "common/progress.h"
+#include "common/step_profile.h"
 #include "common/text_file.h"
 #include "common/wait_policy.h"
 #include "model.h"
@@ -48,6 +49,7 @@ struct Options {
   std::int64_t log_every = 0;
   std::int64_t train_size = 55000;
   bool no_plot = false;
+  examples::ProfileFlags profile;  // the first run's steps
 };
 
 // The first `count` training images: the LayerNorm paper trains on 55000 of MNIST's 60000
@@ -121,7 +123,8 @@ int run(const Options& options) {
       const examples::OtherProcessesMeter others;
       results.push_back(mnist_mlp::train_run(
           settings, train, test,
-          [&progress](std::int64_t step, double loss) { progress.update(step, loss); }));
+          [&progress](std::int64_t step, double loss) { progress.update(step, loss); },
+          results.empty() ? options.profile : examples::ProfileFlags{}));
       results.back().other_processes_cpu = others.fraction();
       const mnist_mlp::RunResult& result = results.back();
       progress.note(label + ": " + std::to_string(result.steps) + " steps in " +
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
       ->check(examples::kPositive)
       ->capture_default_str();
   app.add_flag("--no-plot", options.no_plot, "write the CSV files but draw no plots");
+  examples::add_profile_flags(&app, options.profile);  // of the first run
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -40,15 +40,16 @@ std::int64_t steps_for_epochs(double epochs, std::int64_t examples, std::int64_t
   return std::max<std::int64_t>(1, std::llround(epochs * static_cast<double>(per_epoch)));
 }
 
-double test_accuracy(ng::nn::Layer& model, const ng::data::ImageDataset& dataset,
-                     ng::Device device, std::int64_t batch) {
+double test_accuracy(ng::nn::Layer& model, const ng::data::ImageDataset& dataset, ng::Device device,
+                     std::int64_t batch) {
   const std::int64_t count = dataset.images.size(0);
   const std::int64_t correct = examples::count_correct(model, dataset, device, batch);
   return count == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(count);
 }
 
 RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& train,
-                    const ng::data::ImageDataset& test, const StepCallback& on_step) {
+                    const ng::data::ImageDataset& test, const StepCallback& on_step,
+                    const examples::ProfileFlags& profile) {
   const ng::nn::NormSpec norm = parse_model_norm(settings.norm);
   check_settings(settings, train);
   const auto model = make_model(norm, settings.shape, settings.seed);
@@ -106,12 +107,14 @@ RunResult train_run(const RunSettings& settings, const ng::data::ImageDataset& t
     if (on_step) on_step(done.step, done.loss);
   };
 
+  examples::StepProfile step_profile(profile, *model, "mnist_mlp");
   examples::LoopRecord record;
   examples::run_training_loop(
       {.steps = settings.steps, .validate_every = settings.eval_every, .validate_at_end = true},
       record,
-      {.train_step = train_step,
-       .validate = [&] { return test_accuracy(*model, test, settings.device, settings.eval_batch); },
+      {.train_step = step_profile.around(train_step),
+       .validate =
+           [&] { return test_accuracy(*model, test, settings.device, settings.eval_batch); },
        .better = examples::Better::Higher,
        .after_step = after_step});
   result.train_seconds = wall_seconds;

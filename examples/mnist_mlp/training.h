@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/step_profile.h"
 #include "model.h"
 
 namespace mnist_mlp {
@@ -64,7 +65,9 @@ double test_accuracy(normgrad::nn::Layer& model, const normgrad::data::ImageData
 
 // Trains a fresh model from settings.seed on `train` and evaluates it on `test`. A bad spec,
 // a batch larger than the training set or a non-positive count throws normgrad::Error.
+// `profile`: steps of the run to profile (--profile).
 RunResult train_run(const RunSettings& settings, const normgrad::data::ImageDataset& train,
-                    const normgrad::data::ImageDataset& test, const StepCallback& on_step = {});
+                    const normgrad::data::ImageDataset& test, const StepCallback& on_step = {},
+                    const examples::ProfileFlags& profile = {});
 
 }  // namespace mnist_mlp

@@ -119,7 +119,8 @@ TrainSummary train(const TrainOptions<typename Program::Settings>& options) {
                            {.resume = options.resume,
                             .progress_bar = options.progress_bar,
                             .messages = options.messages,
-                            .job = options.job});
+                            .job = options.job,
+                            .profile = options.profile});
 }
 
 }  // namespace nmt

@@ -121,6 +121,7 @@ template <class Settings> class TrainCommand {
         "A sentencepiece model to use instead of training one (e.g. from spm_train)");
     command->add_flag("--no-progress-bar", no_bar_, "Plain progress lines even on a terminal");
     examples::add_distributed_flag(command, distributed_);
+    examples::add_profile_flags(command, options_.profile);
   }
   TrainCommand(const TrainCommand&) = delete;  // the flags hold references into it
   TrainCommand& operator=(const TrainCommand&) = delete;
@@ -166,6 +167,7 @@ template <class Settings> class TrainCommand {
     options.progress_bar = !no_bar_ && isatty(STDERR_FILENO);
     options.messages = job.writes() ? &std::cerr : nullptr;
     options.job = job;
+    if (!job.writes()) options.profile = {};  // rank 0 profiles
     const TrainSummary summary = train(options);
     if (job.writes())
       std::cerr << "best dev BLEU: "

@@ -238,6 +238,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
     return evaluation.bleu;
   };
 
+  examples::StepProfile step_profile(options.profile, model.model, folder.program());
   static_cast<examples::LoopEnd&>(summary) =
       examples::run_training_loop({.steps = t.max_steps,
                                    .seconds = t.max_seconds,
@@ -245,7 +246,7 @@ TrainSummary run_training_loop(const ModelFolder& folder, ng::text::TranslationB
                                    .patience = t.patience,
                                    .save_every = t.checkpoint_every},
                                   record,
-                                  {.train_step = train_step,
+                                  {.train_step = step_profile.around(train_step),
                                    .validate = dev_bleu,
                                    .better = examples::Better::Higher,
                                    .after_step = after_step,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/distributed_run.h"
+#include "common/step_profile.h"
 #include "common/training_loop.h"
 #include "distributed/data_parallel.h"
 #include "nmt/evaluation.h"
@@ -109,6 +110,7 @@ template <class Settings> struct TrainOptions {
   // This process's rank in data-parallel training (--distributed): it trains on its share of
   // the batches, and rank 0 alone writes the folder and prints.
   examples::DistributedRun job{};
+  examples::ProfileFlags profile{};  // steps to profile (--profile)
 };
 
 template <class Settings> struct RunStart {
@@ -178,6 +180,7 @@ struct LoopOptions {
   bool progress_bar = false;         // a redrawn line (a terminal) instead of a line per dev loss
   std::ostream* messages = nullptr;  // progress and notes; nothing when null
   examples::DistributedRun job{};    // rank 0 alone writes the folder and prints
+  examples::ProfileFlags profile{};  // steps to profile
 };
 
 // The loop. In data-parallel training every rank runs it on its share of the batches (the

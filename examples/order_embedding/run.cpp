@@ -18,8 +18,8 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data) {
 }
 
 std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConfig run,
-                                              ng::Device device, bool progress_bar,
-                                              std::FILE* log) {
+                                              ng::Device device, bool progress_bar, std::FILE* log,
+                                              const examples::ProfileFlags& profile) {
   const RunData data = load_run_data(folder, run.data);
   run.model.vocabulary = data.vocabulary.size();
   run.model.image_dim = data.train.feature_dim();
@@ -33,9 +33,12 @@ std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConf
                 static_cast<long long>(data.train.captions_per_image),
                 static_cast<long long>(data.dev.image_count()),
                 static_cast<long long>(data.vocabulary.size()));
-  examples::train_to_validations(
-      folder, run.training, trainer,
-      {.label = run.model.norm, .data = sizes, .progress_bar = progress_bar, .log = log});
+  examples::train_to_validations(folder, run.training, trainer,
+                                 {.label = run.model.norm,
+                                  .data = sizes,
+                                  .progress_bar = progress_bar,
+                                  .log = log,
+                                  .profile = profile});
   return trainer.history();
 }
 

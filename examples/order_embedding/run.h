@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/step_profile.h"
 #include "model_folder.h"
 #include "training.h"
 
@@ -27,6 +28,7 @@ RunData load_run_data(const ModelFolder& folder, const DataSettings& data);
 // Returns every validation's record.
 std::vector<ValidationRecord> train_in_folder(const ModelFolder& folder, RunConfig run,
                                               normgrad::Device device, bool progress_bar,
-                                              std::FILE* log);
+                                              std::FILE* log,
+                                              const examples::ProfileFlags& profile = {});
 
 }  // namespace order_embedding
