@@ -80,9 +80,10 @@ void record_op(OpRecord record) {
 
 void record_memory(Device device, std::size_t live_bytes) {
   if (!recording()) return;
+  const int thread = thread_buffer().thread;  // before the lock, which registering takes
   Recorder& r = recorder();
   const std::lock_guard<std::mutex> lock(r.mutex);
-  r.memory.push_back({device, now_ns(), live_bytes});
+  r.memory.push_back({device, now_ns(), live_bytes, thread});
 }
 
 int current_span() {

@@ -57,7 +57,7 @@ struct OpRecord {
 // module's part of a backward pass.
 struct SpanRecord {
   std::string name{};  // "encoder.layers.0.norm1"
-  int parent = -1;   // the span it opened inside, on its thread
+  int parent = -1;     // the span it opened inside, on its thread
   int thread = 0;
   bool backward = false;
   std::int64_t start_ns = 0, end_ns = 0;
@@ -68,6 +68,7 @@ struct MemorySample {
   Device device{};
   std::int64_t time_ns = 0;
   std::size_t live_bytes = 0;
+  int thread = 0;  // that allocated or freed
 };
 
 // Appends to the calling thread's buffer; a no-op when no profile is open.

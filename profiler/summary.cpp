@@ -70,6 +70,34 @@ std::vector<SummaryRow> summarize(const Profile& profile, const SummaryOptions& 
   return sorted;
 }
 
+std::vector<MemoryPeak> memory_peaks(const Profile& profile) {
+  std::vector<MemoryPeak> peaks;
+  std::vector<const MemorySample*> at;  // the sample of each peak
+  for (const MemorySample& sample : profile.memory()) {
+    std::size_t d = 0;
+    while (d < peaks.size() && peaks[d].device != sample.device) ++d;
+    if (d == peaks.size()) {
+      peaks.push_back({.device = sample.device});
+      at.push_back(nullptr);
+    }
+    if (at[d] == nullptr || sample.live_bytes > peaks[d].bytes) {
+      peaks[d].bytes = sample.live_bytes;
+      at[d] = &sample;
+    }
+  }
+  for (std::size_t d = 0; d < peaks.size(); ++d) {
+    const OpRecord* next = nullptr;
+    for (const OpRecord& op : profile.ops())
+      if (op.thread == at[d]->thread && op.start_ns >= at[d]->time_ns &&
+          (next == nullptr || op.start_ns < next->start_ns))
+        next = &op;
+    if (next != nullptr)
+      peaks[d].kernel =
+          kernel_name(*next) + (next->backward_of ? " (backward) " : " (forward) ") + next->shapes;
+  }
+  return peaks;
+}
+
 std::string bound_by(const SummaryRow& row, const Ceilings& ceilings) {
   if (ceilings.copy_bytes_per_second <= 0 || ceilings.gemm_flops_per_second <= 0 || row.bytes <= 0)
     return "";
@@ -117,6 +145,10 @@ std::string summary_table(const Profile& profile, const SummaryOptions& options)
   std::snprintf(line, sizeof line, "%-32s %-8s %7zu %10.3f %5.1f%%\n", "(the profile)", "",
                 profile.ops().size(), 1e3 * wall, 100.0);
   out << line;
+  for (const MemoryPeak& peak : memory_peaks(profile))
+    out << "peak memory on " << peak.device.str() << ": "
+        << format("%.1f MiB", static_cast<double>(peak.bytes) / (1 << 20)) << " in live tensors"
+        << (peak.kernel.empty() ? std::string() : ", for " + peak.kernel) << '\n';
   if (c.copy_bytes_per_second > 0 && c.gemm_flops_per_second > 0)
     out << "ceilings: copy " << format("%.2f", 1e-9 * c.copy_bytes_per_second)
         << " GB/s, float32 GEMM " << format("%.2f", 1e-9 * c.gemm_flops_per_second) << " GFLOP/s\n";

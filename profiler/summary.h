@@ -42,13 +42,23 @@ struct SummaryRow {
 // The rows, most time first.
 std::vector<SummaryRow> summarize(const Profile& profile, const SummaryOptions& options = {});
 
+// The most bytes a device held in live tensors while the profile was open, and the kernel that
+// the allocation reaching it was made for: the next kernel its thread ran (an op allocates its
+// output, then runs its kernel into it).
+struct MemoryPeak {
+  Device device{};
+  std::size_t bytes = 0;
+  std::string kernel{};  // "norm_forward.rms (forward) [64,512] [64] [64] <- [64,512] [512]"
+};
+std::vector<MemoryPeak> memory_peaks(const Profile& profile);
+
 // What bounds a row on this machine: "memory" when it does fewer operations per byte than the
 // ceilings' ratio, "arithmetic" when more, "" without ceilings or counts.
 std::string bound_by(const SummaryRow& row, const Ceilings& ceilings);
 
 // The table as text, with a last line for the profile's time outside the kernels (the op
-// layer, autograd, allocation), so that the shares add up to the whole; and as CSV, a row per
-// summary row.
+// layer, autograd, allocation), so that the shares add up to the whole, and each device's
+// memory peak; and as CSV, a row per summary row.
 std::string summary_table(const Profile& profile, const SummaryOptions& options = {});
 std::string summary_csv(const Profile& profile, const SummaryOptions& options = {});
 

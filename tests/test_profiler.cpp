@@ -315,3 +315,27 @@ TEST_CASE("the machine's ceilings are measured once and kept in their file") {
   CHECK(unwritable.measured);
   CHECK(unwritable.ceilings.gemm_flops_per_second > 0);
 }
+
+TEST_CASE("memory: each device's peak of live bytes, and the kernel it was allocated for") {
+  const Tensor small = ones({16});
+  pr::Profile profile;
+  {
+    const Tensor big = ones({1 << 20}) * 3.0;  // 4 MiB, then 4 MiB more for the product
+    (void)big;
+  }
+  (void)(small + 1.0);  // after the big ones are gone
+  profile.close();
+  const std::vector<pr::MemoryPeak> peaks = pr::memory_peaks(profile);
+  REQUIRE(peaks.size() == 1);
+  CHECK(peaks[0].device == Device::cpu());
+  CHECK(peaks[0].bytes >= (std::size_t{8} << 20));
+  CHECK(peaks[0].kernel == "unary.mul_scalar (forward) [1048576] <- [1048576]");
+  const std::string table = pr::summary_table(profile);
+  CHECK(table.find("peak memory on cpu: ") != std::string::npos);
+  // The samples are in time, and the live bytes fall back once the tensors are freed.
+  const std::vector<pr::MemorySample>& samples = profile.memory();
+  REQUIRE(samples.size() >= 4);
+  for (std::size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i].time_ns >= samples[i - 1].time_ns);
+  CHECK(samples.back().live_bytes < peaks[0].bytes);
+}
