@@ -4,9 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
+#include "backends/cpu/parallel_cost.h"
 #include "backends/dispatch.h"
 #include "base/error.h"
 #include "cpu_kernel_buffers.h"
@@ -42,4 +46,17 @@ TEST_CASE("cpu kernels refuse what they cannot do with normgrad::Error") {
                     doctest::Contains("cpu softmax_backward"));
   CHECK_THROWS_AS(cpu().unary(UnaryOp::Neg, view(data, {1}), view(integers, {1}), 0, 0),
                   normgrad::Error);
+}
+
+TEST_CASE("a parallel region needs more work when idle threads sleep than when they spin") {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const bool sleeping = spin != nullptr && *spin != '\0'
+                            ? std::string(spin) == "0"
+                            : policy != nullptr && std::string(policy) == "passive";
+  CHECK(backend::cpu::threads_sleep_between_regions() == sleeping);
+  CHECK(backend::cpu::parallel_threshold() == (sleeping ? 524288 : 32768));
+  CHECK(backend::cpu::macs_per_thread() ==
+        std::max<std::int64_t>(std::int64_t{1} << 20, backend::cpu::macs_per_element *
+                                                          backend::cpu::parallel_threshold()));
 }

@@ -127,7 +127,7 @@ void blocked_blas_gemm(CBLAS_TRANSPOSE transpose_a, CBLAS_TRANSPOSE transpose_b,
   const bool by_columns = n >= m;
   const std::int64_t extent = by_columns ? n : m;
   const std::int64_t blocks = (extent + blas_block - 1) / blas_block;
-  parallel_for(blocks, blas_block * k * (by_columns ? m : n),
+  parallel_for(blocks, blas_block * k * (by_columns ? m : n) / macs_per_element,
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t block = begin; block < end; ++block) {
                    const std::int64_t first = block * blas_block;
@@ -288,7 +288,7 @@ void matmul_typed(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // Inside it each product runs on one thread, with the same bits as when it has them all.
   const std::int64_t work = m * n * k;
   if (batches.numel > 1 && work < small_product)
-    parallel_for(batches.numel, work, run_batches);
+    parallel_for(batches.numel, work / macs_per_element, run_batches);
   else
     run_batches(0, batches.numel);
 }

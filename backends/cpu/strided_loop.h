@@ -24,15 +24,12 @@
 #include <type_traits>
 
 #include "backends/backend.h"
+#include "backends/cpu/parallel_cost.h"
 #include "base/error.h"
 
 namespace normgrad::backend::cpu {
 
 inline constexpr int max_dims = 16;
-// Iterations with fewer elements than this run on the calling thread: forking costs a few
-// microseconds, about what one thread needs for this many simple elements.
-inline constexpr std::int64_t parallel_threshold = 32768;
-inline constexpr std::int64_t min_elements_per_thread = 16384;
 
 struct Operand {
   char* data = nullptr;
@@ -164,11 +161,15 @@ void walk_range(const StridedLayout<N>& layout,
   }
 }
 
-// How many threads `count` items of `cost_per_item` elements of work deserve.
+// How many threads `count` items of `cost_per_item` elements of work deserve: none besides the
+// caller below the work that starting a region costs (parallel_cost.h), then one for every
+// half of that.
 inline int threads_for(std::int64_t count, std::int64_t cost_per_item) {
+  if (count < 2 || omp_get_max_threads() < 2 || omp_in_parallel()) return 1;
   const std::int64_t work = count * std::max<std::int64_t>(cost_per_item, 1);
-  if (work < parallel_threshold || count < 2 || omp_in_parallel()) return 1;
-  const std::int64_t wanted = std::min<std::int64_t>(work / min_elements_per_thread, count);
+  const std::int64_t threshold = parallel_threshold();
+  if (work < threshold) return 1;
+  const std::int64_t wanted = std::min<std::int64_t>(work / (threshold / 2), count);
   return static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), wanted));
 }
 

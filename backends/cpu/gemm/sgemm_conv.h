@@ -219,11 +219,11 @@ NORMGRAD_AVX2 void pack_transposed_columns(const Images& b, std::int64_t pc, std
 }
 
 // Threads for a product of `work` multiply-adds: as many as there are, but none for less
-// than 2^20 of them.
+// than macs_per_thread() of them (parallel_cost.h).
 inline int threads_for(std::int64_t work) {
   const int wanted = omp_in_parallel() ? 1 : omp_get_max_threads();
   return static_cast<int>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, work / (std::int64_t{1} << 20))));
+      std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, work / macs_per_thread())));
 }
 
 }  // namespace packed_conv_detail

@@ -36,6 +36,7 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/cpu/parallel_cost.h"
 #include "base/error.h"
 
 namespace normgrad::backend::cpu {
@@ -239,8 +240,8 @@ void packed_gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix a
   // instead of holding up the whole product. Which thread computes a unit never changes
   // what it computes.
   const int wanted = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const int threads = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(wanted, m * n * k / (std::int64_t{1} << 20))));
+  const int threads = static_cast<int>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, m * n * k / macs_per_thread())));
   const std::int64_t col_tiles = (n + kn - 1) / kn;
   const std::int64_t row_tiles = (m + kr - 1) / kr;
   const bool whole_a = m * k <= packed_gemm_whole_a;
