@@ -199,12 +199,14 @@ void parallel_for(std::int64_t count, std::int64_t cost_per_item, Body&& body) {
   }
 }
 
-// Runs the kernel over a whole layout, in parallel when it is large.
+// Runs the kernel over a whole layout, in parallel when it is large. `cost` is an element's
+// work in simple elements (an add's): more for a function that takes several times as long.
 template <int N, typename Kernel>
 void run_layout(const StridedLayout<N>& layout,
-                const std::type_identity_t<std::array<char*, N>>& base, Kernel&& kernel) {
+                const std::type_identity_t<std::array<char*, N>>& base, Kernel&& kernel,
+                std::int64_t cost = 1) {
   if (layout.numel == 0) return;
-  parallel_for(layout.numel, 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(layout.numel, cost, [&](std::int64_t begin, std::int64_t end) {
     walk_range(layout, base, begin, end, kernel);
   });
 }
@@ -212,7 +214,7 @@ void run_layout(const StridedLayout<N>& layout,
 // The common case: N tensors of the output's shape (operand 0), iterated element by element.
 template <int N, typename Kernel>
 void for_each_element(const std::array<const TensorRef*, N>& tensors, const char* op,
-                      Kernel&& kernel, bool keep_order = false) {
+                      Kernel&& kernel, bool keep_order = false, std::int64_t cost = 1) {
   std::array<Operand, N> operands;
   std::array<char*, N> base;
   for (int k = 0; k < N; ++k) {
@@ -222,7 +224,7 @@ void for_each_element(const std::array<const TensorRef*, N>& tensors, const char
   const TensorRef& out = *tensors[0];
   const auto layout =
       make_layout<N>(out.shape.data(), static_cast<int>(out.rank()), operands, op, keep_order);
-  run_layout(layout, base, kernel);
+  run_layout(layout, base, kernel, cost);
 }
 
 // ---- row kernels ----------------------------------------------------------------------------
