@@ -28,7 +28,7 @@ std::string unwritable(const std::string& path) {
     folder = folder.parent_path();
   if (!fs::is_directory(folder, ec)) return "'" + folder.string() + "' is not a folder";
   // A file made and removed there tells what permissions alone may not (a read-only mount).
-  std::string probe = (folder / ".normgrad-profile-XXXXXX").string();
+  std::string probe = (folder / ".normgrad-profile-").string() + std::string(6, 'X');  // mkstemp's
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) return "cannot write in '" + folder.string() + "'";
   ::close(fd);
