@@ -115,7 +115,8 @@ void Span::open(const std::string& name, bool backward) {
   const int thread = thread_buffer().thread;  // before the lock, which registering takes
   Recorder& r = recorder();
   const std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<int>& spans = open_spans(r.epoch);
+  epoch_ = r.epoch;
+  std::vector<int>& spans = open_spans(epoch_);
   index_ = static_cast<int>(r.spans.size());
   r.spans.push_back({.name = name,
                      .parent = spans.empty() ? -1 : spans.back(),
@@ -129,8 +130,9 @@ Span::~Span() {
   if (index_ < 0) return;
   Recorder& r = recorder();
   const std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<int>& spans = open_spans(r.epoch);
-  // A span of a profile that has closed since it opened is gone with it.
+  // A span of profiles that have all closed since it opened is gone with them.
+  if (epoch_ != r.epoch) return;
+  std::vector<int>& spans = open_spans(epoch_);
   if (spans.empty() || spans.back() != index_) return;
   spans.pop_back();
   r.spans[static_cast<std::size_t>(index_)].end_ns = now_ns();

@@ -100,6 +100,7 @@ class Span {
   friend class BackwardScope;
   Span() = default;
   int index_ = -1;
+  std::uint32_t epoch_ = 0;  // of the profiles it opened under
 };
 
 // A module's forward as a span named by its place in the model ("encoder.layers.0.norm1"),

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -338,4 +339,25 @@ TEST_CASE("memory: each device's peak of live bytes, and the kernel it was alloc
   for (std::size_t i = 1; i < samples.size(); ++i)
     CHECK(samples[i].time_ns >= samples[i - 1].time_ns);
   CHECK(samples.back().live_bytes < peaks[0].bytes);
+}
+
+TEST_CASE("a span that outlives its profile leaves the next profile's spans alone") {
+  std::optional<pr::Span> old;
+  {
+    pr::Profile first;
+    old.emplace("outlives its profile");
+  }
+  pr::Profile second;
+  {
+    const pr::Span inner("inner");
+    old.reset();  // closes nothing of the second profile
+    (void)(ones({4}) * 2.0);
+  }
+  second.close();
+  REQUIRE(second.spans().size() == 1);
+  CHECK(second.spans()[0].name == "inner");
+  CHECK(second.spans()[0].end_ns >= second.spans()[0].start_ns);
+  const std::vector<pr::OpRecord> muls = kernels(second, "unary.mul_scalar");
+  REQUIRE(muls.size() == 1);
+  CHECK(muls[0].span == 0);
 }
