@@ -6,7 +6,7 @@
 //   train_step();
 //   profile.close();
 //   std::cout << normgrad::profiler::summary_table(profile, {.top = 20});
-//   write_file("step.trace.json", normgrad::profiler::trace_json(profile));  // for Perfetto
+//   std::ofstream("step.trace.json") << normgrad::profiler::trace_json(profile);  // for Perfetto
 //
 // Profiles may be open on several threads at once, and inside one another: each holds what
 // ran while it was open.

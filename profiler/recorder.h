@@ -51,6 +51,11 @@ struct OpRecord {
   std::int64_t start_ns = 0, end_ns = 0;
   double bytes = 0;  // read and written, each distinct element once
   double flops = 0;  // floating-point operations, as backends/profiling_backend.cpp counts them
+
+  // The kernel with its variant: "binary.mul", "matmul".
+  std::string kernel() const {
+    return variant[0] == '\0' ? std::string(name) : std::string(name) + "." + variant;
+  }
 };
 
 // A named stretch of time on one thread that ops nest under: a module's forward, or the same

@@ -10,12 +10,6 @@ namespace normgrad::profiler {
 
 namespace {
 
-std::string kernel_name(const OpRecord& op) {
-  std::string name = op.name;
-  if (op.variant[0] != '\0') name += std::string(".") + op.variant;
-  return name;
-}
-
 std::string format(const char* format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
@@ -49,7 +43,7 @@ std::vector<SummaryRow> summarize(const Profile& profile, const SummaryOptions& 
   std::map<std::tuple<std::string, bool, std::string>, SummaryRow> rows;
   for (const OpRecord& op : profile.ops()) {
     const bool backward = op.backward_of != nullptr;
-    const std::string kernel = kernel_name(op);
+    const std::string kernel = op.kernel();
     SummaryRow& row = rows[{kernel, backward, options.by_shape ? op.shapes : std::string()}];
     if (row.calls == 0) {
       row.kernel = kernel;
@@ -93,7 +87,7 @@ std::vector<MemoryPeak> memory_peaks(const Profile& profile) {
         next = &op;
     if (next != nullptr)
       peaks[d].kernel =
-          kernel_name(*next) + (next->backward_of ? " (backward) " : " (forward) ") + next->shapes;
+          next->kernel() + (next->backward_of ? " (backward) " : " (forward) ") + next->shapes;
   }
   return peaks;
 }

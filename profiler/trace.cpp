@@ -64,8 +64,6 @@ std::string trace_json(const Profile& profile) {
   for (const OpRecord& op : profile.ops()) {
     threads.insert(op.thread);
     const double seconds = 1e-9 * static_cast<double>(op.end_ns - op.start_ns);
-    std::string name = op.name;
-    if (op.variant[0] != '\0') name += std::string(".") + op.variant;
     std::string args = "{\"shapes\":" + quoted(op.shapes) +
                        ",\"dtype\":" + quoted(std::string(to_string(op.dtype))) +
                        ",\"device\":" + quoted(op.device.str()) + ",\"bytes\":" + number(op.bytes) +
@@ -76,7 +74,7 @@ std::string trace_json(const Profile& profile) {
     if (op.backward_of != nullptr) args += ",\"backward of\":" + quoted(op.backward_of);
     args += "}";
     events.push_back({op.thread, op.start_ns, op.end_ns,
-                      "{\"name\":" + quoted(name) + ",\"cat\":" + quoted(op.family) +
+                      "{\"name\":" + quoted(op.kernel()) + ",\"cat\":" + quoted(op.family) +
                           ",\"ph\":\"X\",\"pid\":0,\"tid\":" + std::to_string(op.thread) +
                           ",\"ts\":" + micros(op.start_ns) + ",\"dur\":" +
                           duration(op.start_ns, op.end_ns) + ",\"args\":" + args + "}"});

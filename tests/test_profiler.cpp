@@ -24,11 +24,8 @@ namespace {
 // The profile's records of kernel `name` (with its variant, "binary.mul"), in time order.
 std::vector<pr::OpRecord> kernels(const pr::Profile& profile, const std::string& name) {
   std::vector<pr::OpRecord> found;
-  for (const pr::OpRecord& op : profile.ops()) {
-    std::string full = op.name;
-    if (op.variant[0] != '\0') full += std::string(".") + op.variant;
-    if (full == name) found.push_back(op);
-  }
+  for (const pr::OpRecord& op : profile.ops())
+    if (op.kernel() == name) found.push_back(op);
   return found;
 }
 
